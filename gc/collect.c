@@ -1,0 +1,89 @@
+/*
+ * gc/collect.c — when and how to collect: the gc_collect driver.
+ *
+ * gc_collect(false) scavenges unless a scavenge would be unsound or
+ * pointless, in which case it runs the full GC:
+ *   - the remembered set overflowed (it is incomplete);
+ *   - old space passed its growth threshold (set after each full GC).
+ *     The threshold never exceeds the mutator limit, so this also covers
+ *     a scavenge having tenured into the reserve: fewer than eden +
+ *     survivor bytes left, and the next scavenge might not fit;
+ *   - --gc-stress, every GC_STRESS_FULL_EVERY-th collection.
+ * Around the collector proper it calls the client's hooks, runs the
+ * verifier under --gc-verify, and keeps the statistics.
+ */
+#include "gc/compact.h"
+#include "gc/scavenge.h"
+#include "gc/space.h"
+#include "gc/verify.h"
+
+#include <time.h>
+
+/* Under --gc-stress every collection is at least a scavenge and every
+ * 16th is a full GC. A full GC walks the whole heap (boot image included)
+ * where a stress scavenge of a nearly empty eden walks only the roots, so
+ * one in 16 keeps stress runs within a small factor of scavenge-only cost
+ * while still giving every test program many full GCs. */
+#define GC_STRESS_FULL_EVERY 16
+
+static uint64_t now_usecs(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static bool full_gc_needed(void)
+{
+    const GcSpace *s = &gc_space;
+    return s->remembered_overflowed || s->old_top > s->old_threshold ||
+           (s->cfg.stress && s->collections % GC_STRESS_FULL_EVERY == 0);
+}
+
+bool gc_collect(bool full)
+{
+    GcSpace *s = &gc_space;
+    if (!s->base)
+        return false;
+    if (s->in_gc)
+        gc_panic("gc_collect called during a collection (from a client hook?)");
+    if (!s->client.visit_roots)
+        gc_panic("gc_collect called before gc_set_client: the collector has no roots");
+    s->collections++;
+    full = full || full_gc_needed();
+    s->in_gc = true;
+    if (s->client.before_collect)
+        s->client.before_collect(full, s->client.client);
+    if (s->cfg.verify)
+        gc_verify_or_die(full ? "before full GC" : "before scavenge");
+
+    uint64_t t0 = now_usecs();
+    if (full)
+        gc_compact_run();
+    else
+        gc_scavenge_run();
+    uint64_t dt = now_usecs() - t0;
+
+    if (full) {
+        gc_stats.full_gcs++;
+        gc_stats.full_usecs += dt;
+        if (dt > gc_stats.full_max_usecs)
+            gc_stats.full_max_usecs = dt;
+        gc_space_set_threshold(s->old_top - gc_old_start);
+    } else {
+        gc_stats.scavenges++;
+        gc_stats.scavenge_usecs += dt;
+        if (dt > gc_stats.scavenge_max_usecs)
+            gc_stats.scavenge_max_usecs = dt;
+    }
+
+    if (s->cfg.verify)
+        gc_verify_or_die(full ? "after full GC" : "after scavenge");
+    /* A scavenge may have tenured old space past its threshold or limit:
+     * the next safe point then runs the full GC. */
+    gc_collect_wanted = s->cfg.stress || s->remembered_overflowed || s->old_top > s->old_threshold;
+    s->in_gc = false;
+    if (s->client.after_collect)
+        s->client.after_collect(full, s->client.client);
+    return true;
+}

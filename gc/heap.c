@@ -1,0 +1,346 @@
+/*
+ * gc/heap.c — the reservation, allocation, identity hashes and heap walks.
+ *
+ * Allocation never collects (the Spur rule): it bumps a pointer in eden
+ * or in old space and at most raises gc_collect_wanted for the VM's next
+ * safe point. See gc/space.h for the layout and gc/collect.c for policy.
+ */
+#include "gc/space.h"
+
+#include "gc/remember.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+GcSpace gc_space;
+GcStats gc_stats;
+uintptr_t gc_old_start;
+volatile bool gc_collect_wanted;
+uintptr_t gc_eden_top;
+uintptr_t gc_eden_soft_limit;
+Oop gc_fill_value;
+
+/* Eden's soft limit, in tenths of eden. The last 10% (400 KiB of the
+ * default 4 MiB eden) is what the mutator may allocate between raising
+ * gc_collect_wanted and reaching its next safe point — a primitive that
+ * builds a few strings or copies an array — without spilling into old
+ * space, where short-lived objects would survive until a full GC. */
+#define GC_EDEN_SOFT_TENTHS 9
+
+/* Objects larger than eden / GC_LARGE_OBJECT_DIVISOR go straight to old
+ * space. At eden / 8 one such object is half a survivor space (eden / 4):
+ * copying it through the survivors costs more than it can save, and two of
+ * them would already force everything else to tenure on overflow. */
+#define GC_LARGE_OBJECT_DIVISOR 8
+
+/* Seed of the identity-hash generator: any nonzero value works for
+ * xorshift32; a fixed one makes hashes (and so hashed-collection layouts)
+ * reproducible from run to run. 0x9E3779B9 is 2^32 / golden ratio. */
+#define GC_HASH_SEED 0x9E3779B9u
+
+/* -- Panics ------------------------------------------------------------- */
+
+_Noreturn void gc_panic(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("stvm: gc: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    fflush(stderr);
+    abort();
+}
+
+/* -- Reservation -------------------------------------------------------- */
+
+static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+static void *map_noreserve(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void unmap(void *p, size_t bytes)
+{
+    if (p)
+        munmap(p, bytes);
+}
+
+bool gc_heap_init(const GcConfig *cfg, char *err, size_t errlen)
+{
+    GcSpace *s = &gc_space;
+    if (s->base) {
+        if (err)
+            snprintf(err, errlen, "heap already initialized");
+        return false;
+    }
+    size_t heap = cfg->heap_bytes ? cfg->heap_bytes : GC_HEAP_DEFAULT_BYTES;
+    size_t eden = cfg->eden_bytes ? cfg->eden_bytes : GC_EDEN_DEFAULT_BYTES;
+    if (eden < GC_EDEN_MIN_BYTES)
+        eden = GC_EDEN_MIN_BYTES;
+    eden = round_up(eden, GC_PAGE_BYTES);
+    size_t surv = round_up(eden / 4, GC_PAGE_BYTES);
+    size_t young = eden + 2 * surv;
+    size_t reserve = eden + surv;
+    /* Old space must at least hold the scavenger's reserve and as much
+     * again for the program itself. */
+    size_t need = young + 2 * reserve;
+    heap = round_up(heap, GC_PAGE_BYTES);
+    if (heap < need || heap > ((size_t)1 << 46)) {
+        if (err)
+            snprintf(err, errlen, "heap size %zu bytes does not fit an eden of %zu bytes (need at least %zu bytes, at most 64 TiB)",
+                     heap, eden, need);
+        return false;
+    }
+
+    memset(s, 0, sizeof *s);
+    s->heap_bytes = heap;
+    s->bitmap_bytes = heap / 64;
+    s->block_base_bytes = heap / (GC_BLOCK_WORDS * 8) * sizeof(uintptr_t);
+    s->mark_stack_bytes = heap / 16 * sizeof(Oop);
+    size_t rcap = cfg->remembered_capacity ? cfg->remembered_capacity : GC_REMEMBERED_CAPACITY;
+
+    void *base = map_noreserve(heap);
+    s->bitmap = map_noreserve(s->bitmap_bytes);
+    s->block_base = map_noreserve(s->block_base_bytes);
+    s->mark_stack = map_noreserve(s->mark_stack_bytes);
+    s->remembered = malloc(rcap * sizeof(Oop));
+    if (!base || !s->bitmap || !s->block_base || !s->mark_stack || !s->remembered) {
+        int e = errno;
+        unmap(base, heap);
+        unmap(s->bitmap, s->bitmap_bytes);
+        unmap(s->block_base, s->block_base_bytes);
+        unmap(s->mark_stack, s->mark_stack_bytes);
+        free(s->remembered);
+        memset(s, 0, sizeof *s);
+        if (err)
+            snprintf(err, errlen, "cannot reserve a heap of %zu bytes: %s (try a smaller --heap-size)", heap, strerror(e));
+        return false;
+    }
+
+    s->cfg = *cfg;
+    s->base = (uintptr_t)base;
+    s->end = s->base + heap;
+    s->eden_start = s->base;
+    s->eden_end = s->base + eden;
+    s->eden_bytes = eden;
+    s->large_bytes = eden / GC_LARGE_OBJECT_DIVISOR;
+    s->surv[0] = s->eden_end;
+    s->surv[1] = s->eden_end + surv;
+    s->surv_bytes = surv;
+    s->cur = 0;
+    s->surv_top = s->surv[0];
+    s->old_top = s->base + young;
+    s->old_limit = s->end - reserve;
+    s->remembered_capacity = rcap;
+    s->hash_state = GC_HASH_SEED;
+
+    gc_old_start = s->base + young;
+    gc_eden_top = s->eden_start;
+    gc_eden_soft_limit = s->eden_start + eden / 10 * GC_EDEN_SOFT_TENTHS;
+    gc_fill_value = 0;
+    memset(&gc_stats, 0, sizeof gc_stats);
+    gc_space_set_threshold(0);
+    gc_collect_wanted = cfg->stress;
+    return true;
+}
+
+void gc_heap_release(void)
+{
+    GcSpace *s = &gc_space;
+    if (!s->base)
+        return;
+    unmap((void *)s->base, s->heap_bytes);
+    unmap(s->bitmap, s->bitmap_bytes);
+    unmap(s->block_base, s->block_base_bytes);
+    unmap(s->mark_stack, s->mark_stack_bytes);
+    free(s->remembered);
+    memset(s, 0, sizeof *s);
+    gc_old_start = 0;
+    gc_eden_top = 0;
+    gc_eden_soft_limit = 0;
+    gc_fill_value = 0;
+    gc_collect_wanted = false;
+}
+
+void gc_set_client(const GcClient *client) { gc_space.client = *client; }
+
+void gc_set_fill(Oop nil) { gc_fill_value = nil; }
+
+/* -- Allocation --------------------------------------------------------- */
+
+/* Old-space growth threshold after a full GC that left `live` bytes: twice
+ * the live size, as Lua's default GC pause of 200% waits for the heap to
+ * double, so the full-GC cost stays proportional to allocation. The 16 MiB
+ * floor (four default edens of tenured data) keeps boot and small programs,
+ * whose old space is mostly classes and methods, from paying a full GC
+ * every few scavenges. */
+#define GC_OLD_GROWTH_FACTOR 2
+#define GC_OLD_MIN_THRESHOLD_BYTES ((size_t)16 << 20)
+
+void gc_space_set_threshold(size_t live)
+{
+    GcSpace *s = &gc_space;
+    size_t grow = live * GC_OLD_GROWTH_FACTOR;
+    if (grow < GC_OLD_MIN_THRESHOLD_BYTES)
+        grow = GC_OLD_MIN_THRESHOLD_BYTES;
+    /* Never past old_limit: gc/collect.c relies on it to turn a scavenge
+     * into a full GC once tenuring has eaten into the reserve. */
+    s->old_threshold = s->old_limit - gc_old_start < grow ? s->old_limit : gc_old_start + grow;
+}
+
+/* Writes the header (and overflow word) at mem and fills the storage. */
+static Oop init_object(uintptr_t mem, uint32_t class_index, uint32_t format, size_t slots, size_t total)
+{
+    uint64_t slot_field = slots;
+    if (slots >= OBJ_SLOTS_OVERFLOW) {
+        *(uint64_t *)mem = ((uint64_t)OBJ_SLOTS_OVERFLOW << 56) | (uint64_t)slots;
+        mem += 8;
+        total -= 8;
+        slot_field = OBJ_SLOTS_OVERFLOW;
+    }
+    uint64_t *w = (uint64_t *)mem;
+    w[0] = (uint64_t)class_index | ((uint64_t)format << OBJ_FORMAT_SHIFT) | (slot_field << OBJ_SLOTS_SHIFT);
+    Oop fill = format == FMT_POINTERS ? gc_fill_value : 0;
+    size_t storage = total / 8 - 1;
+    if (fill == 0)
+        memset(w + 1, 0, storage * 8);
+    else
+        for (size_t i = 1; i <= storage; i++)
+            w[i] = fill;
+    return (Oop)mem;
+}
+
+static bool may_hold_pointers(uint32_t format, size_t slots)
+{
+    return (format == FMT_POINTERS && slots > 0) || format >= FMT_METHOD;
+}
+
+/* Old-space bump allocation for the mutator; 0 past old_limit. */
+static Oop alloc_old(uint32_t class_index, uint32_t format, size_t slots)
+{
+    GcSpace *s = &gc_space;
+    if (!s->base || slots > s->heap_bytes / 8)
+        return 0;
+    size_t total = gc_space_object_bytes(slots);
+    /* old_top may already be past old_limit: scavenges tenure into the reserve. */
+    if (s->old_top > s->old_limit || total > s->old_limit - s->old_top) {
+        gc_collect_wanted = true; /* a full GC may make room for a retry */
+        return 0;
+    }
+    uintptr_t mem = s->old_top;
+    s->old_top += total;
+    if (s->old_top > s->old_threshold)
+        gc_collect_wanted = true;
+    gc_stats.bytes_allocated += total;
+    Oop o = init_object(mem, class_index, format, slots, total);
+    /* A new object may be filled without the write barrier (heap.h), which
+     * is only sound for young objects: an old one is remembered up front
+     * and dropped by the first scavenge that finds no young pointer in it. */
+    if (may_hold_pointers(format, slots))
+        gc_remember(o);
+    return o;
+}
+
+Oop gc_alloc_slow(uint32_t class_index, uint32_t format, size_t slots)
+{
+    GcSpace *s = &gc_space;
+    if (!s->base || slots > s->heap_bytes / 8)
+        return 0;
+    size_t total = gc_space_object_bytes(slots);
+    if (total <= s->large_bytes && total <= s->eden_end - gc_eden_top) {
+        uintptr_t mem = gc_eden_top;
+        gc_eden_top += total;
+        if (gc_eden_top > gc_eden_soft_limit)
+            gc_collect_wanted = true;
+        gc_stats.bytes_allocated += total;
+        return init_object(mem, class_index, format, slots, total);
+    }
+    if (total <= s->large_bytes)
+        gc_collect_wanted = true; /* eden is full */
+    return alloc_old(class_index, format, slots);
+}
+
+Oop gc_alloc(uint32_t class_index, uint32_t format, size_t slots)
+{
+    return gc_alloc_fast(class_index, format, slots);
+}
+
+static size_t byte_slots(size_t nbytes) { return (nbytes + 7) / 8; }
+
+Oop gc_alloc_bytes(uint32_t class_index, size_t nbytes)
+{
+    size_t slots = byte_slots(nbytes);
+    return gc_alloc_fast(class_index, FMT_BYTES + (uint32_t)(slots * 8 - nbytes), slots);
+}
+
+Oop gc_alloc_method(uint32_t class_index, size_t pointer_slots, size_t nbytes)
+{
+    if (pointer_slots == 0 || pointer_slots > 0xffff)
+        gc_panic("gc_alloc_method: %zu pointer slots (slot 0 is the header, at most 65535 fit its field)", pointer_slots);
+    size_t bslots = byte_slots(nbytes);
+    Oop m = gc_alloc_fast(class_index, FMT_METHOD + (uint32_t)(bslots * 8 - nbytes), pointer_slots + bslots);
+    if (!m)
+        return 0;
+    /* A header naming the pointer slots keeps the literals traced even if
+     * a collection came before the caller wrote the real header. */
+    obj_slots(m)[0] = oop_from_int((intptr_t)pointer_slots);
+    for (size_t i = 1; i < pointer_slots; i++)
+        obj_slots(m)[i] = gc_fill_value;
+    return m;
+}
+
+Oop gc_alloc_old(uint32_t class_index, uint32_t format, size_t slots)
+{
+    return alloc_old(class_index, format, slots);
+}
+
+/* -- Identity hash ------------------------------------------------------ */
+
+uint32_t gc_identity_hash(Oop o)
+{
+    uint32_t h = obj_hash_bits(o);
+    while (h == 0) {
+        uint32_t x = gc_space.hash_state;
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        gc_space.hash_state = x;
+        h = (x >> 10) & (uint32_t)OBJ_HASH_MASK; /* high bits: xorshift's low bits are weakest */
+    }
+    uint64_t *hp = obj_header_ptr(o);
+    *hp = (*hp & ~(OBJ_HASH_MASK << OBJ_HASH_SHIFT)) | ((uint64_t)h << OBJ_HASH_SHIFT);
+    return h;
+}
+
+/* -- Sizes and walks ---------------------------------------------------- */
+
+size_t gc_eden_bytes(void) { return gc_space.eden_bytes; }
+size_t gc_old_used_bytes(void) { return gc_space.base ? gc_space.old_top - gc_old_start : 0; }
+size_t gc_old_free_bytes(void) { return gc_space.base ? gc_space.end - gc_space.old_top : 0; }
+
+bool gc_space_walk(uintptr_t start, uintptr_t top, bool (*fn)(Oop obj, void *ctx), void *ctx)
+{
+    for (uintptr_t a = start; a < top;) {
+        Oop o = gc_space_oop_at(a);
+        a += obj_total_bytes(o);
+        if (!fn(o, ctx))
+            return false;
+    }
+    return true;
+}
+
+void gc_heap_walk(bool (*fn)(Oop obj, void *ctx), void *ctx)
+{
+    GcSpace *s = &gc_space;
+    if (!s->base)
+        return;
+    if (gc_space_walk(s->eden_start, gc_eden_top, fn, ctx) && gc_space_walk(gc_space_surv_start(), s->surv_top, fn, ctx))
+        gc_space_walk(gc_old_start, s->old_top, fn, ctx);
+}

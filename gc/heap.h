@@ -1,0 +1,186 @@
+/*
+ * gc/heap.h — object memory: allocation, write barrier, collection, counters.
+ *
+ * One contiguous reservation holds, low to high:
+ *
+ *   +--------+------------+------------+--------------------------------+
+ *   |  eden  | survivor A | survivor B |  old space (bump, compacted)   |
+ *   +--------+------------+------------+--------------------------------+
+ *   ^ young_start                      ^ old_start          old_top ^   ^ heap_end
+ *
+ * so "is this object young?" is one compare against old_start.
+ *
+ * The Spur rule: allocation never collects. When eden passes its soft limit
+ * (or the remembered set overflows, or old space grows past its threshold)
+ * a flag is raised and the VM calls gc_collect() at its next safe point
+ * (a send or a backward jump) with every live Oop reachable from the roots
+ * its GcClient enumerates. Eden keeps a reserve beyond the soft limit; what
+ * does not fit is allocated in old space directly. Only when old space
+ * itself cannot grow within --heap-size does allocation fail: the caller
+ * gets 0 and must report out-of-memory.
+ *
+ * Who may call: vm/ (and later jit/, profiler/). gc/ knows nothing of
+ * bytecodes or frames: the VM hands it roots through GcClient.
+ */
+#ifndef GC_HEAP_H
+#define GC_HEAP_H
+
+#include "gc/object.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GC_HEAP_DEFAULT_BYTES ((size_t)1 << 30)      /* 1 GiB: --heap-size */
+#define GC_EDEN_DEFAULT_BYTES ((size_t)4 << 20)      /* 4 MiB: --eden-size; Cog's default eden is a few MB */
+#define GC_EDEN_SMALL_BYTES ((size_t)64 << 10)       /* --small */
+#define GC_TENURE_AGE 3                              /* scavenges survived before promotion */
+#define GC_REMEMBERED_CAPACITY 65536                 /* root table slots; overflow forces a full GC */
+
+typedef struct GcConfig {
+    size_t heap_bytes; /* whole reservation; old space gets what young does not */
+    size_t eden_bytes; /* each survivor space is eden_bytes / 4 */
+    bool verify;       /* --gc-verify: full heap check before and after every collection */
+    bool stress;       /* --gc-stress: gc_wants_collect() is always true */
+    size_t remembered_capacity; /* 0 = GC_REMEMBERED_CAPACITY (tests use small values) */
+} GcConfig;
+
+/* Root enumeration: the VM calls visit(slot, ctx) for every Oop-holding
+ * location it owns (frames, globals, class table, symbol table, …). The
+ * collector may rewrite *slot. Non-pointer values (SmallIntegers, 0) are
+ * allowed and ignored. Each slot must be visited exactly once per call:
+ * a full GC calls visit_roots twice (mark, then update to the new
+ * addresses) and --gc-verify once more, all between before_collect and
+ * after_collect, and each must enumerate the same slots. */
+typedef void (*GcVisitFn)(Oop *slot, void *ctx);
+
+typedef struct GcClient {
+    void (*visit_roots)(GcVisitFn visit, void *ctx, void *client);
+    void (*before_collect)(bool full, void *client); /* may be NULL */
+    void (*after_collect)(bool full, void *client);  /* may be NULL */
+    void *client;
+} GcClient;
+
+typedef struct GcStats {
+    uint64_t scavenges;
+    uint64_t full_gcs;
+    uint64_t scavenge_usecs, scavenge_max_usecs;
+    uint64_t full_usecs, full_max_usecs;
+    uint64_t tenures;          /* scavenges that promoted at least one object */
+    uint64_t objects_tenured;  /* by scavenges, and the young survivors of full GCs */
+    uint64_t bytes_allocated;  /* all allocation, young and old */
+    uint64_t bytes_freed;      /* reclaimed by scavenges and full GCs */
+    uint64_t remembered_overflows;
+    uint64_t compactions;      /* full GCs that moved at least one object */
+} GcStats;
+
+extern GcStats gc_stats;
+
+/* Heap boundaries (read-only outside gc/; inline checks use them). */
+extern uintptr_t gc_old_start;
+extern volatile bool gc_collect_wanted;
+/* Allocation fast-path state (read-only outside gc/): the eden bump
+ * pointer, the soft limit at which the inline path hands over to the slow
+ * path, and the fill value of new pointer slots. */
+extern uintptr_t gc_eden_top;
+extern uintptr_t gc_eden_soft_limit;
+extern Oop gc_fill_value;
+
+/* Returns false and fills err (if not NULL) when the reservation fails. */
+bool gc_heap_init(const GcConfig *cfg, char *err, size_t errlen);
+void gc_heap_release(void);
+void gc_set_client(const GcClient *client);
+/* Pointer slots of new objects are filled with this (nil once it exists). */
+void gc_set_fill(Oop nil);
+
+/* Allocate a zeroed / nil-filled object in eden (old space if it does not
+ * fit). slots counts words of storage; for byte formats pass the byte
+ * length to gc_alloc_bytes instead. Returns 0 when memory is exhausted:
+ * old space is full up to the eden + survivor bytes it keeps in reserve
+ * for tenuring. That space may be garbage, so a primitive getting 0
+ * should fail, let the VM run gc_collect(true) and retry once before
+ * reporting out-of-memory. Objects that land in old space and may hold
+ * pointers are put in the remembered set up front, so filling them with
+ * raw stores right after allocation is safe there too. */
+Oop gc_alloc(uint32_t class_index, uint32_t format, size_t slots);
+Oop gc_alloc_bytes(uint32_t class_index, size_t nbytes);
+/* Compiled-method format: pointer_slots Oops (slot 0 must be written by the
+ * caller with the header SmallInteger before the next collection) then nbytes. */
+Oop gc_alloc_method(uint32_t class_index, size_t pointer_slots, size_t nbytes);
+/* Same, but straight into old space (boot objects, methods, classes). */
+Oop gc_alloc_old(uint32_t class_index, uint32_t format, size_t slots);
+
+/* gc_alloc's out-of-line part: objects of 255+ slots, eden past its soft
+ * limit, large objects, old space. Call gc_alloc or gc_alloc_fast. */
+Oop gc_alloc_slow(uint32_t class_index, uint32_t format, size_t slots);
+
+/* gc_alloc with its common case inline: a small object bumped into eden
+ * below the soft limit. Same contract as gc_alloc. */
+static inline Oop gc_alloc_fast(uint32_t class_index, uint32_t format, size_t slots)
+{
+    uintptr_t p = gc_eden_top;
+    size_t storage = slots == 0 ? 1 : slots;
+    uintptr_t end = p + (storage + 1) * 8;
+    if (__builtin_expect(slots < OBJ_SLOTS_OVERFLOW && end <= gc_eden_soft_limit, 1)) {
+        gc_eden_top = end;
+        Oop *w = (Oop *)p;
+        w[0] = (uint64_t)class_index | ((uint64_t)format << OBJ_FORMAT_SHIFT) | ((uint64_t)slots << OBJ_SLOTS_SHIFT);
+        Oop fill = format == FMT_POINTERS ? gc_fill_value : 0;
+        for (size_t i = 1; i <= storage; i++)
+            w[i] = fill;
+        gc_stats.bytes_allocated += end - p;
+        return (Oop)p;
+    }
+    return gc_alloc_slow(class_index, format, slots);
+}
+
+/* Collect now. full=false scavenges (and escalates to a full GC when old
+ * space passed its threshold or the remembered set overflowed); full=true
+ * does a full mark-compact, which also tenures every live young object.
+ * Only at a safe point, never from a GcClient hook. Returns true if a
+ * collection ran (false only without a heap). A full GC whose live data
+ * does not fit old space prints "stvm: out of memory: …" and exits(1). */
+bool gc_collect(bool full);
+
+/* True when the VM should call gc_collect at its next safe point. */
+static inline bool gc_wants_collect(void) { return gc_collect_wanted; }
+
+static inline bool gc_is_young(Oop o) { return oop_is_ptr(o) && o != 0 && o < gc_old_start; }
+static inline bool gc_is_old(Oop o) { return o >= gc_old_start; }
+
+/* Write barrier: every store of an Oop into a heap object's slot goes
+ * through here (stores into brand-new objects may skip it only if no
+ * safe point intervened). */
+void gc_remember(Oop obj);
+static inline void gc_store(Oop obj, size_t i, Oop val)
+{
+    obj_slots(obj)[i] = val;
+    if (gc_is_old(obj) && gc_is_young(val) && !(obj_header(obj) & OBJ_GC_REMEMBERED))
+        gc_remember(obj);
+}
+
+/* Old objects currently in the remembered set (tests, counters). */
+size_t gc_remembered_count(void);
+
+/* Identity hash (22 bits, nonzero), assigned lazily and kept across moves. */
+uint32_t gc_identity_hash(Oop o);
+
+/* Sizes for the profiler's counters and the report. */
+size_t gc_eden_bytes(void);
+size_t gc_old_used_bytes(void);
+size_t gc_old_free_bytes(void); /* old-space capacity not yet used */
+
+/* Walks every object in the heap (eden, survivors, then old space) — used
+ * by the verifier and tests. Stops early if fn returns false. fn must not
+ * allocate, and the walk must not run during a collection. */
+void gc_heap_walk(bool (*fn)(Oop obj, void *ctx), void *ctx);
+
+/* Heap verifier (--gc-verify): checks every object header, every pointer
+ * slot points at a valid object start, remembered set is complete (see
+ * gc/verify.h for the full list). Returns true if sound; otherwise writes
+ * the first broken invariant to msg (address, class index, slot). Under
+ * --gc-verify, gc_collect also runs it, with the roots, before and after
+ * each collection, and aborts with "stvm: gc-verify: …" on failure. */
+bool gc_verify(char *msg, size_t msglen);
+
+#endif

@@ -1,0 +1,874 @@
+/*
+ * vm/interp.c — the bytecode interpreter: threaded dispatch (computed goto)
+ * over vm/bytecodes.h, sends through the global lookup cache, frames on
+ * stack pages (vm/stack.c), closures with non-local return.
+ *
+ * Safe points are sends and backward jumps: there, if the heap asked for a
+ * collection, the registers are written back and gc_collect runs; the send
+ * or jump is then re-dispatched from its first byte, so no Oop is held in a
+ * C local across a collection.
+ */
+#include "vm/interp.h"
+
+#include "vm/bigint.h"
+#include "vm/bytecodes.h"
+#include "vm/class.h"
+#include "vm/frame.h"
+#include "vm/globals.h"
+#include "vm/loader.h"
+#include "vm/method.h"
+#include "vm/primitive.h"
+#include "vm/stack.h"
+#include "vm/universe.h"
+#include "vm/vm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N_SPECIAL (BC_SEND_LENGTH - BC_SEND_ADD + 1)
+
+static Oop special_sel[N_SPECIAL];
+static const int special_nargs[N_SPECIAL] = {BC_SPECIAL_NARGS};
+static Oop sym_dnu, sym_unknown_global, sym_escaped_block, sym_must_be_boolean;
+static bool array_at_is_prim, array_at_put_is_prim, array_length_is_prim, string_length_is_prim;
+
+/* Registers as of the last write-back (GC roots, backtraces). */
+static Oop *saved_sp, *saved_fp;
+static size_t saved_bcpc;
+
+_Static_assert(N_SPECIAL == 15, "special selector table matches bytecodes.h");
+
+void vm_interp_visit_roots(GcVisitFn visit, void *ctx)
+{
+    for (int i = 0; i < N_SPECIAL; i++) visit(&special_sel[i], ctx);
+    visit(&sym_dnu, ctx);
+    visit(&sym_unknown_global, ctx);
+    visit(&sym_escaped_block, ctx);
+    visit(&sym_must_be_boolean, ctx);
+    vm_stack_visit_roots(visit, ctx, saved_sp, saved_fp);
+}
+
+/* -- Backtraces and fatal errors ------------------------------------------ */
+
+typedef struct TraceLine {
+    char text[1200];
+} TraceLine;
+
+typedef struct TraceBuf {
+    TraceLine *lines;
+    size_t n, cap, skipped;
+} TraceBuf;
+
+#define TRACE_MAX_LINES 200 /* keep the first and last 100 of a deep recursion */
+
+static void trace_frame(Oop method, size_t bcpc, void *ctx)
+{
+    TraceBuf *tb = ctx;
+    if (tb->n == tb->cap) {
+        if (tb->cap >= TRACE_MAX_LINES) {
+            /* keep the newest half: shift out the middle */
+            memmove(tb->lines + TRACE_MAX_LINES / 2, tb->lines + TRACE_MAX_LINES / 2 + 1,
+                    (TRACE_MAX_LINES / 2 - 1) * sizeof(TraceLine));
+            tb->n--;
+            tb->skipped++;
+        } else {
+            tb->cap = tb->cap ? tb->cap * 2 : 32;
+            tb->lines = realloc(tb->lines, tb->cap * sizeof(TraceLine));
+            if (!tb->lines) return;
+        }
+    }
+    char cls[256], sel[256], file[512];
+    Oop holder = obj_slots(method)[METHOD_HOLDER];
+    vm_class_name_cstr(holder, cls, sizeof cls);
+    vm_string_cstr(obj_slots(method)[METHOD_SIGNATURE], sel, sizeof sel);
+    const char *f = vm_method_file(method, file, sizeof file);
+    /* the saved pc is after the send; the send itself is one byte earlier or more */
+    int line = vm_method_line_at(method, bcpc ? bcpc - 1 : 0);
+    snprintf(tb->lines[tb->n++].text, sizeof(TraceLine), "%s%s>>%s (%s:%d)",
+             vm_method_is_block(method) ? "[] in " : "", cls, sel, f, line);
+}
+
+void vm_print_backtrace(FILE *out)
+{
+    if (!saved_fp) return;
+    TraceBuf tb = {0};
+    vm_stack_walk(saved_fp, saved_bcpc + 1, trace_frame, &tb);
+    /* lines are newest first; print oldest first (most recent call at bottom) */
+    for (size_t i = tb.n; i-- > 0;) {
+        fprintf(out, "  %s\n", tb.lines[i].text);
+        if (i == TRACE_MAX_LINES / 2 && tb.skipped) fprintf(out, "  ... %zu more frames ...\n", tb.skipped);
+    }
+    free(tb.lines);
+}
+
+static _Noreturn void runtime_error(const char *msg)
+{
+    fflush(stdout);
+    fprintf(stderr, "Traceback (most recent call at bottom):\n");
+    vm_print_backtrace(stderr);
+    fprintf(stderr, "%s\n", msg);
+    vm_exit(1);
+}
+
+static int selector_arity(Oop sel)
+{
+    const uint8_t *s = obj_bytes(sel);
+    size_t len = obj_byte_length(sel);
+    if (len == 0) return 0;
+    if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_')) return 1;
+    int n = 0;
+    for (size_t i = 0; i < len; i++) n += s[i] == ':';
+    return n;
+}
+
+static void init_symbols(void)
+{
+    static const char *const names[N_SPECIAL] = {BC_SPECIAL_SELECTORS};
+    for (int i = 0; i < N_SPECIAL; i++) special_sel[i] = vm_symbol_from_cstr(names[i]);
+    sym_dnu = vm_symbol_from_cstr("doesNotUnderstand:arguments:");
+    sym_unknown_global = vm_symbol_from_cstr("unknownGlobal:");
+    sym_escaped_block = vm_symbol_from_cstr("escapedBlock:");
+    sym_must_be_boolean = vm_symbol_from_cstr("mustBeBoolean");
+}
+
+static bool is_prim(uint32_t class_index, const char *sel, const char *cls)
+{
+    Oop m = vm_lookup(vm_class_table[class_index], vm_symbol_from_cstr(sel));
+    if (!m) return false;
+    intptr_t p = oop_int(obj_slots(m)[METHOD_PRIMITIVE]);
+    return p > 1 && strcmp(vm_prim_table[p].class_name, cls) == 0 && strcmp(vm_prim_table[p].selector, sel) == 0;
+}
+
+/* -- The interpreter ------------------------------------------------------- */
+
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define U16(p) ((unsigned)(p)[0] | ((unsigned)(p)[1] << 8))
+#define HEADROOM (VM_STACK_HEADROOM_WORDS)
+
+Oop vm_interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
+{
+    static const void *const dispatch[BC_COUNT] = {
+#define BC_LABEL(name, len, eff, mapped, ops) [BC_##name] = &&op_##name,
+        BYTECODE_LIST(BC_LABEL)
+#undef BC_LABEL
+    };
+    init_symbols();
+    array_at_is_prim = is_prim(CLASS_INDEX_ARRAY, "at:", "Array");
+    array_at_put_is_prim = is_prim(CLASS_INDEX_ARRAY, "at:put:", "Array");
+    array_length_is_prim = is_prim(CLASS_INDEX_ARRAY, "length", "Array");
+    string_length_is_prim = is_prim(CLASS_INDEX_STRING, "length", "String");
+
+    StackPage *first = vm_stack_first_page();
+    Oop *limit = first->base + HEADROOM;
+    Oop *sp = first->top;
+    Oop *fp = NULL;
+    uint8_t *ip = NULL, *bytes = NULL;
+    Oop method = 0, *lits = NULL;
+    int nargs = 0;
+
+    Oop sel, m, result, rcvr;
+    int n;
+    char msg[1024];
+
+    *--sp = receiver;
+    for (int i = 0; i < nargs0; i++) *--sp = args[i];
+    sel = selector;
+    n = nargs0;
+    goto send;
+
+#define DISPATCH() goto *dispatch[*ip]
+#define WRITE_BACK() (saved_sp = sp, saved_fp = fp, saved_bcpc = (size_t)(ip - bytes))
+#define LOAD_METHOD()                                                  \
+    do {                                                               \
+        method = fp[FRAME_METHOD];                                     \
+        lits = obj_slots(method) + METHOD_FIXED_SLOTS;                 \
+        bytes = (uint8_t *)(obj_slots(method) + vm_method_pointer_slots(method)); \
+        nargs = frame_nargs(fp);                                       \
+    } while (0)
+#define VAR(v) (*((v) < nargs ? fp + 1 + nargs - (v) : fp + FRAME_FIRST_TEMP - ((v) - nargs)))
+#define SELF (fp[FRAME_RECEIVER])
+
+op_HALT:
+    WRITE_BACK();
+    runtime_error("HALT bytecode reached");
+
+op_DUP:
+    sp--;
+    sp[0] = sp[1];
+    ip += 1;
+    DISPATCH();
+
+op_POP:
+    sp++;
+    ip += 1;
+    DISPATCH();
+
+op_PUSH_VAR:
+    *--sp = VAR(ip[1]);
+    ip += 2;
+    DISPATCH();
+
+op_PUSH_OUTER : {
+    Oop ctx = obj_slots(fp[2 + nargs])[BLOCK_OUTER_CONTEXT];
+    for (int l = ip[2]; l > 1; l--) ctx = obj_slots(obj_slots(ctx)[CTX_CLOSURE])[BLOCK_OUTER_CONTEXT];
+    Oop *f = ctx_frame(ctx);
+    int v = ip[1];
+    *--sp = f ? *frame_var(f, frame_nargs(f), v) : obj_slots(ctx)[CTX_FIRST_VAR + v];
+    ip += 3;
+    DISPATCH();
+}
+
+op_PUSH_FIELD:
+    *--sp = obj_slots(SELF)[ip[1]];
+    ip += 2;
+    DISPATCH();
+
+op_PUSH_SELF:
+    *--sp = SELF;
+    ip += 1;
+    DISPATCH();
+
+op_PUSH_NIL:
+    *--sp = vm_nil;
+    ip += 1;
+    DISPATCH();
+
+op_PUSH_TRUE:
+    *--sp = vm_true;
+    ip += 1;
+    DISPATCH();
+
+op_PUSH_FALSE:
+    *--sp = vm_false;
+    ip += 1;
+    DISPATCH();
+
+op_PUSH_0:
+    *--sp = oop_from_int(0);
+    ip += 1;
+    DISPATCH();
+
+op_PUSH_1:
+    *--sp = oop_from_int(1);
+    ip += 1;
+    DISPATCH();
+
+op_PUSH_LITERAL:
+    *--sp = lits[ip[1]];
+    ip += 2;
+    DISPATCH();
+
+op_PUSH_LITERAL_W:
+    *--sp = lits[U16(ip + 1)];
+    ip += 3;
+    DISPATCH();
+
+op_PUSH_GLOBAL:
+    sel = lits[ip[1]];
+    ip += 2;
+    goto push_global;
+op_PUSH_GLOBAL_W:
+    sel = lits[U16(ip + 1)];
+    ip += 3;
+push_global : {
+    Oop v = vm_global_get(sel);
+    if (LIKELY(v != 0)) {
+        *--sp = v;
+        DISPATCH();
+    }
+    char name[512];
+    WRITE_BACK();
+    v = vm_load_class(vm_string_cstr(sel, name, sizeof name));
+    if (v) {
+        *--sp = v;
+        DISPATCH();
+    }
+    *--sp = SELF;
+    *--sp = sel;
+    sel = sym_unknown_global;
+    n = 1;
+    goto send;
+}
+
+op_PUSH_BLOCK:
+    m = lits[ip[1]];
+    ip += 2;
+    goto push_block;
+op_PUSH_BLOCK_W:
+    m = lits[U16(ip + 1)];
+    ip += 3;
+push_block : {
+    Oop ctx = vm_context_marry(fp);
+    int bn = vm_method_nargs(m);
+    Oop closure = gc_alloc(CLASS_INDEX_BLOCK1 + (uint32_t)(bn > 2 ? 2 : bn), FMT_POINTERS, BLOCK_SLOTS);
+    if (!closure) vm_out_of_memory("block");
+    obj_slots(closure)[BLOCK_OUTER_CONTEXT] = ctx;
+    obj_slots(closure)[BLOCK_METHOD] = m;
+    obj_slots(closure)[BLOCK_RECEIVER] = SELF;
+    *--sp = closure;
+    DISPATCH();
+}
+
+op_STORE_VAR:
+    VAR(ip[1]) = *sp;
+    ip += 2;
+    DISPATCH();
+
+op_POP_VAR:
+    VAR(ip[1]) = *sp++;
+    ip += 2;
+    DISPATCH();
+
+op_STORE_OUTER:
+op_POP_OUTER : {
+    Oop ctx = obj_slots(fp[2 + nargs])[BLOCK_OUTER_CONTEXT];
+    for (int l = ip[2]; l > 1; l--) ctx = obj_slots(obj_slots(ctx)[CTX_CLOSURE])[BLOCK_OUTER_CONTEXT];
+    Oop *f = ctx_frame(ctx);
+    int v = ip[1];
+    if (f)
+        *frame_var(f, frame_nargs(f), v) = *sp;
+    else
+        gc_store(ctx, CTX_FIRST_VAR + (size_t)v, *sp);
+    if (*ip == BC_POP_OUTER) sp++;
+    ip += 3;
+    DISPATCH();
+}
+
+op_STORE_FIELD:
+    gc_store(SELF, ip[1], *sp);
+    ip += 2;
+    DISPATCH();
+
+op_POP_FIELD:
+    gc_store(SELF, ip[1], *sp++);
+    ip += 2;
+    DISPATCH();
+
+    /* -- Sends ----------------------------------------------------------- */
+
+op_SEND:
+    if (UNLIKELY(gc_collect_wanted)) goto safepoint;
+    sel = lits[ip[1]];
+    n = ip[2];
+    ip += 3;
+    goto send;
+
+op_SEND_W:
+    if (UNLIKELY(gc_collect_wanted)) goto safepoint;
+    sel = lits[U16(ip + 1)];
+    n = ip[3];
+    ip += 4;
+    goto send;
+
+op_SUPER_SEND:
+    if (UNLIKELY(gc_collect_wanted)) goto safepoint;
+    sel = lits[ip[1]];
+    n = ip[2];
+    ip += 3;
+    goto super_send;
+
+op_SUPER_SEND_W:
+    if (UNLIKELY(gc_collect_wanted)) goto safepoint;
+    sel = lits[U16(ip + 1)];
+    n = ip[3];
+    ip += 4;
+super_send : {
+    Oop super = obj_slots(obj_slots(method)[METHOD_HOLDER])[CLASS_SUPERCLASS];
+    if (super == vm_nil) goto dnu;
+    m = vm_lookup_cached(vm_class_instance_index(super), sel);
+    if (UNLIKELY(!m)) goto dnu;
+    goto activate;
+}
+
+#define SPECIAL_SEND(op)                                 \
+    do {                                                 \
+        if (UNLIKELY(gc_collect_wanted)) goto safepoint; \
+        sel = special_sel[(op) - BC_SEND_ADD];           \
+        n = special_nargs[(op) - BC_SEND_ADD];           \
+        ip += 1;                                         \
+        goto send;                                       \
+    } while (0)
+
+op_SEND_ADD : {
+    Oop a = sp[1], b = sp[0];
+    intptr_t r;
+    if (LIKELY(oop_is_int(a & b)) && !__builtin_add_overflow((intptr_t)a, (intptr_t)(b - 1), &r)) {
+        *++sp = (Oop)r;
+        ip += 1;
+        DISPATCH();
+    }
+    SPECIAL_SEND(BC_SEND_ADD);
+}
+
+op_SEND_SUB : {
+    Oop a = sp[1], b = sp[0];
+    intptr_t r;
+    if (LIKELY(oop_is_int(a & b)) && !__builtin_sub_overflow((intptr_t)a, (intptr_t)(b - 1), &r)) {
+        *++sp = (Oop)r;
+        ip += 1;
+        DISPATCH();
+    }
+    SPECIAL_SEND(BC_SEND_SUB);
+}
+
+op_SEND_MUL : {
+    Oop a = sp[1], b = sp[0];
+    intptr_t r;
+    if (LIKELY(oop_is_int(a & b)) && !__builtin_mul_overflow(oop_int(a), (intptr_t)(b - 1), &r)) {
+        *++sp = (Oop)r | 1;
+        ip += 1;
+        DISPATCH();
+    }
+    SPECIAL_SEND(BC_SEND_MUL);
+}
+
+#define COMPARE_OP(NAME, OP)                                  \
+    op_##NAME : {                                             \
+        Oop a = sp[1], b = sp[0];                             \
+        if (LIKELY(oop_is_int(a & b))) {                      \
+            *++sp = ((intptr_t)a OP(intptr_t) b) ? vm_true : vm_false; \
+            ip += 1;                                          \
+            DISPATCH();                                       \
+        }                                                     \
+        SPECIAL_SEND(BC_##NAME);                              \
+    }
+    COMPARE_OP(SEND_LT, <)
+    COMPARE_OP(SEND_GT, >)
+    COMPARE_OP(SEND_LE, <=)
+    COMPARE_OP(SEND_GE, >=)
+    COMPARE_OP(SEND_EQ, ==)
+    COMPARE_OP(SEND_NE, !=)
+
+op_SEND_IDENTICAL : {
+    Oop a = sp[1], b = sp[0];
+    if (a == b) {
+        *++sp = vm_true;
+        ip += 1;
+        DISPATCH();
+    }
+    /* Integer == is value equality, so boxed numbers take the real send */
+    if (!vm_is_large_int(a) && !vm_is_double(a)) {
+        *++sp = vm_false;
+        ip += 1;
+        DISPATCH();
+    }
+    SPECIAL_SEND(BC_SEND_IDENTICAL);
+}
+
+op_SEND_AT : {
+    Oop a = sp[1], i = sp[0];
+    if (LIKELY(oop_is_ptr(a) && obj_class_index(a) == CLASS_INDEX_ARRAY && oop_is_int(i) && array_at_is_prim)) {
+        intptr_t k = oop_int(i);
+        if (k >= 1 && (size_t)k <= obj_num_slots(a)) {
+            *++sp = obj_slots(a)[k - 1];
+            ip += 1;
+            DISPATCH();
+        }
+    }
+    SPECIAL_SEND(BC_SEND_AT);
+}
+
+op_SEND_AT_PUT : {
+    Oop a = sp[2], i = sp[1];
+    if (LIKELY(oop_is_ptr(a) && obj_class_index(a) == CLASS_INDEX_ARRAY && oop_is_int(i) && array_at_put_is_prim)) {
+        intptr_t k = oop_int(i);
+        if (k >= 1 && (size_t)k <= obj_num_slots(a)) {
+            Oop v = sp[0];
+            gc_store(a, (size_t)k - 1, v);
+            sp += 2;
+            *sp = v;
+            ip += 1;
+            DISPATCH();
+        }
+    }
+    SPECIAL_SEND(BC_SEND_AT_PUT);
+}
+
+op_SEND_VALUE:
+    SPECIAL_SEND(BC_SEND_VALUE);
+op_SEND_VALUE1:
+    SPECIAL_SEND(BC_SEND_VALUE1);
+
+op_SEND_LENGTH : {
+    Oop a = sp[0];
+    if (oop_is_ptr(a)) {
+        uint32_t ci = obj_class_index(a);
+        if (ci == CLASS_INDEX_ARRAY && array_length_is_prim) {
+            *sp = oop_from_int((intptr_t)obj_num_slots(a));
+            ip += 1;
+            DISPATCH();
+        }
+        if (ci == CLASS_INDEX_STRING && string_length_is_prim) {
+            *sp = oop_from_int((intptr_t)obj_byte_length(a));
+            ip += 1;
+            DISPATCH();
+        }
+    }
+    SPECIAL_SEND(BC_SEND_LENGTH);
+}
+
+send:
+    rcvr = sp[n];
+    m = vm_lookup_cached(oop_is_int(rcvr) ? CLASS_INDEX_SMALLINT : obj_class_index(rcvr), sel);
+    if (UNLIKELY(!m)) goto dnu;
+
+activate : {
+    Oop prim = obj_slots(m)[METHOD_PRIMITIVE];
+    if (prim != oop_from_int(0)) goto primitive;
+    intptr_t hdr = vm_method_hdr(m);
+    int mnargs = (int)((hdr >> 16) & 0xff), ntemps = (int)((hdr >> 24) & 0xffff), maxs = (int)((hdr >> 40) & 0xffff);
+    Oop *link = fp;
+    if (UNLIKELY(mnargs != n)) {
+        snprintf(msg, sizeof msg, "wrong number of arguments: %d given, method expects %d", n, mnargs);
+        WRITE_BACK();
+        runtime_error(msg);
+    }
+    if (UNLIKELY(sp - (FRAME_HEADER_WORDS + ntemps + maxs) < limit)) {
+        Oop save[260];
+        for (int i = 0; i <= n; i++) save[i] = sp[i];
+        StackPage *np = vm_stack_overflow(fp, sp + n + 1);
+        limit = np->base + HEADROOM;
+        sp = np->top - (n + 1);
+        for (int i = 0; i <= n; i++) sp[i] = save[i];
+        link = NULL;
+    }
+    sp[-1] = oop_from_int(ip - bytes);
+    sp[-2] = (Oop)link;
+    fp = sp - 2;
+    if (!link) vm_page->bottom_fp = fp;
+    fp[FRAME_METHOD] = m;
+    fp[FRAME_CONTEXT] = vm_nil;
+    fp[FRAME_FLAGS] = oop_from_int(FRAME_FLAGS_MAKE(mnargs, ntemps, 0));
+    fp[FRAME_RECEIVER] = fp[2 + mnargs];
+    sp = fp + FRAME_RECEIVER;
+    for (int t = 0; t < ntemps; t++) *--sp = vm_nil;
+    method = m;
+    nargs = mnargs;
+    lits = obj_slots(m) + METHOD_FIXED_SLOTS;
+    bytes = ip = (uint8_t *)(obj_slots(m) + (hdr & 0xffff));
+    DISPATCH();
+}
+
+activate_block : {
+    /* m = block method, the closure is the receiver slot sp[n] */
+    Oop closure = sp[n];
+    intptr_t hdr = vm_method_hdr(m);
+    int mnargs = (int)((hdr >> 16) & 0xff), ntemps = (int)((hdr >> 24) & 0xffff), maxs = (int)((hdr >> 40) & 0xffff);
+    Oop *link = fp;
+    if (UNLIKELY(mnargs != n)) {
+        snprintf(msg, sizeof msg, "wrong argument count for block: %d given, block expects %d", n, mnargs);
+        WRITE_BACK();
+        runtime_error(msg);
+    }
+    if (UNLIKELY(sp - (FRAME_HEADER_WORDS + ntemps + maxs) < limit)) {
+        Oop save[260];
+        for (int i = 0; i <= n; i++) save[i] = sp[i];
+        StackPage *np = vm_stack_overflow(fp, sp + n + 1);
+        limit = np->base + HEADROOM;
+        sp = np->top - (n + 1);
+        for (int i = 0; i <= n; i++) sp[i] = save[i];
+        link = NULL;
+    }
+    sp[-1] = oop_from_int(ip - bytes);
+    sp[-2] = (Oop)link;
+    fp = sp - 2;
+    if (!link) vm_page->bottom_fp = fp;
+    fp[FRAME_METHOD] = m;
+    fp[FRAME_CONTEXT] = vm_nil;
+    fp[FRAME_FLAGS] = oop_from_int(FRAME_FLAGS_MAKE(mnargs, ntemps, 1));
+    fp[FRAME_RECEIVER] = obj_slots(closure)[BLOCK_RECEIVER];
+    sp = fp + FRAME_RECEIVER;
+    for (int t = 0; t < ntemps; t++) *--sp = vm_nil;
+    method = m;
+    nargs = mnargs;
+    lits = obj_slots(m) + METHOD_FIXED_SLOTS;
+    bytes = ip = (uint8_t *)(obj_slots(m) + (hdr & 0xffff));
+    DISPATCH();
+}
+
+primitive : {
+    VmPrimEntry *e = &vm_prim_table[oop_int(obj_slots(m)[METHOD_PRIMITIVE])];
+    switch (e->special) {
+    case SP_NONE: {
+        Oop a[260];
+        for (int i = 0; i <= n; i++) a[i] = sp[n - i];
+        Oop r;
+        if (LIKELY(((VmPrimFn)e->fn)(a, &r))) {
+            sp += n;
+            *sp = r;
+            DISPATCH();
+        }
+        snprintf(msg, sizeof msg, "%s", vm_prim_last_error());
+        WRITE_BACK();
+        runtime_error(msg);
+    }
+    case SP_BLOCK_VALUE:
+        m = obj_slots(sp[n])[BLOCK_METHOD];
+        goto activate_block;
+    case SP_BLOCK_RESTART:
+        /* restart the method that sent #restart (SOM's whileTrue: idiom) */
+        sp = frame_stack_base(fp);
+        ip = bytes;
+        if (UNLIKELY(gc_collect_wanted)) goto safepoint;
+        DISPATCH();
+    case SP_PERFORM:
+    case SP_PERFORM_WITH_ARGS:
+    case SP_PERFORM_IN_SUPER:
+    case SP_PERFORM_WITH_ARGS_IN_SUPER: {
+        bool with_args = e->special == SP_PERFORM_WITH_ARGS || e->special == SP_PERFORM_WITH_ARGS_IN_SUPER;
+        bool in_super = e->special == SP_PERFORM_IN_SUPER || e->special == SP_PERFORM_WITH_ARGS_IN_SUPER;
+        Oop cls = in_super ? sp[0] : 0;
+        Oop arr = with_args ? sp[in_super ? 1 : 0] : 0;
+        sel = sp[n - 1];
+        sp += n; /* receiver on top */
+        if (vm_is_string(sel)) {
+            char buf[512];
+            sel = vm_symbol_from_cstr(vm_string_cstr(sel, buf, sizeof buf));
+        }
+        if (!vm_is_symbol(sel) || (with_args && !vm_is_array(arr)) || (in_super && !vm_is_class(cls))) {
+            WRITE_BACK();
+            runtime_error("perform: expects a selector Symbol (and an Array of arguments, and a class)");
+        }
+        n = with_args ? (int)obj_num_slots(arr) : 0;
+        if (n > 255) {
+            WRITE_BACK();
+            runtime_error("perform:withArguments: with more than 255 arguments");
+        }
+        for (int i = 0; i < n; i++) *--sp = obj_slots(arr)[i];
+        if (selector_arity(sel) != n) {
+            char buf[512];
+            snprintf(msg, sizeof msg, "perform: selector #%s expects %d arguments, %d given",
+                     vm_string_cstr(sel, buf, sizeof buf), selector_arity(sel), n);
+            WRITE_BACK();
+            runtime_error(msg);
+        }
+        if (!in_super) goto send;
+        m = vm_lookup(cls, sel);
+        if (!m) goto dnu;
+        goto activate;
+    }
+    case SP_INVOKE_ON_WITH: {
+        Oop arr = sp[0], obj = sp[1];
+        m = sp[2];
+        if (!vm_is_array(arr)) {
+            WRITE_BACK();
+            runtime_error("invokeOn:with: expects an Array of arguments");
+        }
+        sp += 2;
+        *sp = obj;
+        n = (int)obj_num_slots(arr);
+        for (int i = 0; i < n; i++) *--sp = obj_slots(arr)[i];
+        goto activate;
+    }
+    case SP_PRINT_STACK_TRACE:
+        WRITE_BACK();
+        fflush(stdout);
+        vm_print_backtrace(stderr);
+        sp += n;
+        DISPATCH();
+    case SP_FULL_GC:
+        sp += n;
+        *sp = vm_true;
+        WRITE_BACK();
+        gc_collect(true);
+        LOAD_METHOD();
+        ip = bytes + saved_bcpc;
+        DISPATCH();
+    case SP_MISSING: {
+        char cls[256], s[256];
+        snprintf(msg, sizeof msg, "primitive %s>>%s is not implemented by this VM",
+                 vm_class_name_cstr(obj_slots(m)[METHOD_HOLDER], cls, sizeof cls),
+                 vm_string_cstr(obj_slots(m)[METHOD_SIGNATURE], s, sizeof s));
+        WRITE_BACK();
+        runtime_error(msg);
+    }
+    }
+    vm_panic("bad primitive entry");
+}
+
+dnu : {
+    rcvr = sp[n];
+    Oop arr = vm_array_new((size_t)n);
+    if (!arr) vm_out_of_memory("doesNotUnderstand: arguments");
+    for (int i = 0; i < n; i++) obj_slots(arr)[i] = sp[n - 1 - i];
+    sp += n;
+    *--sp = sel;
+    *--sp = arr;
+    m = vm_lookup_cached(vm_class_index_of(rcvr), sym_dnu);
+    if (!m) {
+        char buf[512];
+        snprintf(msg, sizeof msg, "message #%s not understood, and no doesNotUnderstand:arguments: either",
+                 vm_string_cstr(sel, buf, sizeof buf));
+        WRITE_BACK();
+        runtime_error(msg);
+    }
+    n = 2;
+    goto activate;
+}
+
+    /* -- Returns --------------------------------------------------------- */
+
+op_RETURN_SELF:
+    result = SELF;
+    goto do_return;
+
+op_RETURN_TOP:
+    result = *sp;
+do_return : {
+    if (frame_flags(fp) & FRAME_FLAG_CONTEXT) vm_context_widow(fp);
+    Oop *caller = (Oop *)fp[FRAME_SAVED_FP];
+    intptr_t rbcpc = oop_int(fp[FRAME_SAVED_IP]);
+    sp = fp + 2 + frame_nargs(fp);
+    if (UNLIKELY(!caller)) {
+        StackPage *pg = vm_page;
+        if (pg->caller_fp) {
+            caller = pg->caller_fp;
+            sp = pg->caller_sp - 1;
+            vm_stack_pop_page();
+            limit = vm_page->base + HEADROOM;
+        } else if (pg->caller_context) {
+            size_t bc;
+            fp = vm_context_resume(pg->caller_context, result, &sp, &bc);
+            LOAD_METHOD();
+            ip = bytes + bc;
+            DISPATCH();
+        } else {
+            vm_stack_pop_page();
+            saved_fp = NULL;
+            return result;
+        }
+    }
+    *sp = result;
+    fp = caller;
+    LOAD_METHOD();
+    ip = bytes + rbcpc;
+    DISPATCH();
+}
+
+op_RETURN_NONLOCAL : {
+    result = *sp;
+    Oop closure = fp[2 + nargs];
+    Oop home = obj_slots(closure)[BLOCK_OUTER_CONTEXT];
+    while (vm_method_is_block(obj_slots(home)[CTX_METHOD]))
+        home = obj_slots(obj_slots(home)[CTX_CLOSURE])[BLOCK_OUTER_CONTEXT];
+    Oop *hf = ctx_frame(home);
+    if (hf) {
+        for (Oop *f = fp; f != hf;) {
+            if (frame_flags(f) & FRAME_FLAG_CONTEXT) vm_context_widow(f);
+            Oop *caller = (Oop *)f[FRAME_SAVED_FP];
+            if (!caller) {
+                caller = vm_page->caller_fp;
+                VM_ASSERT(caller != NULL);
+                vm_stack_pop_page();
+            }
+            f = caller;
+        }
+        limit = vm_page->base + HEADROOM;
+        fp = hf;
+        goto do_return;
+    }
+    if (obj_slots(home)[CTX_PC] != vm_nil) {
+        /* home was divorced: every frame on every page is newer than it */
+        StackPage *pg = vm_page;
+        for (Oop *f = fp; f;) {
+            if (frame_flags(f) & FRAME_FLAG_CONTEXT) vm_context_widow(f);
+            Oop *caller = (Oop *)f[FRAME_SAVED_FP];
+            if (!caller && pg->caller_fp) {
+                caller = pg->caller_fp;
+                pg = pg->older;
+            }
+            f = caller;
+        }
+        Oop c = pg->caller_context;
+        while (c && c != vm_nil && c != home) {
+            Oop next = obj_slots(c)[CTX_SENDER];
+            obj_slots(c)[CTX_PC] = vm_nil;
+            obj_slots(c)[CTX_SENDER] = vm_nil;
+            c = next;
+        }
+        VM_ASSERT(c == home);
+        Oop target = obj_slots(home)[CTX_SENDER];
+        obj_slots(home)[CTX_PC] = vm_nil;
+        obj_slots(home)[CTX_SENDER] = vm_nil;
+        vm_stack_release_newer(pg);
+        limit = vm_page->base + HEADROOM;
+        if (target == vm_nil) {
+            vm_stack_pop_page();
+            saved_fp = NULL;
+            return result;
+        }
+        size_t bc;
+        fp = vm_context_resume(target, result, &sp, &bc);
+        LOAD_METHOD();
+        ip = bytes + bc;
+        DISPATCH();
+    }
+    /* the home method has returned: escapedBlock:, whose answer the block returns */
+    sp[0] = SELF;
+    *--sp = closure;
+    ip = bytes + vm_method_bytecode_length(method) - 1; /* the block's final RETURN_TOP */
+    sel = sym_escaped_block;
+    n = 1;
+    goto send;
+}
+
+    /* -- Jumps ----------------------------------------------------------- */
+
+op_JUMP:
+    ip += 3 + U16(ip + 1);
+    DISPATCH();
+
+op_JUMP_BACK:
+    ip -= U16(ip + 1) - 3;
+    if (UNLIKELY(gc_collect_wanted)) goto safepoint;
+    DISPATCH();
+
+#define COND_JUMP(NAME, TAKEN, NOT_TAKEN)                  \
+    op_##NAME : {                                          \
+        Oop v = *sp;                                       \
+        if (v == (TAKEN)) {                                \
+            sp++;                                          \
+            ip += 3 + U16(ip + 1);                         \
+            DISPATCH();                                    \
+        }                                                  \
+        if (v == (NOT_TAKEN)) {                            \
+            sp++;                                          \
+            ip += 3;                                       \
+            DISPATCH();                                    \
+        }                                                  \
+        goto non_boolean;                                  \
+    }
+    COND_JUMP(JUMP_IF_TRUE, vm_true, vm_false)
+    COND_JUMP(JUMP_IF_FALSE, vm_false, vm_true)
+
+op_JUMP_IF_NIL:
+    if (*sp++ == vm_nil)
+        ip += 3 + U16(ip + 1);
+    else
+        ip += 3;
+    DISPATCH();
+
+op_JUMP_IF_NOT_NIL:
+    if (*sp++ != vm_nil)
+        ip += 3 + U16(ip + 1);
+    else
+        ip += 3;
+    DISPATCH();
+
+non_boolean:
+    /* Send #mustBeBoolean to the value; its answer is tested again by the
+     * same jump (the saved pc points at it). */
+    sel = sym_must_be_boolean;
+    n = 0;
+    goto send;
+
+safepoint:
+    vm_counters.interrupt_checks++;
+    WRITE_BACK();
+    gc_collect(false);
+    LOAD_METHOD();
+    ip = bytes + saved_bcpc;
+    DISPATCH();
+}

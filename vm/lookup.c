@@ -1,0 +1,84 @@
+/*
+ * vm/lookup.c — method lookup and the global lookup cache.
+ *
+ * The cache maps (selector, class index) to the method found. Selectors
+ * and methods live in old space and move only in a full GC, after which the
+ * VM flushes the cache; class loading flushes it too.
+ */
+#include "vm/class.h"
+
+#include "gc/heap.h"
+#include "vm/universe.h"
+#include "vm/vm.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define LOOKUP_CACHE_SIZE 4096 /* power of two; Cog's method cache has 1024 entries,
+                                  we have more room and no PICs yet */
+
+typedef struct CacheEntry {
+    Oop selector;
+    uint32_t class_index;
+    Oop method;
+} CacheEntry;
+
+static CacheEntry cache[LOOKUP_CACHE_SIZE];
+
+Oop vm_lookup(Oop cls, Oop selector)
+{
+    while (oop_is_ptr(cls) && cls != vm_nil) {
+        Oop methods = obj_slots(cls)[CLASS_METHODS];
+        if (oop_is_ptr(methods) && methods != vm_nil) {
+            size_t n = obj_num_slots(methods);
+            Oop *m = obj_slots(methods);
+            for (size_t i = 0; i < n; i++)
+                if (obj_slots(m[i])[1] == selector) return m[i];
+        }
+        cls = obj_slots(cls)[CLASS_SUPERCLASS];
+    }
+    return 0;
+}
+
+Oop vm_lookup_cached(uint32_t class_index, Oop selector)
+{
+    size_t h = ((selector >> 3) ^ (class_index * 2654435761u)) & (LOOKUP_CACHE_SIZE - 1);
+    CacheEntry *e = &cache[h];
+    if (e->selector == selector && e->class_index == class_index) return e->method;
+    Oop m = vm_lookup(vm_class_table[class_index], selector);
+    if (m) {
+        e->selector = selector;
+        e->class_index = class_index;
+        e->method = m;
+    }
+    return m;
+}
+
+void vm_lookup_cache_flush(void) { memset(cache, 0, sizeof cache); }
+
+Oop vm_class_new_instance(Oop cls, size_t n)
+{
+    uint32_t index = (uint32_t)oop_int(obj_slots(cls)[CLASS_INSTANCE_INDEX]);
+    size_t fields = (size_t)oop_int(obj_slots(cls)[CLASS_INSTANCE_FIELDS]);
+    switch (index) {
+    case CLASS_INDEX_STRING:
+    case CLASS_INDEX_SYMBOL: return gc_alloc_bytes(index, n);
+    case CLASS_INDEX_ARRAY: return gc_alloc(index, FMT_POINTERS, n);
+    case CLASS_INDEX_DOUBLE: return vm_double_new(0.0);
+    default: return gc_alloc(index, FMT_POINTERS, fields + n);
+    }
+}
+
+const char *vm_class_name_cstr(Oop cls, char *buf, size_t len)
+{
+    if (!oop_is_ptr(cls) || cls == vm_nil) {
+        snprintf(buf, len, "nil");
+        return buf;
+    }
+    Oop name = obj_slots(cls)[CLASS_NAME];
+    if (!oop_is_ptr(name) || name == vm_nil) {
+        snprintf(buf, len, "?");
+        return buf;
+    }
+    return vm_string_cstr(name, buf, len);
+}

@@ -1,0 +1,199 @@
+/*
+ * vm/main.c — the stvm command line (SOM conventions).
+ */
+#include "gc/heap.h"
+#include "vm/frame.h"
+#include "vm/loader.h"
+#include "vm/universe.h"
+#include "vm/vm.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#ifndef STVM_VERSION
+#define STVM_VERSION "0.1.0"
+#endif
+#ifndef STVM_CORE_DIR
+#define STVM_CORE_DIR "smalltalk/core"
+#endif
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: stvm [options] [-cp DIR1:DIR2…] (ClassName | path/to/Class.som) [args…]\n"
+            "\n"
+            "Runs a SOM Smalltalk program: loads the class, creates an instance and sends it\n"
+            "run: with the argument array (class name first), or run if it has no run:.\n"
+            "Classes are looked up in the classpath directories in order, then in the core\n"
+            "library (" STVM_CORE_DIR ").\n"
+            "\n"
+            "options:\n"
+            "  -cp, --classpath DIRS  colon-separated class directories\n"
+            "  --heap-size SIZE       total heap limit (default 1G; suffixes K, M, G)\n"
+            "  --eden-size SIZE       nursery size (default 4M)\n"
+            "  --stack-pages N        stack pages of 64 KiB (default %d, minimum %d)\n"
+            "  --small                tiny eden and %d stack pages: constant collections,\n"
+            "                         page overflows and divorces (testing)\n"
+            "  --gc-verify            check the whole heap before and after every collection\n"
+            "  --gc-stress            collect at every safe point\n"
+            "  --no-jit               interpret only (this build has no JIT yet)\n"
+            "  --help                 this text\n"
+            "  --version              print the version\n",
+            VM_STACK_PAGES_DEFAULT, VM_STACK_PAGES_MIN, VM_STACK_PAGES_SMALL);
+}
+
+static _Noreturn void bad_usage(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "stvm: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (try 'stvm --help')\n");
+    exit(2);
+}
+
+static bool parse_size(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || s[0] == '-') return false;
+    switch (*end) {
+    case 'k': case 'K': v <<= 10; end++; break;
+    case 'm': case 'M': v <<= 20; end++; break;
+    case 'g': case 'G': v <<= 30; end++; break;
+    default: break;
+    }
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end) return false;
+    *out = (size_t)v;
+    return true;
+}
+
+static const char *need_arg(int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc) bad_usage("option '%s' needs a value", argv[*i]);
+    return argv[++*i];
+}
+
+static void add_classpath(VmOptions *o, const char *dirs, bool front)
+{
+    char *copy = strdup(dirs);
+    for (char *tok = strtok(copy, ":"); tok; tok = strtok(NULL, ":")) {
+        struct stat st;
+        if (stat(tok, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "stvm: classpath entry '%s' is not a directory\n", tok);
+            exit(2);
+        }
+        o->classpath = realloc(o->classpath, (o->nclasspath + 1) * sizeof(char *));
+        if (front) {
+            memmove(o->classpath + 1, o->classpath, o->nclasspath * sizeof(char *));
+            o->classpath[0] = strdup(tok);
+        } else {
+            o->classpath[o->nclasspath] = strdup(tok);
+        }
+        o->nclasspath++;
+    }
+    free(copy);
+}
+
+int main(int argc, char **argv)
+{
+    VmOptions o = {
+        .heap_bytes = GC_HEAP_DEFAULT_BYTES,
+        .eden_bytes = GC_EDEN_DEFAULT_BYTES,
+        .stack_pages = VM_STACK_PAGES_DEFAULT,
+    };
+    bool eden_set = false, pages_set = false;
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--version")) {
+            printf("stvm " STVM_VERSION "\n");
+            return 0;
+        } else if (!strcmp(a, "-cp") || !strcmp(a, "--classpath")) {
+            add_classpath(&o, need_arg(argc, argv, &i), false);
+        } else if (!strcmp(a, "--heap-size")) {
+            const char *v = need_arg(argc, argv, &i);
+            if (!parse_size(v, &o.heap_bytes) || o.heap_bytes < (8u << 20))
+                bad_usage("--heap-size needs a size of at least 8M, like 512M or 2G, not '%s'", v);
+        } else if (!strcmp(a, "--eden-size")) {
+            const char *v = need_arg(argc, argv, &i);
+            if (!parse_size(v, &o.eden_bytes) || o.eden_bytes < (16u << 10))
+                bad_usage("--eden-size needs a size of at least 16K, like 4M, not '%s'", v);
+            eden_set = true;
+        } else if (!strcmp(a, "--stack-pages")) {
+            const char *v = need_arg(argc, argv, &i);
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || n < VM_STACK_PAGES_MIN || n > 100000)
+                bad_usage("--stack-pages needs a number from 2 to 100000, not '%s'", v);
+            o.stack_pages = (int)n;
+            pages_set = true;
+        } else if (!strcmp(a, "--gc-verify")) {
+            o.gc_verify = true;
+        } else if (!strcmp(a, "--gc-stress")) {
+            o.gc_stress = true;
+        } else if (!strcmp(a, "--small")) {
+            o.small = true;
+        } else if (!strcmp(a, "--no-jit")) {
+            o.no_jit = true;
+        } else if (!strcmp(a, "--")) {
+            i++;
+            break;
+        } else {
+            bad_usage("unknown option '%s'", a);
+        }
+    }
+    if (o.small) {
+        if (!eden_set) o.eden_bytes = GC_EDEN_SMALL_BYTES;
+        if (!pages_set) o.stack_pages = VM_STACK_PAGES_SMALL;
+    }
+    if (o.eden_bytes * 2 > o.heap_bytes) bad_usage("--eden-size must be less than half of --heap-size%s", "");
+    if (i >= argc) {
+        fprintf(stderr, "stvm: no class to run\n");
+        usage(stderr);
+        return 2;
+    }
+
+    /* "dir/Foo.som" runs class Foo with dir first on the classpath */
+    char *prog = strdup(argv[i]);
+    char *cls = prog;
+    size_t plen = strlen(prog);
+    if (plen > 4 && !strcmp(prog + plen - 4, ".som")) {
+        FILE *f = fopen(prog, "r");
+        if (!f) {
+            fprintf(stderr, "stvm: cannot open '%s': %s\n", prog, strerror(errno));
+            return 1;
+        }
+        fclose(f);
+        prog[plen - 4] = 0;
+        char *slash = strrchr(prog, '/');
+        if (slash) {
+            *slash = 0;
+            cls = slash + 1;
+            add_classpath(&o, prog[0] ? prog : "/", true);
+        } else {
+            add_classpath(&o, ".", true);
+        }
+    }
+    add_classpath(&o, STVM_CORE_DIR, false);
+
+    char err[512];
+    if (!vm_boot(&o, err, sizeof err)) {
+        fprintf(stderr, "stvm: %s\n", err);
+        return 1;
+    }
+    if (!vm_load_class(cls)) {
+        fprintf(stderr, "stvm: class '%s' not found: no %s.som in", cls, cls);
+        for (size_t k = 0; k < o.nclasspath; k++) fprintf(stderr, "%s %s", k ? "," : "", o.classpath[k]);
+        fprintf(stderr, "\n");
+        return 1;
+    }
+    argv[i] = cls;
+    return vm_run(argc - i, argv + i);
+}

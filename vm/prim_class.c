@@ -1,0 +1,49 @@
+/*
+ * vm/prim_class.c — Class primitives (classes and metaclasses alike).
+ */
+#include "gc/heap.h"
+#include "vm/class.h"
+#include "vm/primitive.h"
+#include "vm/universe.h"
+#include "vm/vm.h"
+
+static bool p_name(Oop *a, Oop *r)
+{
+    *r = obj_slots(a[0])[CLASS_NAME];
+    return true;
+}
+
+static bool p_new(Oop *a, Oop *r)
+{
+    Oop o = vm_class_new_instance(a[0], 0);
+    if (!o) vm_out_of_memory("new");
+    *r = o;
+    return true;
+}
+
+static bool p_superclass(Oop *a, Oop *r)
+{
+    *r = obj_slots(a[0])[CLASS_SUPERCLASS];
+    return true;
+}
+
+static bool p_fields(Oop *a, Oop *r)
+{
+    *r = obj_slots(a[0])[CLASS_FIELDS];
+    return true;
+}
+
+static bool p_methods(Oop *a, Oop *r)
+{
+    *r = obj_slots(a[0])[CLASS_METHODS];
+    return true;
+}
+
+const VmPrimDef vm_prims_class[] = {
+    {"Class", false, "name", p_name},
+    {"Class", false, "new", p_new},
+    {"Class", false, "superclass", p_superclass},
+    {"Class", false, "fields", p_fields},
+    {"Class", false, "methods", p_methods},
+    {NULL, false, NULL, NULL},
+};

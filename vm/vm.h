@@ -1,0 +1,62 @@
+/*
+ * vm/vm.h — VM-wide options, counters and entry points.
+ *
+ * Single-threaded: one interpreter runs on the VM thread. The counters are
+ * read by the profiler (export segment, in-image primitives) and printed in
+ * the report's Events section.
+ */
+#ifndef VM_VM_H
+#define VM_VM_H
+
+#include "gc/object.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdnoreturn.h>
+
+typedef struct VmOptions {
+    char **classpath;  /* directories, searched in order */
+    size_t nclasspath;
+    size_t heap_bytes;
+    size_t eden_bytes;
+    int stack_pages;
+    bool gc_verify, gc_stress, small;
+    bool no_jit;
+    bool trace_errors;
+} VmOptions;
+
+typedef struct VmCounters {
+    uint64_t process_switches; /* SOM has one process: stays 0, reported honestly */
+    uint64_t interrupt_checks; /* slow-path entries at sends/backward jumps */
+    uint64_t event_checks;
+    uint64_t stack_overflows;  /* frames that did not fit their page */
+    uint64_t page_divorces;    /* pages turned into contexts to free them */
+    uint64_t contexts_resumed; /* divorced contexts copied back onto a page */
+} VmCounters;
+
+extern VmOptions vm_options;
+extern VmCounters vm_counters;
+extern double vm_start_seconds;
+
+/* Boot: heap, well-known objects, core classes. false + message on failure. */
+bool vm_boot(const VmOptions *opts, char *err, size_t errlen);
+
+/* Runs `system initialize: args`; answers the process exit status. */
+int vm_run(int argc, char **argv);
+
+/* Out of memory, broken invariants: print and exit. */
+noreturn void vm_out_of_memory(const char *what);
+noreturn void vm_panic(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+noreturn void vm_exit(int status);
+
+#define VM_ASSERT(cond, ...)                                                         \
+    do {                                                                             \
+        if (!(cond)) vm_panic("%s:%d: %s: assertion '%s' failed", __FILE__, __LINE__, \
+                              __func__, #cond);                                      \
+    } while (0)
+
+/* Monotonic microseconds since boot. */
+uint64_t vm_ticks_usec(void);
+
+#endif
