@@ -81,7 +81,15 @@
     X(JUMP_IF_TRUE,       3, -1, 1, "w")   /* pops the condition */ \
     X(JUMP_IF_FALSE,      3, -1, 1, "w")                   \
     X(JUMP_IF_NIL,        3, -1, 1, "w")                   \
-    X(JUMP_IF_NOT_NIL,    3, -1, 1, "w")
+    X(JUMP_IF_NOT_NIL,    3, -1, 1, "w")                   \
+    /* quickened forms: the loader rewrites *_VAR into these once it knows \
+       the method's argument count (never emitted by the compiler) */ \
+    X(PUSH_ARG,           2, 1,  0, "b")   /* fp word offset of the argument */ \
+    X(STORE_ARG,          2, 0,  0, "b")                   \
+    X(POP_ARG,            2, -1, 0, "b")                   \
+    X(PUSH_TEMP,          2, 1,  0, "b")   /* temp index: fp[-5-t] */ \
+    X(STORE_TEMP,         2, 0,  0, "b")                   \
+    X(POP_TEMP,           2, -1, 0, "b")
 
 enum {
 #define BC_ENUM(name, len, eff, mapped, ops) BC_##name,

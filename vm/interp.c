@@ -142,6 +142,21 @@ static bool is_prim(uint32_t class_index, const char *sel, const char *cls)
 
 /* -- The interpreter ------------------------------------------------------- */
 
+static Oop prim_args[260];
+
+/* The frame being activated does not fit: continue on a new page, taking
+ * the receiver and n arguments along. Answers the new sp. */
+static __attribute__((noinline)) Oop *overflow_page(Oop *fp, Oop *sp, int n, Oop **limit)
+{
+    Oop save[260];
+    for (int i = 0; i <= n; i++) save[i] = sp[i];
+    StackPage *np = vm_stack_overflow(fp, sp + n + 1);
+    *limit = np->base + VM_STACK_HEADROOM_WORDS;
+    sp = np->top - (n + 1);
+    for (int i = 0; i <= n; i++) sp[i] = save[i];
+    return sp;
+}
+
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define U16(p) ((unsigned)(p)[0] | ((unsigned)(p)[1] << 8))
@@ -170,7 +185,8 @@ Oop vm_interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
 
     Oop sel, m, result, rcvr;
     int n;
-    char msg[1024];
+    bool passed_safepoint = false;
+    static char msg[1024]; /* static: keeps the interpreter's frame small so registers stay registers */
 
     *--sp = receiver;
     for (int i = 0; i < nargs0; i++) *--sp = args[i];
@@ -179,6 +195,15 @@ Oop vm_interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
     goto send;
 
 #define DISPATCH() goto *dispatch[*ip]
+/* A collection re-dispatches the bytecode that asked for it; that one may
+ * then pass (under --gc-stress the flag never clears). */
+#define SAFEPOINT_CHECK()                                 \
+    do {                                                  \
+        if (UNLIKELY(gc_collect_wanted)) {                \
+            if (!passed_safepoint) goto safepoint;        \
+            passed_safepoint = false;                     \
+        }                                                 \
+    } while (0)
 #define WRITE_BACK() (saved_sp = sp, saved_fp = fp, saved_bcpc = (size_t)(ip - bytes))
 #define LOAD_METHOD()                                                  \
     do {                                                               \
@@ -207,6 +232,36 @@ op_POP:
 
 op_PUSH_VAR:
     *--sp = VAR(ip[1]);
+    ip += 2;
+    DISPATCH();
+
+op_PUSH_ARG:
+    *--sp = fp[ip[1]];
+    ip += 2;
+    DISPATCH();
+
+op_STORE_ARG:
+    fp[ip[1]] = *sp;
+    ip += 2;
+    DISPATCH();
+
+op_POP_ARG:
+    fp[ip[1]] = *sp++;
+    ip += 2;
+    DISPATCH();
+
+op_PUSH_TEMP:
+    *--sp = fp[FRAME_FIRST_TEMP - ip[1]];
+    ip += 2;
+    DISPATCH();
+
+op_STORE_TEMP:
+    fp[FRAME_FIRST_TEMP - ip[1]] = *sp;
+    ip += 2;
+    DISPATCH();
+
+op_POP_TEMP:
+    fp[FRAME_FIRST_TEMP - ip[1]] = *sp++;
     ip += 2;
     DISPATCH();
 
@@ -349,28 +404,28 @@ op_POP_FIELD:
     /* -- Sends ----------------------------------------------------------- */
 
 op_SEND:
-    if (UNLIKELY(gc_collect_wanted)) goto safepoint;
+    SAFEPOINT_CHECK();
     sel = lits[ip[1]];
     n = ip[2];
     ip += 3;
     goto send;
 
 op_SEND_W:
-    if (UNLIKELY(gc_collect_wanted)) goto safepoint;
+    SAFEPOINT_CHECK();
     sel = lits[U16(ip + 1)];
     n = ip[3];
     ip += 4;
     goto send;
 
 op_SUPER_SEND:
-    if (UNLIKELY(gc_collect_wanted)) goto safepoint;
+    SAFEPOINT_CHECK();
     sel = lits[ip[1]];
     n = ip[2];
     ip += 3;
     goto super_send;
 
 op_SUPER_SEND_W:
-    if (UNLIKELY(gc_collect_wanted)) goto safepoint;
+    SAFEPOINT_CHECK();
     sel = lits[U16(ip + 1)];
     n = ip[3];
     ip += 4;
@@ -384,7 +439,7 @@ super_send : {
 
 #define SPECIAL_SEND(op)                                 \
     do {                                                 \
-        if (UNLIKELY(gc_collect_wanted)) goto safepoint; \
+        SAFEPOINT_CHECK(); \
         sel = special_sel[(op) - BC_SEND_ADD];           \
         n = special_nargs[(op) - BC_SEND_ADD];           \
         ip += 1;                                         \
@@ -424,15 +479,28 @@ op_SEND_MUL : {
     SPECIAL_SEND(BC_SEND_MUL);
 }
 
-#define COMPARE_OP(NAME, OP)                                  \
-    op_##NAME : {                                             \
-        Oop a = sp[1], b = sp[0];                             \
-        if (LIKELY(oop_is_int(a & b))) {                      \
-            *++sp = ((intptr_t)a OP(intptr_t) b) ? vm_true : vm_false; \
-            ip += 1;                                          \
-            DISPATCH();                                       \
-        }                                                     \
-        SPECIAL_SEND(BC_##NAME);                              \
+/* SmallInteger comparisons; when a conditional jump follows (loop tests,
+ * inlined ifTrue:), branch at once instead of pushing a Boolean. */
+#define COMPARE_OP(NAME, OP)                                           \
+    op_##NAME : {                                                      \
+        Oop a = sp[1], b = sp[0];                                      \
+        if (LIKELY(oop_is_int(a & b))) {                               \
+            bool c = (intptr_t)a OP(intptr_t) b;                       \
+            if (ip[1] == BC_JUMP_IF_FALSE) {                           \
+                sp += 2;                                               \
+                ip += c ? 4 : 4 + U16(ip + 2);                         \
+                DISPATCH();                                            \
+            }                                                          \
+            if (ip[1] == BC_JUMP_IF_TRUE) {                            \
+                sp += 2;                                               \
+                ip += c ? 4 + U16(ip + 2) : 4;                         \
+                DISPATCH();                                            \
+            }                                                          \
+            *++sp = c ? vm_true : vm_false;                            \
+            ip += 1;                                                   \
+            DISPATCH();                                                \
+        }                                                              \
+        SPECIAL_SEND(BC_##NAME);                                       \
     }
     COMPARE_OP(SEND_LT, <)
     COMPARE_OP(SEND_GT, >)
@@ -526,12 +594,9 @@ activate : {
         runtime_error(msg);
     }
     if (UNLIKELY(sp - (FRAME_HEADER_WORDS + ntemps + maxs) < limit)) {
-        Oop save[260];
-        for (int i = 0; i <= n; i++) save[i] = sp[i];
-        StackPage *np = vm_stack_overflow(fp, sp + n + 1);
-        limit = np->base + HEADROOM;
-        sp = np->top - (n + 1);
-        for (int i = 0; i <= n; i++) sp[i] = save[i];
+        Oop *nlimit;
+        sp = overflow_page(fp, sp, n, &nlimit);
+        limit = nlimit;
         link = NULL;
     }
     sp[-1] = oop_from_int(ip - bytes);
@@ -563,12 +628,9 @@ activate_block : {
         runtime_error(msg);
     }
     if (UNLIKELY(sp - (FRAME_HEADER_WORDS + ntemps + maxs) < limit)) {
-        Oop save[260];
-        for (int i = 0; i <= n; i++) save[i] = sp[i];
-        StackPage *np = vm_stack_overflow(fp, sp + n + 1);
-        limit = np->base + HEADROOM;
-        sp = np->top - (n + 1);
-        for (int i = 0; i <= n; i++) sp[i] = save[i];
+        Oop *nlimit;
+        sp = overflow_page(fp, sp, n, &nlimit);
+        limit = nlimit;
         link = NULL;
     }
     sp[-1] = oop_from_int(ip - bytes);
@@ -592,7 +654,7 @@ primitive : {
     VmPrimEntry *e = &vm_prim_table[oop_int(obj_slots(m)[METHOD_PRIMITIVE])];
     switch (e->special) {
     case SP_NONE: {
-        Oop a[260];
+        Oop *a = prim_args;
         for (int i = 0; i <= n; i++) a[i] = sp[n - i];
         Oop r;
         if (LIKELY(((VmPrimFn)e->fn)(a, &r))) {
@@ -611,7 +673,7 @@ primitive : {
         /* restart the method that sent #restart (SOM's whileTrue: idiom) */
         sp = frame_stack_base(fp);
         ip = bytes;
-        if (UNLIKELY(gc_collect_wanted)) goto safepoint;
+        SAFEPOINT_CHECK();
         DISPATCH();
     case SP_PERFORM:
     case SP_PERFORM_WITH_ARGS:
@@ -730,7 +792,9 @@ do_return : {
             limit = vm_page->base + HEADROOM;
         } else if (pg->caller_context) {
             size_t bc;
-            fp = vm_context_resume(pg->caller_context, result, &sp, &bc);
+            Oop *nsp;
+            fp = vm_context_resume(pg->caller_context, result, &nsp, &bc);
+            sp = nsp;
             LOAD_METHOD();
             ip = bytes + bc;
             DISPATCH();
@@ -800,7 +864,9 @@ op_RETURN_NONLOCAL : {
             return result;
         }
         size_t bc;
-        fp = vm_context_resume(target, result, &sp, &bc);
+        Oop *nsp;
+        fp = vm_context_resume(target, result, &nsp, &bc);
+        sp = nsp;
         LOAD_METHOD();
         ip = bytes + bc;
         DISPATCH();
@@ -822,7 +888,7 @@ op_JUMP:
 
 op_JUMP_BACK:
     ip -= U16(ip + 1) - 3;
-    if (UNLIKELY(gc_collect_wanted)) goto safepoint;
+    SAFEPOINT_CHECK();
     DISPATCH();
 
 #define COND_JUMP(NAME, TAKEN, NOT_TAKEN)                  \
@@ -868,6 +934,7 @@ safepoint:
     vm_counters.interrupt_checks++;
     WRITE_BACK();
     gc_collect(false);
+    passed_safepoint = true;
     LOAD_METHOD();
     ip = bytes + saved_bcpc;
     DISPATCH();

@@ -208,6 +208,26 @@ int vm_method_line_at(Oop m, size_t bcpc)
     return (int)found;
 }
 
+/* Rewrites the compiler's generic variable bytecodes into forms that
+ * address the frame directly (vm/bytecodes.h, "quickened forms"): the
+ * interpreter then needs no args-or-temps test per access. */
+static void quicken(uint8_t *code, size_t len, int nargs)
+{
+    for (size_t pc = 0; pc < len; pc += vm_bytecode_length[code[pc]]) {
+        uint8_t op = code[pc];
+        if (op != BC_PUSH_VAR && op != BC_STORE_VAR && op != BC_POP_VAR) continue;
+        int v = code[pc + 1];
+        int k = op == BC_PUSH_VAR ? 0 : op == BC_STORE_VAR ? 1 : 2;
+        if (v < nargs) {
+            code[pc] = (uint8_t)(BC_PUSH_ARG + k);
+            code[pc + 1] = (uint8_t)(1 + nargs - v); /* fp[1+nargs-v], at most 256 */
+        } else {
+            code[pc] = (uint8_t)(BC_PUSH_TEMP + k);
+            code[pc + 1] = (uint8_t)(v - nargs);
+        }
+    }
+}
+
 static Oop make_method(const MethodDesc *m, Oop holder, Oop outer, const char *class_name, bool class_side)
 {
     size_t ptr_slots = METHOD_FIXED_SLOTS + m->nlits;
@@ -236,6 +256,7 @@ static Oop make_method(const MethodDesc *m, Oop holder, Oop outer, const char *c
         gc_store(meth, METHOD_FIXED_SLOTS + i, make_literal(&m->lits[i], holder, meth, class_name, class_side));
     if (m->code_len) memcpy(vm_method_bytecodes(meth), m->code, m->code_len);
     if (add_return) vm_method_bytecodes(meth)[code_len - 1] = BC_RETURN_TOP;
+    quicken(vm_method_bytecodes(meth), m->code_len, m->nargs);
     return meth;
 }
 
