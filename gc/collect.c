@@ -17,6 +17,8 @@
 #include "gc/space.h"
 #include "gc/verify.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 /* Under --gc-stress every collection is at least a scavenge and every
@@ -70,6 +72,15 @@ bool gc_collect(bool full)
         if (dt > gc_stats.full_max_usecs)
             gc_stats.full_max_usecs = dt;
         gc_space_set_threshold(s->old_top - gc_old_start);
+        /* Live data that leaves less than half an eden of old space can
+         * absorb no more than a scavenge or two: every safe point would then
+         * run another full GC that frees nothing (quadratic, and the program
+         * never finishes). Stop now with the same message as a failed GC. */
+        if (s->old_top + s->eden_bytes / 2 > s->old_limit) {
+            fprintf(stderr, "stvm: out of memory: %zu bytes live after a full GC, old space holds %zu (raise --heap-size)\n",
+                    (size_t)(s->old_top - gc_old_start), (size_t)(s->old_limit - gc_old_start));
+            exit(EXIT_FAILURE);
+        }
     } else {
         gc_stats.scavenges++;
         gc_stats.scavenge_usecs += dt;

@@ -517,7 +517,7 @@ op_SEND_IDENTICAL : {
         DISPATCH();
     }
     /* Integer == is value equality, so boxed numbers take the real send */
-    if (!vm_is_large_int(a) && !vm_is_double(a)) {
+    if (!vm_is_large_int(a) && !vm_is_double(a) && !vm_is_double(b)) {
         *++sp = vm_false;
         ip += 1;
         DISPATCH();

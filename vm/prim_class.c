@@ -27,9 +27,15 @@ static bool p_superclass(Oop *a, Oop *r)
     return true;
 }
 
+/* A copy: the class's own array defines its layout and must not change. */
 static bool p_fields(Oop *a, Oop *r)
 {
-    *r = obj_slots(a[0])[CLASS_FIELDS];
+    Oop f = obj_slots(a[0])[CLASS_FIELDS];
+    size_t n = f != vm_nil ? obj_num_slots(f) : 0;
+    Oop c = vm_array_new(n);
+    if (!c) vm_out_of_memory("fields");
+    for (size_t i = 0; i < n; i++) obj_slots(c)[i] = obj_slots(f)[i];
+    *r = c;
     return true;
 }
 

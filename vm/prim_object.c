@@ -29,8 +29,7 @@ static bool boxed_number(Oop o) { return vm_is_large_int(o) || vm_is_double(o); 
 static bool p_identical(Oop *a, Oop *r)
 {
     /* Integer == is value equality (SOM.md), so boxed numbers compare by value */
-    if (a[0] != a[1] && boxed_number(a[0]) && boxed_number(a[1]) &&
-        obj_class_index(a[0]) == obj_class_index(a[1])) {
+    if (a[0] != a[1] && (boxed_number(a[0]) || boxed_number(a[1])) && vm_is_number(a[0]) && vm_is_number(a[1])) {
         *r = vm_bool(vm_num_equal(a[0], a[1]));
         return true;
     }

@@ -27,7 +27,8 @@
  * Mode B (fault tests on the command line):
  *
  *   lang_runner [--timeout S] --exit N|nonzero [--stderr-contains T]… [--stdout-contains T]…
- *               [--stderr-lacks T]… [--stdout-empty] -- COMMAND ARGS…
+ *               [--stderr-lacks T]… [--stdout-lacks T]… [--stdout-empty] [--stderr-empty]
+ *               [--stderr-nonempty] -- COMMAND ARGS…
  *
  * Both modes exit 0 on success (printing "ok …") and 1 on failure with a report
  * of what differed; 2 for a usage error of the runner itself.
@@ -624,9 +625,28 @@ static int run_lang_test(const char *stvm, const char *cp, const char *flags, in
 
 /* -- Mode B: command-line fault tests --------------------------------------- */
 
-static int run_fault_test(char **cmd, int timeout_s, const char *exit_spec, const StrList *err_has,
-                          const StrList *out_has, const StrList *err_lacks, bool stdout_empty, bool verbose)
+typedef struct FaultChecks {
+    const char *exit_spec;
+    StrList err_has, out_has, err_lacks, out_lacks;
+    bool stdout_empty, stderr_empty, stderr_nonempty;
+} FaultChecks;
+
+static bool check_texts(const Buf *b, const StrList *l, bool want, const char *stream)
 {
+    bool ok = true;
+    for (size_t i = 0; i < l->n; i++) {
+        if (contains(buf_str(b), b->n, l->v[i]) != want) {
+            fprintf(stderr, "%s %s text: %s\n", stream, want ? "lacks the expected" : "contains the forbidden",
+                    l->v[i]);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+static int run_fault_test(char **cmd, int timeout_s, const FaultChecks *c, bool verbose)
+{
+    const char *exit_spec = c->exit_spec;
     bool nonzero = strcmp(exit_spec, "nonzero") == 0;
     int want = 0;
     if (!nonzero) {
@@ -647,26 +667,20 @@ static int run_fault_test(char **cmd, int timeout_s, const char *exit_spec, cons
         fprintf(stderr, "exit code %d, expected %d\n", code, want);
         ok = false;
     }
-    for (size_t i = 0; i < err_has->n; i++) {
-        if (!contains(buf_str(&r.err), r.err.n, err_has->v[i])) {
-            fprintf(stderr, "stderr lacks the expected text: %s\n", err_has->v[i]);
-            ok = false;
-        }
-    }
-    for (size_t i = 0; i < out_has->n; i++) {
-        if (!contains(buf_str(&r.out), r.out.n, out_has->v[i])) {
-            fprintf(stderr, "stdout lacks the expected text: %s\n", out_has->v[i]);
-            ok = false;
-        }
-    }
-    for (size_t i = 0; i < err_lacks->n; i++) {
-        if (contains(buf_str(&r.err), r.err.n, err_lacks->v[i])) {
-            fprintf(stderr, "stderr contains the forbidden text: %s\n", err_lacks->v[i]);
-            ok = false;
-        }
-    }
-    if (stdout_empty && r.out.n > 0) {
+    ok &= check_texts(&r.err, &c->err_has, true, "stderr");
+    ok &= check_texts(&r.out, &c->out_has, true, "stdout");
+    ok &= check_texts(&r.err, &c->err_lacks, false, "stderr");
+    ok &= check_texts(&r.out, &c->out_lacks, false, "stdout");
+    if (c->stdout_empty && r.out.n > 0) {
         fputs("stdout is not empty\n", stderr);
+        ok = false;
+    }
+    if (c->stderr_empty && r.err.n > 0) {
+        fputs("stderr is not empty\n", stderr);
+        ok = false;
+    }
+    if (c->stderr_nonempty && r.err.n == 0) {
+        fputs("stderr is empty: an error message was expected\n", stderr);
         ok = false;
     }
     if (!ok || verbose) {
@@ -680,7 +694,9 @@ static int run_fault_test(char **cmd, int timeout_s, const char *exit_spec, cons
     }
     if (!ok)
         return 1;
-    printf("ok %zu expectations (%s, %.2f s)\n", 1 + err_has->n + out_has->n + err_lacks->n + (stdout_empty ? 1 : 0),
+    printf("ok %zu expectations (%s, %.2f s)\n",
+           1 + c->err_has.n + c->out_has.n + c->err_lacks.n + c->out_lacks.n + c->stdout_empty + c->stderr_empty +
+               c->stderr_nonempty,
            cmd[0], r.seconds);
     return 0;
 }
@@ -691,17 +707,18 @@ static void usage(void)
 {
     fputs("usage: lang_runner --stvm PATH --cp CLASSPATH [--flags \"...\"] [--timeout S] [--verbose] TEST.som\n"
           "       lang_runner [--timeout S] --exit N|nonzero [--stderr-contains T]... [--stdout-contains T]...\n"
-          "                   [--stderr-lacks T]... [--stdout-empty] [--verbose] -- COMMAND ARGS...\n",
+          "                   [--stderr-lacks T]... [--stdout-lacks T]... [--stdout-empty] [--stderr-empty]\n"
+          "                   [--stderr-nonempty] [--verbose] -- COMMAND ARGS...\n",
           stderr);
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
-    const char *stvm = NULL, *cp = NULL, *flags = NULL, *exit_spec = NULL, *test = NULL;
+    const char *stvm = NULL, *cp = NULL, *flags = NULL, *test = NULL;
     int timeout_s = RUNNER_DEFAULT_TIMEOUT_S;
-    bool verbose = false, stdout_empty = false;
-    StrList err_has = {0}, out_has = {0}, err_lacks = {0};
+    bool verbose = false, fault_options = false;
+    FaultChecks fc = {0};
     char **cmd = NULL;
 
     for (int i = 1; i < argc; i++) {
@@ -713,7 +730,11 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--verbose") == 0) {
             verbose = true;
         } else if (strcmp(a, "--stdout-empty") == 0) {
-            stdout_empty = true;
+            fc.stdout_empty = fault_options = true;
+        } else if (strcmp(a, "--stderr-empty") == 0) {
+            fc.stderr_empty = fault_options = true;
+        } else if (strcmp(a, "--stderr-nonempty") == 0) {
+            fc.stderr_nonempty = fault_options = true;
         } else if (strncmp(a, "--", 2) == 0 && !has_value) {
             usage();
         } else if (strcmp(a, "--stvm") == 0) {
@@ -727,13 +748,20 @@ int main(int argc, char **argv)
             if (timeout_s <= 0)
                 die("--timeout wants a positive number of seconds");
         } else if (strcmp(a, "--exit") == 0) {
-            exit_spec = argv[++i];
+            fc.exit_spec = argv[++i];
+            fault_options = true;
         } else if (strcmp(a, "--stderr-contains") == 0) {
-            list_push(&err_has, argv[++i], 0);
+            list_push(&fc.err_has, argv[++i], 0);
+            fault_options = true;
         } else if (strcmp(a, "--stdout-contains") == 0) {
-            list_push(&out_has, argv[++i], 0);
+            list_push(&fc.out_has, argv[++i], 0);
+            fault_options = true;
         } else if (strcmp(a, "--stderr-lacks") == 0) {
-            list_push(&err_lacks, argv[++i], 0);
+            list_push(&fc.err_lacks, argv[++i], 0);
+            fault_options = true;
+        } else if (strcmp(a, "--stdout-lacks") == 0) {
+            list_push(&fc.out_lacks, argv[++i], 0);
+            fault_options = true;
         } else if (a[0] == '-') {
             die("unknown option %s", a);
         } else if (!test) {
@@ -745,11 +773,11 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     if (cmd) {
-        if (!*cmd || !exit_spec || stvm || cp || test)
+        if (!*cmd || !fc.exit_spec || stvm || cp || test)
             usage();
-        return run_fault_test(cmd, timeout_s, exit_spec, &err_has, &out_has, &err_lacks, stdout_empty, verbose);
+        return run_fault_test(cmd, timeout_s, &fc, verbose);
     }
-    if (!stvm || !cp || !test || exit_spec || err_has.n || out_has.n || err_lacks.n)
+    if (!stvm || !cp || !test || fault_options)
         usage();
     return run_lang_test(stvm, cp, flags, timeout_s, verbose, test);
 }
