@@ -31,9 +31,37 @@ static uint64_t now_usec(void)
 
 uint64_t vm_ticks_usec(void) { return now_usec() - start_usec; }
 
+void vm_print_stats(FILE *out)
+{
+    const GcStats *g = &gc_stats;
+    const VmCounters *c = &vm_counters;
+    fprintf(out,
+            "stvm statistics (%.3f s)\n"
+            "  scavenges            %llu (total %.3f ms, max %.3f ms)\n"
+            "  full GCs             %llu (total %.3f ms, max %.3f ms, %llu compacting)\n"
+            "  tenures              %llu scavenges promoted %llu objects\n"
+            "  bytes allocated      %llu\n"
+            "  bytes freed          %llu\n"
+            "  root table overflows %llu\n"
+            "  old space            %zu bytes used, %zu free\n"
+            "  stack overflows      %llu\n"
+            "  page divorces        %llu (%llu contexts resumed)\n"
+            "  interrupt checks     %llu\n"
+            "  process switches     %llu\n",
+            vm_ticks_usec() / 1e6, (unsigned long long)g->scavenges, g->scavenge_usecs / 1e3,
+            g->scavenge_max_usecs / 1e3, (unsigned long long)g->full_gcs, g->full_usecs / 1e3, g->full_max_usecs / 1e3,
+            (unsigned long long)g->compactions, (unsigned long long)g->tenures, (unsigned long long)g->objects_tenured,
+            (unsigned long long)g->bytes_allocated, (unsigned long long)g->bytes_freed,
+            (unsigned long long)g->remembered_overflows, gc_old_used_bytes(), gc_old_free_bytes(),
+            (unsigned long long)c->stack_overflows, (unsigned long long)c->page_divorces,
+            (unsigned long long)c->contexts_resumed, (unsigned long long)c->interrupt_checks,
+            (unsigned long long)c->process_switches);
+}
+
 noreturn void vm_exit(int status)
 {
     fflush(stdout);
+    if (vm_options.print_stats) vm_print_stats(stderr);
     fflush(stderr);
     exit(status);
 }
@@ -121,5 +149,6 @@ int vm_run(int argc, char **argv)
     }
     vm_interpret(vm_system, vm_symbol_from_cstr("initialize:"), &args, 1);
     fflush(stdout);
+    if (vm_options.print_stats) vm_print_stats(stderr);
     return 0;
 }

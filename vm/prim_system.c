@@ -145,7 +145,21 @@ static bool p_ticks(Oop *a, Oop *r)
     return true;
 }
 
+/* #(collections, their total milliseconds, bytes allocated) as SOM defines it */
+static bool p_gc_stats(Oop *a, Oop *r)
+{
+    (void)a;
+    Oop arr = vm_array_new(3);
+    if (!arr) vm_out_of_memory("gcStats");
+    obj_slots(arr)[0] = oop_from_int((intptr_t)(gc_stats.scavenges + gc_stats.full_gcs));
+    obj_slots(arr)[1] = oop_from_int((intptr_t)((gc_stats.scavenge_usecs + gc_stats.full_usecs) / 1000));
+    obj_slots(arr)[2] = oop_from_int((intptr_t)gc_stats.bytes_allocated);
+    *r = arr;
+    return true;
+}
+
 const VmPrimDef vm_prims_system[] = {
+    {"System", false, "gcStats", p_gc_stats},
     {"System", false, "global:", p_global},
     {"System", false, "global:put:", p_global_put},
     {"System", false, "hasGlobal:", p_has_global},

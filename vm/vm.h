@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdnoreturn.h>
 
 typedef struct VmOptions {
@@ -23,7 +24,7 @@ typedef struct VmOptions {
     int stack_pages;
     bool gc_verify, gc_stress, small;
     bool no_jit;
-    bool trace_errors;
+    bool print_stats; /* --print-stats: counters on stderr at exit */
 } VmOptions;
 
 typedef struct VmCounters {
@@ -55,6 +56,8 @@ noreturn void vm_exit(int status);
         if (!(cond)) vm_panic("%s:%d: %s: assertion '%s' failed", __FILE__, __LINE__, \
                               __func__, #cond);                                      \
     } while (0)
+
+void vm_print_stats(FILE *out);
 
 /* Monotonic microseconds since boot. */
 uint64_t vm_ticks_usec(void);
