@@ -183,8 +183,8 @@ Oop vm_interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
     Oop method = 0, *lits = NULL;
     int nargs = 0;
 
-    Oop sel, m, result, rcvr;
-    int n;
+    Oop sel, m, result, rcvr, self_value;
+    int n, frame_kind;
     bool passed_safepoint = false;
     static char msg[1024]; /* static: keeps the interpreter's frame small so registers stay registers */
 
@@ -583,47 +583,24 @@ send:
     if (UNLIKELY(!m)) goto dnu;
 
 activate : {
-    Oop prim = obj_slots(m)[METHOD_PRIMITIVE];
-    if (prim != oop_from_int(0)) goto primitive;
-    intptr_t hdr = vm_method_hdr(m);
-    int mnargs = (int)((hdr >> 16) & 0xff), ntemps = (int)((hdr >> 24) & 0xffff), maxs = (int)((hdr >> 40) & 0xffff);
-    Oop *link = fp;
-    if (UNLIKELY(mnargs != n)) {
-        snprintf(msg, sizeof msg, "wrong number of arguments: %d given, method expects %d", n, mnargs);
-        WRITE_BACK();
-        runtime_error(msg);
-    }
-    if (UNLIKELY(sp - (FRAME_HEADER_WORDS + ntemps + maxs) < limit)) {
-        Oop *nlimit;
-        sp = overflow_page(fp, sp, n, &nlimit);
-        limit = nlimit;
-        link = NULL;
-    }
-    sp[-1] = oop_from_int(ip - bytes);
-    sp[-2] = (Oop)link;
-    fp = sp - 2;
-    if (!link) vm_page->bottom_fp = fp;
-    fp[FRAME_METHOD] = m;
-    fp[FRAME_CONTEXT] = vm_nil;
-    fp[FRAME_FLAGS] = oop_from_int(FRAME_FLAGS_MAKE(mnargs, ntemps, 0));
-    fp[FRAME_RECEIVER] = fp[2 + mnargs];
-    sp = fp + FRAME_RECEIVER;
-    for (int t = 0; t < ntemps; t++) *--sp = vm_nil;
-    method = m;
-    nargs = mnargs;
-    lits = obj_slots(m) + METHOD_FIXED_SLOTS;
-    bytes = ip = (uint8_t *)(obj_slots(m) + (hdr & 0xffff));
-    DISPATCH();
+    if (obj_slots(m)[METHOD_PRIMITIVE] != oop_from_int(0)) goto primitive;
+    self_value = sp[n];
+    frame_kind = 0;
+    goto push_frame;
 }
 
-activate_block : {
+activate_block:
     /* m = block method, the closure is the receiver slot sp[n] */
-    Oop closure = sp[n];
+    self_value = obj_slots(sp[n])[BLOCK_RECEIVER];
+    frame_kind = 1;
+
+push_frame : {
     intptr_t hdr = vm_method_hdr(m);
     int mnargs = (int)((hdr >> 16) & 0xff), ntemps = (int)((hdr >> 24) & 0xffff), maxs = (int)((hdr >> 40) & 0xffff);
     Oop *link = fp;
     if (UNLIKELY(mnargs != n)) {
-        snprintf(msg, sizeof msg, "wrong argument count for block: %d given, block expects %d", n, mnargs);
+        snprintf(msg, sizeof msg, "wrong number of arguments: %d given, %s expects %d", n,
+                 frame_kind ? "the block" : "the method", mnargs);
         WRITE_BACK();
         runtime_error(msg);
     }
@@ -639,8 +616,8 @@ activate_block : {
     if (!link) vm_page->bottom_fp = fp;
     fp[FRAME_METHOD] = m;
     fp[FRAME_CONTEXT] = vm_nil;
-    fp[FRAME_FLAGS] = oop_from_int(FRAME_FLAGS_MAKE(mnargs, ntemps, 1));
-    fp[FRAME_RECEIVER] = obj_slots(closure)[BLOCK_RECEIVER];
+    fp[FRAME_FLAGS] = oop_from_int(FRAME_FLAGS_MAKE(mnargs, ntemps, frame_kind));
+    fp[FRAME_RECEIVER] = self_value;
     sp = fp + FRAME_RECEIVER;
     for (int t = 0; t < ntemps; t++) *--sp = vm_nil;
     method = m;

@@ -9,31 +9,14 @@
  */
 #include "vm/bigint.h"
 #include "vm/numfmt.h"
+#include "vm/prim_number.h"
 #include "vm/primitive.h"
 #include "vm/universe.h"
 
 #include <math.h>
 
-/* Failure messages quote at most this much of a string that did not parse. */
-#define QUOTE_MAX 200
-
 /* -- Helpers ----------------------------------------------------------------- */
 
-static bool out_of_memory(void) { return vm_prim_error("Out of memory."); }
-
-static bool answer(Oop value, Oop *result)
-{
-    if (value == 0) return out_of_memory();
-    *result = value;
-    return true;
-}
-
-static bool answer_double(double d, Oop *result) { return answer(vm_double_new(d), result); }
-
-static bool numeric_type_error(Oop arg)
-{
-    return vm_prim_error("Expected a numeric type but got type '%s'.", vm_num_type_name(arg));
-}
 
 /* The argument as a double, or a primitive failure. */
 static bool arg_double(Oop b, double *y)

@@ -17,6 +17,7 @@
  *   << >>>       shifts (see prim_shift_*)        fails: not an Int
  */
 #include "vm/bigint.h"
+#include "vm/prim_number.h"
 #include "vm/primitive.h"
 #include "vm/universe.h"
 
@@ -29,26 +30,8 @@
  * big rather than attempted: no heap stvm runs with could hold them. */
 #define SHIFT_MAX_BITS ((uint64_t)1 << 32)
 
-/* Failure messages quote at most this much of a string that did not parse. */
-#define QUOTE_MAX 200
-
 /* -- Helpers ----------------------------------------------------------------- */
 
-static bool out_of_memory(void) { return vm_prim_error("Out of memory."); }
-
-static bool answer(Oop value, Oop *result)
-{
-    if (value == 0) return out_of_memory();
-    *result = value;
-    return true;
-}
-
-static bool answer_double(double d, Oop *result) { return answer(vm_double_new(d), result); }
-
-static bool numeric_type_error(Oop arg)
-{
-    return vm_prim_error("Expected a numeric type but got type '%s'.", vm_num_type_name(arg));
-}
 
 static bool int_type_error(Oop arg)
 {
@@ -139,7 +122,7 @@ static bool prim_sqrt(Oop *args, Oop *result)
     if (vm_int_is_negative(a)) return vm_prim_error("Domain error.");
     bool exact;
     Oop root = vm_int_isqrt(a, &exact);
-    if (root == 0) return out_of_memory();
+    if (root == 0) vm_out_of_memory("a number");
     /* Exact roots are Integers. Inexact ones are Doubles within the int64
      * range; beyond it SOM's reference (test int29) answers the integer
      * floor, which is as precise as a Double there and never overflows. */
@@ -235,10 +218,10 @@ static bool prim_at_random(Oop *args, Oop *result)
         return true;
     }
     Oop bound = neg ? vm_int_negate(a) : a;
-    if (bound == 0) return out_of_memory();
+    if (bound == 0) vm_out_of_memory("a number");
     size_t bits = vm_int_bit_length(bound), limbs = (bits + 63) / 64;
     uint64_t *buf = malloc(limbs * sizeof(uint64_t));
-    if (!buf) return out_of_memory();
+    if (!buf) vm_out_of_memory("a number");
     Oop r;
     do { /* rejection: each try succeeds with probability above 1/2 */
         for (size_t i = 0; i < limbs; i++) buf[i] = rng_next();
