@@ -1,0 +1,112 @@
+/*
+ * report/report.h — a profile (samples + what they resolve to) and its
+ * three renderings: the VMProfiler text report (../shared/design/REPORT.md),
+ * pprof's profile.proto (gzipped), and folded stacks.
+ *
+ * Producers (vmprofd today, stvm's in-VM profiler later) build a Profile
+ * with the report_profile_* functions: they intern mappings, functions and
+ * locations (resolved addresses) and add samples whose frames are location
+ * indices, leaf first. The report never resolves addresses itself and
+ * depends on neither program.
+ *
+ * Regions (REPORT.md): "generated" = the JIT's code zone (methods, blocks,
+ * PICs, trampolines); "vanilla" = the VM executable's own functions; "rest"
+ * = every other mapping (libc, the kernel, other libraries, unknown).
+ *
+ * Bytecode ranges: a generated-code function may carry its machine-code-pc
+ * -> bytecode-pc map; the text report then splits that function's samples
+ * into ranges by the leaf address (REPORT.md, "Bytecode ranges").
+ *
+ * Who may call: vmprofd/, profiler/ (in-VM), tests. Not thread-safe.
+ */
+#ifndef REPORT_REPORT_H
+#define REPORT_REPORT_H
+
+#include "profiler/export.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+typedef enum ReportRegion {
+    REPORT_REGION_GENERATED = 0,
+    REPORT_REGION_VANILLA = 1,
+    REPORT_REGION_REST = 2,
+} ReportRegion;
+
+typedef struct ReportMapEntry {
+    uint32_t mcpc; /* offset from the function's start */
+    uint32_t bcpc;
+} ReportMapEntry;
+
+typedef struct ReportLineEntry {
+    uint32_t bcpc; /* first bytecode pc of a run */
+    uint32_t line;
+} ReportLineEntry;
+
+typedef struct ReportFunctionInfo {
+    const char *name;       /* "gc_scavenge_run", "Integer>>benchFib", "[libc.so.6]" */
+    const char *file;       /* source file, or NULL */
+    int start_line;         /* 0 when unknown */
+    ReportRegion region;
+    uint64_t start;         /* first address; 0 when unknown */
+    uint64_t size;          /* bytes; 0 when unknown */
+    int mapping;            /* report_profile_add_mapping's index, or -1 */
+    /* generated code only (may be empty): */
+    const ReportMapEntry *map; /* sorted by mcpc */
+    size_t nmap;
+    uint32_t last_bcpc;     /* the method's last bytecode pc (end of the last range) */
+    const ReportLineEntry *lines; /* bcpc -> source line, for --lines */
+    size_t nlines;
+} ReportFunctionInfo;
+
+typedef struct ReportMappingInfo {
+    uint64_t start, limit, offset;
+    const char *file;       /* path, "[vdso]", "[code zone]" … */
+    const char *build_id;   /* hex, or NULL */
+} ReportMappingInfo;
+
+typedef struct ReportHeader {
+    const char *vm_path;    /* executable of the profiled process */
+    time_t start_wall;      /* wall-clock time the profile started */
+    double seconds;         /* profiled wall time */
+    double requested_hz;
+    const char *mode;       /* "perf_event (cpu-clock)", "ptrace", "in-VM sampler" */
+    const char *mode_reason;/* why that mode (NULL if asked for) */
+    uint64_t lost_samples;
+    bool have_counters;     /* start/end below are valid */
+    ProfCounters start, end;
+} ReportHeader;
+
+typedef struct ReportTextOptions {
+    bool lines;             /* --lines: source lines next to bytecode ranges */
+    int range_min_samples;  /* functions with more samples get ranges (REPORT.md: 10) */
+} ReportTextOptions;
+
+typedef struct Profile Profile;
+
+Profile *report_profile_new(void);
+void report_profile_free(Profile *p);
+void report_profile_set_header(Profile *p, const ReportHeader *h); /* copies strings */
+/* Free-form notes printed at the end of the text report ("target exited", …). */
+void report_profile_add_note(Profile *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Interning: the same mapping / function (by name+region+start) /
+ * location (by function+address) answers the same index. Strings and
+ * arrays are copied. */
+int report_profile_add_mapping(Profile *p, const ReportMappingInfo *m);
+int report_profile_add_function(Profile *p, const ReportFunctionInfo *f);
+int report_profile_add_location(Profile *p, int function, uint64_t address, int line);
+/* frames: location indices, leaf first (at least one). */
+void report_profile_add_sample(Profile *p, uint64_t time_ns, uint32_t tid, const int *frames, size_t nframes);
+
+size_t report_profile_sample_count(const Profile *p);
+
+/* Renderings. Each returns false (with a message in err) on I/O failure. */
+bool report_write_text(FILE *out, const Profile *p, const ReportTextOptions *opt, char *err, size_t errlen);
+bool report_write_pprof(const char *path, const Profile *p, char *err, size_t errlen);
+bool report_write_folded(FILE *out, const Profile *p, char *err, size_t errlen);
+
+#endif

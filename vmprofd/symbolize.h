@@ -1,0 +1,58 @@
+/*
+ * vmprofd/symbolize.h — native addresses of a live process to functions,
+ * files and lines (elfutils libdwfl over /proc/PID/maps), and user-stack
+ * unwinding from sampled registers + a copy of the stack (libunwind, with
+ * frame pointers as the fallback).
+ *
+ * Resolved addresses are interned straight into a report Profile: the
+ * answer is a location index for report_profile_add_sample. Region: the
+ * VM executable's own code is REPORT_REGION_VANILLA, the machine-code zone
+ * (when the VM exports one) REPORT_REGION_GENERATED, everything else
+ * REPORT_REGION_REST. An address no module covers still gets a location
+ * (function "[unknown]" in region rest), never an error.
+ *
+ * Who may call: vmprofd/ only.
+ */
+#ifndef VMPROFD_SYMBOLIZE_H
+#define VMPROFD_SYMBOLIZE_H
+
+#include "report/report.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct Symbolizer Symbolizer;
+
+/* Attaches to pid's address space description (it does not stop it).
+ * vm_exe: path of the executable whose code is "vanilla" (NULL = the
+ * target's /proc/PID/exe). code_zone_*: generated-code range, or 0, 0. */
+Symbolizer *vmprofd_symbolizer_new(pid_t pid, const char *vm_exe, uint64_t code_zone_start,
+                                   uint64_t code_zone_end, char *err, size_t errlen);
+/* Re-reads the maps (libraries loaded since). Cheap when nothing changed. */
+void vmprofd_symbolizer_refresh(Symbolizer *s);
+void vmprofd_symbolizer_free(Symbolizer *s);
+
+/* addr -> location index in p. is_return_address: addr came from an
+ * unwound caller frame, so look up addr-1 (the call instruction). */
+int vmprofd_symbolize(Symbolizer *s, Profile *p, uint64_t addr, bool is_return_address);
+
+/* Registers of a sample as perf_event delivers them with
+ * PERF_SAMPLE_REGS_USER (x86-64: the mask vmprofd_unwind_regs_mask()). */
+typedef struct UnwindRegs {
+    uint64_t ip, sp, bp;
+    uint64_t regs[24]; /* in perf_event_x86_regs order, as many as the mask asks */
+    uint64_t mask;
+} UnwindRegs;
+
+uint64_t vmprofd_unwind_regs_mask(void);
+
+/* Walks the user stack of a sample: pcs[0] = regs->ip, then return
+ * addresses. stack/stack_len: bytes copied from regs->sp upward (may be
+ * empty: then frame pointers are followed through process_vm_readv).
+ * Answers the number of pcs written (>= 1). */
+size_t vmprofd_unwind(Symbolizer *s, const UnwindRegs *regs, const uint8_t *stack, size_t stack_len,
+                      uint64_t *pcs, size_t max_pcs);
+
+#endif
