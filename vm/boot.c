@@ -5,6 +5,7 @@
 #include "vm/vm.h"
 
 #include "gc/heap.h"
+#include "profiler/publish.h"
 #include "vm/class.h"
 #include "vm/globals.h"
 #include "vm/interp.h"
@@ -19,7 +20,8 @@
 #include <time.h>
 
 VmOptions vm_options;
-VmCounters vm_counters;
+ProfCounters *vm_counters;
+uint64_t vm_contexts_resumed;
 static uint64_t start_usec;
 
 static uint64_t now_usec(void)
@@ -34,7 +36,7 @@ uint64_t vm_ticks_usec(void) { return now_usec() - start_usec; }
 void vm_print_stats(FILE *out)
 {
     const GcStats *g = &gc_stats;
-    const VmCounters *c = &vm_counters;
+    const ProfCounters *c = vm_counters;
     fprintf(out,
             "stvm statistics (%.3f s)\n"
             "  scavenges            %llu (total %.3f ms, max %.3f ms)\n"
@@ -54,7 +56,7 @@ void vm_print_stats(FILE *out)
             (unsigned long long)g->bytes_allocated, (unsigned long long)g->bytes_freed,
             (unsigned long long)g->remembered_overflows, gc_old_used_bytes(), gc_old_free_bytes(),
             (unsigned long long)c->stack_overflows, (unsigned long long)c->page_divorces,
-            (unsigned long long)c->contexts_resumed, (unsigned long long)c->interrupt_checks,
+            (unsigned long long)vm_contexts_resumed, (unsigned long long)c->interrupt_checks,
             (unsigned long long)c->process_switches);
 }
 
@@ -99,6 +101,7 @@ static void visit_roots(GcVisitFn visit, void *ctx, void *client)
 static void after_collect(bool full, void *client)
 {
     (void)client;
+    prof_publish_gc();
     /* selectors and methods are old: only a full GC moves them */
     if (full) vm_lookup_cache_flush();
 }
@@ -130,6 +133,18 @@ bool vm_boot(const VmOptions *opts, char *err, size_t errlen)
     gc_set_client(&client);
     vm_prims_init();
     if (!vm_stack_init(opts->stack_pages, err, errlen)) return false;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ProfPublishInit pub = {
+        .enabled = !opts->no_export,
+        .eden_bytes = opts->eden_bytes,
+        .stack_pages = (uint64_t)opts->stack_pages,
+        .code_bytes = 0,
+        .start_monotonic_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
+    };
+    char warn[512];
+    vm_counters = prof_publish_open(&pub, warn, sizeof warn);
+    if (warn[0]) fprintf(stderr, "stvm: warning: %s\n", warn);
 
     vm_global_put(vm_symbol_from_cstr("nil"), vm_nil);
     vm_global_put(vm_symbol_from_cstr("true"), vm_true);

@@ -908,7 +908,7 @@ non_boolean:
     goto send;
 
 safepoint:
-    vm_counters.interrupt_checks++;
+    vm_counters->interrupt_checks++;
     WRITE_BACK();
     gc_collect(false);
     passed_safepoint = true;

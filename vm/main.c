@@ -40,6 +40,7 @@ static void usage(FILE *out)
             "  --gc-verify            check the whole heap before and after every collection\n"
             "  --gc-stress            collect at every safe point\n"
             "  --print-stats          print GC and VM counters on stderr at exit\n"
+            "  --no-export            do not publish counters for profilers (/dev/shm/stvm-PID)\n"
             "  --no-jit               interpret only (this build has no JIT yet)\n"
             "  --help                 this text\n"
             "  --version              print the version\n",
@@ -141,6 +142,8 @@ int main(int argc, char **argv)
             o.gc_stress = true;
         } else if (!strcmp(a, "--small")) {
             o.small = true;
+        } else if (!strcmp(a, "--no-export")) {
+            o.no_export = true;
         } else if (!strcmp(a, "--print-stats")) {
             o.print_stats = true;
         } else if (!strcmp(a, "--no-jit")) {

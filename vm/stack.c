@@ -146,13 +146,13 @@ static Oop divorce_page(StackPage *p, Oop *top_fp, Oop *top_sp, intptr_t top_bcp
         sender = ctx;
     }
     free(frames);
-    vm_counters.page_divorces++;
+    vm_counters->page_divorces++;
     return sender; /* the context of the top frame */
 }
 
 StackPage *vm_stack_overflow(Oop *top_fp, Oop *top_sp)
 {
-    vm_counters.stack_overflows++;
+    vm_counters->stack_overflows++;
     StackPage *p = free_page();
     if (!p) {
         /* Divorce the oldest page; the minimum of two pages guarantees it
@@ -213,7 +213,7 @@ Oop *vm_context_resume(Oop ctx, Oop result, Oop **sp_out, size_t *bcpc_out)
     s[CTX_PC] = vm_nil;
     s[CTX_SENDER] = vm_nil;
     s[CTX_DEPTH] = oop_from_int(0);
-    vm_counters.contexts_resumed++;
+    vm_contexts_resumed++;
     *sp_out = sp;
     return fp;
 }

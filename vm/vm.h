@@ -9,6 +9,7 @@
 #define VM_VM_H
 
 #include "gc/object.h"
+#include "profiler/export.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -25,19 +26,16 @@ typedef struct VmOptions {
     bool gc_verify, gc_stress, small;
     bool no_jit;
     bool print_stats; /* --print-stats: counters on stderr at exit */
+    bool no_export;   /* --no-export: no /dev/shm/stvm-<pid> segment */
 } VmOptions;
 
-typedef struct VmCounters {
-    uint64_t process_switches; /* SOM has one process: stays 0, reported honestly */
-    uint64_t interrupt_checks; /* slow-path entries at sends/backward jumps */
-    uint64_t event_checks;
-    uint64_t stack_overflows;  /* frames that did not fit their page */
-    uint64_t page_divorces;    /* pages turned into contexts to free them */
-    uint64_t contexts_resumed; /* divorced contexts copied back onto a page */
-} VmCounters;
+
 
 extern VmOptions vm_options;
-extern VmCounters vm_counters;
+/* The VM's event counters live in the profiler export segment
+ * (profiler/export.h), so profilers read them as they change. */
+extern ProfCounters *vm_counters;
+extern uint64_t vm_contexts_resumed; /* divorced contexts copied back onto a page */
 extern double vm_start_seconds;
 
 /* Boot: heap, well-known objects, core classes. false + message on failure. */

@@ -1,0 +1,106 @@
+/*
+ * profiler/publish.c — creating and updating stvm's export segment.
+ */
+#define _GNU_SOURCE
+#include "profiler/publish.h"
+
+#include "gc/heap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static ProfCounters private_counters;
+static ProfCounters *counters = &private_counters;
+static ProfExportHeader *header;
+static size_t segment_size;
+static char shm_name[64];
+static char shm_path[PROF_EXPORT_PATH_MAX];
+
+static void unlink_at_exit(void) { prof_publish_close(); }
+
+ProfCounters *prof_publish_open(const ProfPublishInit *init, char *err, size_t errlen)
+{
+    if (err && errlen) err[0] = 0;
+    counters = &private_counters;
+    if (init->enabled) {
+        pid_t pid = getpid();
+        snprintf(shm_name, sizeof shm_name, PROF_EXPORT_NAME_FMT, (int)pid);
+        snprintf(shm_path, sizeof shm_path, PROF_EXPORT_PATH_FMT, (int)pid);
+        long page = sysconf(_SC_PAGESIZE);
+        size_t need = sizeof(ProfExportHeader) + sizeof(ProfCounters);
+        segment_size = (need + (size_t)page - 1) / (size_t)page * (size_t)page;
+        /* O_TRUNC: a segment left by an earlier process with our pid is stale */
+        int fd = shm_open(shm_name, O_CREAT | O_RDWR | O_TRUNC, 0600);
+        void *mem = MAP_FAILED;
+        if (fd >= 0 && fchmod(fd, 0600) == 0 && ftruncate(fd, (off_t)segment_size) == 0)
+            mem = mmap(NULL, segment_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        int saved = errno;
+        if (fd >= 0) close(fd);
+        if (mem == MAP_FAILED) {
+            if (fd >= 0) shm_unlink(shm_name);
+            if (err) snprintf(err, errlen, "cannot create the profiler export %s: %s (profilers will see native symbols only)",
+                              shm_path, strerror(saved));
+            shm_name[0] = 0;
+        } else {
+            header = mem;
+            memset(header, 0, segment_size);
+            header->version = PROF_EXPORT_VERSION;
+            header->header_size = sizeof(ProfExportHeader);
+            header->segment_size = segment_size;
+            header->pid = (int32_t)pid;
+            header->vm_tid = (int32_t)gettid();
+            header->start_monotonic_ns = init->start_monotonic_ns;
+            header->counters_offset = sizeof(ProfExportHeader);
+            header->counters_size = sizeof(ProfCounters);
+            ssize_t n = readlink("/proc/self/exe", header->vm_path, sizeof header->vm_path - 1);
+            header->vm_path[n > 0 ? n : 0] = 0;
+            counters = (ProfCounters *)((char *)mem + header->counters_offset);
+            atexit(unlink_at_exit);
+        }
+    }
+    counters->eden_bytes = init->eden_bytes;
+    counters->stack_pages = init->stack_pages;
+    counters->code_bytes = init->code_bytes;
+    prof_publish_gc();
+    if (header) {
+        /* the magic last: a reader that sees it sees a complete header */
+        __atomic_store_n(&header->magic, PROF_EXPORT_MAGIC, __ATOMIC_RELEASE);
+    }
+    return counters;
+}
+
+void prof_publish_gc(void)
+{
+    ProfCounters *c = counters;
+    __atomic_store_n(&c->seq, c->seq + 1, __ATOMIC_RELEASE);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    c->old_bytes = gc_old_used_bytes();
+    c->old_free_bytes = gc_old_free_bytes();
+    c->scavenges = gc_stats.scavenges;
+    c->scavenge_usecs = gc_stats.scavenge_usecs;
+    c->full_gcs = gc_stats.full_gcs;
+    c->full_usecs = gc_stats.full_usecs;
+    c->tenures = gc_stats.tenures;
+    c->objects_tenured = gc_stats.objects_tenured;
+    c->root_table_overflows = gc_stats.remembered_overflows;
+    c->bytes_allocated = gc_stats.bytes_allocated;
+    c->bytes_freed = gc_stats.bytes_freed;
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&c->seq, c->seq + 1, __ATOMIC_RELEASE);
+}
+
+const char *prof_publish_path(void) { return shm_name[0] ? shm_path : NULL; }
+
+void prof_publish_close(void)
+{
+    /* Unlink only: the VM may still count into the mapping until exit. */
+    if (!header || !shm_name[0]) return;
+    shm_unlink(shm_name);
+    shm_name[0] = 0;
+}
