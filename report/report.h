@@ -104,7 +104,9 @@ void report_profile_add_sample(Profile *p, uint64_t time_ns, uint32_t tid, const
 
 size_t report_profile_sample_count(const Profile *p);
 
-/* Renderings. Each returns false (with a message in err) on I/O failure. */
+/* Renderings. Each returns false (with a message in err) on I/O failure.
+ * report_write_text: opt may be NULL (no --lines, ranges for more than 10
+ * samples, as REPORT.md says). */
 bool report_write_text(FILE *out, const Profile *p, const ReportTextOptions *opt, char *err, size_t errlen);
 bool report_write_pprof(const char *path, const Profile *p, char *err, size_t errlen);
 bool report_write_folded(FILE *out, const Profile *p, char *err, size_t errlen);

@@ -1,0 +1,445 @@
+/*
+ * report/pprof.c — a Profile as pprof's profile.proto (proto/profile.proto),
+ * gzipped, as `go tool pprof` and other pprof readers expect.
+ *
+ *   sample_type   [samples/count, cpu/nanoseconds]; default: cpu
+ *   period_type   cpu/nanoseconds, period = 1e9 / requested Hz
+ *   mapping       one per Profile mapping,  id = index + 1
+ *   function      one per Profile function, id = index + 1
+ *                 (name = system_name, filename = its source, start_line)
+ *   location      one per Profile location, id = index + 1, one Line
+ *   sample        one per distinct (thread, stack), leaf first, values
+ *                 [n, n * period]; label "thread" = the tid when known
+ *   comment       how the samples were taken, losses, the notes
+ *
+ * The message is built over borrowed strings (the Profile owns them) and
+ * arrays allocated here, packed once, compressed in memory and written
+ * with one fwrite, so a failure leaves a clear message, not half a file
+ * that parses.
+ */
+#include "proto/profile.pb-c.h"
+#include "report/mem.h"
+#include "report/profile.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+/* -- String table --------------------------------------------------------- */
+
+typedef struct Builder {
+    const Profile *p;
+    const char **strings; /* borrowed, or in owned[] */
+    size_t nstrings, strings_cap;
+    ReportIndex string_index;
+    char **owned;
+    size_t nowned, owned_cap;
+} Builder;
+
+typedef struct StringKey {
+    const Builder *b;
+    const char *s;
+} StringKey;
+
+static bool string_eq(const void *ctx, int item)
+{
+    const StringKey *k = ctx;
+    return strcmp(k->b->strings[item], k->s) == 0;
+}
+
+/* The string-table index of s; NULL is "" (index 0, as pprof requires). */
+static int64_t str_id(Builder *b, const char *s)
+{
+    if (!s)
+        s = "";
+    uint64_t h = report_index_hash_str(REPORT_INDEX_HASH_SEED, s);
+    StringKey key = {b, s};
+    int i = report_index_find(&b->string_index, h, string_eq, &key);
+    if (i >= 0)
+        return i;
+    report_mem_reserve(&b->strings, &b->strings_cap, b->nstrings + 1, sizeof *b->strings);
+    b->strings[b->nstrings] = s;
+    report_index_insert(&b->string_index, h, (int)b->nstrings);
+    return (int64_t)b->nstrings++;
+}
+
+static int64_t str_id_owned(Builder *b, char *s)
+{
+    report_mem_reserve(&b->owned, &b->owned_cap, b->nowned + 1, sizeof *b->owned);
+    b->owned[b->nowned++] = s;
+    return str_id(b, s);
+}
+
+static char *format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *format(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *s = report_mem_alloc(n > 0 ? (size_t)n + 1 : 1);
+    va_start(ap, fmt);
+    vsnprintf(s, n > 0 ? (size_t)n + 1 : 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+/* -- Distinct stacks ------------------------------------------------------ */
+
+typedef struct Stack {
+    size_t sample; /* the first sample with this thread and stack */
+    uint64_t count;
+} Stack;
+
+typedef struct Stacks {
+    Stack *v;
+    size_t n, cap;
+    ReportIndex index;
+} Stacks;
+
+typedef struct StackKey {
+    const Profile *p;
+    const Stacks *st;
+    const ReportSample *s;
+} StackKey;
+
+static bool stack_eq(const void *ctx, int item)
+{
+    const StackKey *k = ctx;
+    const ReportSample *a = k->s, *b = &k->p->samples[k->st->v[item].sample];
+    return a->tid == b->tid && a->nframes == b->nframes &&
+           memcmp(report_profile_frames(k->p, a), report_profile_frames(k->p, b), a->nframes * sizeof(int)) == 0;
+}
+
+static void collect_stacks(const Profile *p, Stacks *st)
+{
+    for (size_t i = 0; i < p->nsamples; i++) {
+        const ReportSample *s = &p->samples[i];
+        uint64_t h = report_index_hash(REPORT_INDEX_HASH_SEED, &s->tid, sizeof s->tid);
+        h = report_index_hash(h, report_profile_frames(p, s), s->nframes * sizeof(int));
+        StackKey key = {p, st, s};
+        int found = report_index_find(&st->index, h, stack_eq, &key);
+        if (found >= 0) {
+            st->v[found].count++;
+            continue;
+        }
+        report_mem_reserve(&st->v, &st->cap, st->n + 1, sizeof *st->v);
+        st->v[st->n] = (Stack){i, 1};
+        report_index_insert(&st->index, h, (int)st->n++);
+    }
+}
+
+/* -- The message ---------------------------------------------------------- */
+
+/* Nanoseconds of CPU one sample stands for. */
+static int64_t period_ns(const ReportHeader *h, size_t nsamples)
+{
+    if (h->requested_hz > 0)
+        return llround(1e9 / h->requested_hz);
+    if (h->seconds > 0 && nsamples > 0) /* no rate asked for: the one achieved */
+        return llround(1e9 * h->seconds / (double)nsamples);
+    return 0;
+}
+
+typedef struct Message {
+    Perftools__Profiles__Profile profile;
+    Perftools__Profiles__ValueType types[2], period_type;
+    Perftools__Profiles__ValueType *type_ptrs[2];
+    Perftools__Profiles__Mapping *mappings, **mapping_ptrs;
+    Perftools__Profiles__Function *functions, **function_ptrs;
+    Perftools__Profiles__Location *locations, **location_ptrs;
+    Perftools__Profiles__Line *lines, **line_ptrs;
+    Perftools__Profiles__Sample *samples, **sample_ptrs;
+    Perftools__Profiles__Label *labels, **label_ptrs;
+    uint64_t *location_ids;
+    int64_t *values;
+    int64_t *comments;
+    size_t ncomments;
+    Stacks stacks;
+} Message;
+
+static void add_comment(Message *m, Builder *b, char *owned_text)
+{
+    m->comments[m->ncomments++] = str_id_owned(b, owned_text);
+}
+
+static void build_mappings(Message *m, Builder *b)
+{
+    const Profile *p = b->p;
+    m->mappings = report_mem_array(p->nmappings, sizeof *m->mappings);
+    m->mapping_ptrs = report_mem_array(p->nmappings, sizeof *m->mapping_ptrs);
+    for (size_t i = 0; i < p->nmappings; i++) {
+        const ReportMappingInfo *src = &p->mappings[i];
+        Perftools__Profiles__Mapping *d = &m->mappings[i];
+        perftools__profiles__mapping__init(d);
+        d->id = i + 1;
+        d->memory_start = src->start;
+        d->memory_limit = src->limit;
+        d->file_offset = src->offset;
+        d->filename = str_id(b, src->file);
+        d->build_id = str_id(b, src->build_id);
+        /* Symbols were resolved by the producer: readers must not try again. */
+        d->has_functions = true;
+        m->mapping_ptrs[i] = d;
+    }
+    for (size_t i = 0; i < p->nfunctions; i++)
+        if (p->functions[i].mapping >= 0 && p->functions[i].file)
+            m->mappings[p->functions[i].mapping].has_filenames = true;
+    for (size_t i = 0; i < p->nlocations; i++) {
+        const ReportFunctionInfo *f = &p->functions[p->locations[i].function];
+        if (f->mapping >= 0 && p->locations[i].line > 0)
+            m->mappings[f->mapping].has_line_numbers = true;
+    }
+    m->profile.n_mapping = p->nmappings;
+    m->profile.mapping = m->mapping_ptrs;
+}
+
+static void build_functions(Message *m, Builder *b)
+{
+    const Profile *p = b->p;
+    m->functions = report_mem_array(p->nfunctions, sizeof *m->functions);
+    m->function_ptrs = report_mem_array(p->nfunctions, sizeof *m->function_ptrs);
+    for (size_t i = 0; i < p->nfunctions; i++) {
+        const ReportFunctionInfo *src = &p->functions[i];
+        Perftools__Profiles__Function *d = &m->functions[i];
+        perftools__profiles__function__init(d);
+        d->id = i + 1;
+        d->name = str_id(b, src->name);
+        d->system_name = d->name;
+        d->filename = str_id(b, src->file);
+        d->start_line = src->start_line;
+        m->function_ptrs[i] = d;
+    }
+    m->profile.n_function = p->nfunctions;
+    m->profile.function = m->function_ptrs;
+}
+
+static void build_locations(Message *m, Builder *b)
+{
+    const Profile *p = b->p;
+    m->locations = report_mem_array(p->nlocations, sizeof *m->locations);
+    m->location_ptrs = report_mem_array(p->nlocations, sizeof *m->location_ptrs);
+    m->lines = report_mem_array(p->nlocations, sizeof *m->lines);
+    m->line_ptrs = report_mem_array(p->nlocations, sizeof *m->line_ptrs);
+    for (size_t i = 0; i < p->nlocations; i++) {
+        const ReportLocation *src = &p->locations[i];
+        const ReportFunctionInfo *f = &p->functions[src->function];
+        Perftools__Profiles__Line *line = &m->lines[i];
+        perftools__profiles__line__init(line);
+        line->function_id = (uint64_t)src->function + 1;
+        line->line = src->line;
+        m->line_ptrs[i] = line;
+        Perftools__Profiles__Location *d = &m->locations[i];
+        perftools__profiles__location__init(d);
+        d->id = i + 1;
+        d->mapping_id = f->mapping >= 0 ? (uint64_t)f->mapping + 1 : 0;
+        d->address = src->address;
+        d->n_line = 1;
+        d->line = &m->line_ptrs[i];
+        m->location_ptrs[i] = d;
+    }
+    m->profile.n_location = p->nlocations;
+    m->profile.location = m->location_ptrs;
+}
+
+static void build_samples(Message *m, Builder *b, int64_t period)
+{
+    const Profile *p = b->p;
+    Stacks *st = &m->stacks;
+    collect_stacks(p, st);
+    size_t nids = 0;
+    for (size_t i = 0; i < st->n; i++)
+        nids += p->samples[st->v[i].sample].nframes;
+    m->samples = report_mem_array(st->n, sizeof *m->samples);
+    m->sample_ptrs = report_mem_array(st->n, sizeof *m->sample_ptrs);
+    m->labels = report_mem_array(st->n, sizeof *m->labels);
+    m->label_ptrs = report_mem_array(st->n, sizeof *m->label_ptrs);
+    m->location_ids = report_mem_array(nids, sizeof *m->location_ids);
+    m->values = report_mem_array(st->n * 2, sizeof *m->values);
+    int64_t thread = str_id(b, "thread");
+    size_t next_id = 0;
+    for (size_t i = 0; i < st->n; i++) {
+        const ReportSample *s = &p->samples[st->v[i].sample];
+        const int *frames = report_profile_frames(p, s);
+        Perftools__Profiles__Sample *d = &m->samples[i];
+        perftools__profiles__sample__init(d);
+        d->location_id = &m->location_ids[next_id];
+        d->n_location_id = s->nframes;
+        for (uint32_t f = 0; f < s->nframes; f++)
+            m->location_ids[next_id++] = (uint64_t)frames[f] + 1;
+        d->value = &m->values[i * 2];
+        d->n_value = 2;
+        d->value[0] = (int64_t)st->v[i].count;
+        d->value[1] = (int64_t)st->v[i].count * period;
+        if (s->tid) {
+            Perftools__Profiles__Label *l = &m->labels[i];
+            perftools__profiles__label__init(l);
+            l->key = thread;
+            l->num = s->tid;
+            m->label_ptrs[i] = l;
+            d->label = &m->label_ptrs[i];
+            d->n_label = 1;
+        }
+        m->sample_ptrs[i] = d;
+    }
+    m->profile.n_sample = st->n;
+    m->profile.sample = m->sample_ptrs;
+}
+
+static void build(Message *m, Builder *b)
+{
+    const Profile *p = b->p;
+    const ReportHeader *h = &p->header;
+    perftools__profiles__profile__init(&m->profile);
+    str_id(b, ""); /* index 0 */
+
+    int64_t period = period_ns(h, p->nsamples);
+    static const char *const type_names[2][2] = {{"samples", "count"}, {"cpu", "nanoseconds"}};
+    for (int i = 0; i < 2; i++) {
+        perftools__profiles__value_type__init(&m->types[i]);
+        m->types[i].type = str_id(b, type_names[i][0]);
+        m->types[i].unit = str_id(b, type_names[i][1]);
+        m->type_ptrs[i] = &m->types[i];
+    }
+    m->profile.n_sample_type = 2;
+    m->profile.sample_type = m->type_ptrs;
+    m->profile.default_sample_type = m->types[1].type;
+    perftools__profiles__value_type__init(&m->period_type);
+    m->period_type.type = m->types[1].type;
+    m->period_type.unit = m->types[1].unit;
+    m->profile.period_type = &m->period_type;
+    m->profile.period = period;
+    m->profile.time_nanos = (int64_t)h->start_wall * 1000000000;
+    m->profile.duration_nanos = h->seconds > 0 ? llround(h->seconds * 1e9) : 0;
+
+    build_mappings(m, b);
+    build_functions(m, b);
+    build_locations(m, b);
+    build_samples(m, b, period);
+
+    /* Up to 3 fixed comments (mode, lost, rejected) and one per note. */
+    m->comments = report_mem_array(3 + p->nnotes, sizeof *m->comments);
+    if (h->mode)
+        add_comment(m, b,
+                    h->mode_reason ? format("sampled with %s (%s)", h->mode, h->mode_reason)
+                                   : format("sampled with %s", h->mode));
+    if (h->lost_samples)
+        add_comment(m, b, format("%llu samples lost", (unsigned long long)h->lost_samples));
+    if (p->rejected_samples)
+        add_comment(m, b, format("%llu samples dropped: invalid frames", (unsigned long long)p->rejected_samples));
+    for (size_t i = 0; i < p->nnotes; i++)
+        m->comments[m->ncomments++] = str_id(b, p->notes[i]);
+    m->profile.n_comment = m->ncomments;
+    m->profile.comment = m->comments;
+
+    /* Last: every string above has been interned by now. protobuf-c takes
+     * char ** but only reads through it while packing. */
+    m->profile.n_string_table = b->nstrings;
+    m->profile.string_table = (char **)b->strings;
+}
+
+static void message_free(Message *m, Builder *b)
+{
+    free(m->mappings);
+    free(m->mapping_ptrs);
+    free(m->functions);
+    free(m->function_ptrs);
+    free(m->locations);
+    free(m->location_ptrs);
+    free(m->lines);
+    free(m->line_ptrs);
+    free(m->samples);
+    free(m->sample_ptrs);
+    free(m->labels);
+    free(m->label_ptrs);
+    free(m->location_ids);
+    free(m->values);
+    free(m->comments);
+    free(m->stacks.v);
+    report_index_free(&m->stacks.index);
+    free(b->strings);
+    report_index_free(&b->string_index);
+    for (size_t i = 0; i < b->nowned; i++)
+        free(b->owned[i]);
+    free(b->owned);
+}
+
+/* -- gzip and the file ---------------------------------------------------- */
+
+static bool gzip(const uint8_t *in, size_t n, uint8_t **out, size_t *outlen, char *err, size_t errlen)
+{
+    if (n > UINT_MAX / 2) { /* zlib counts in uInt; no real profile comes near */
+        snprintf(err, errlen, "profile too large to compress (%zu bytes)", n);
+        return false;
+    }
+    z_stream z = {0};
+    /* windowBits 15 + 16: a gzip header and trailer, not a zlib stream. */
+    int rc = deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+    if (rc != Z_OK) {
+        snprintf(err, errlen, "zlib deflateInit2: %s", z.msg ? z.msg : zError(rc));
+        return false;
+    }
+    size_t cap = deflateBound(&z, (uLong)n);
+    uint8_t *buf = report_mem_alloc(cap);
+    z.next_in = (Bytef *)in;
+    z.avail_in = (uInt)n;
+    z.next_out = buf;
+    z.avail_out = (uInt)cap;
+    rc = deflate(&z, Z_FINISH);
+    if (rc != Z_STREAM_END) {
+        snprintf(err, errlen, "zlib deflate: %s", z.msg ? z.msg : zError(rc));
+        deflateEnd(&z);
+        free(buf);
+        return false;
+    }
+    *outlen = z.total_out;
+    *out = buf;
+    deflateEnd(&z);
+    return true;
+}
+
+static bool write_file(const char *path, const uint8_t *data, size_t n, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+        return false;
+    }
+    bool ok = fwrite(data, 1, n, f) == n;
+    int saved = errno;
+    if (fclose(f) != 0 && ok) {
+        ok = false;
+        saved = errno;
+    }
+    if (!ok)
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(saved));
+    return ok;
+}
+
+bool report_write_pprof(const char *path, const Profile *p, char *err, size_t errlen)
+{
+    char scratch[1];
+    if (!err || errlen == 0) { /* callers that ignore the message still get false */
+        err = scratch;
+        errlen = sizeof scratch;
+    }
+    Builder b = {.p = p};
+    Message m = {0};
+    build(&m, &b);
+    size_t n = perftools__profiles__profile__get_packed_size(&m.profile);
+    uint8_t *packed = report_mem_alloc(n);
+    perftools__profiles__profile__pack(&m.profile, packed);
+    message_free(&m, &b);
+
+    uint8_t *gz = NULL;
+    size_t gzlen = 0;
+    bool ok = gzip(packed, n, &gz, &gzlen, err, errlen) && write_file(path, gz, gzlen, err, errlen);
+    free(packed);
+    free(gz);
+    return ok;
+}

@@ -1,0 +1,242 @@
+/*
+ * report/profile.c — the Profile store: copying what producers hand in,
+ * interning mappings, functions and locations, and keeping samples.
+ */
+#include "report/profile.h"
+
+#include "report/mem.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+Profile *report_profile_new(void)
+{
+    return report_mem_alloc(sizeof(Profile));
+}
+
+static void free_header_strings(ReportHeader *h)
+{
+    free((char *)h->vm_path);
+    free((char *)h->mode);
+    free((char *)h->mode_reason);
+}
+
+void report_profile_free(Profile *p)
+{
+    if (!p)
+        return;
+    free_header_strings(&p->header);
+    for (size_t i = 0; i < p->nnotes; i++)
+        free(p->notes[i]);
+    free(p->notes);
+    for (size_t i = 0; i < p->nmappings; i++) {
+        free((char *)p->mappings[i].file);
+        free((char *)p->mappings[i].build_id);
+    }
+    free(p->mappings);
+    report_index_free(&p->mapping_index);
+    for (size_t i = 0; i < p->nfunctions; i++) {
+        ReportFunctionInfo *f = &p->functions[i];
+        free((char *)f->name);
+        free((char *)f->file);
+        free((ReportMapEntry *)f->map);
+        free((ReportLineEntry *)f->lines);
+    }
+    free(p->functions);
+    report_index_free(&p->function_index);
+    free(p->locations);
+    report_index_free(&p->location_index);
+    free(p->samples);
+    free(p->frames);
+    free(p);
+}
+
+void report_profile_set_header(Profile *p, const ReportHeader *h)
+{
+    free_header_strings(&p->header);
+    p->header = *h;
+    p->header.vm_path = report_mem_strdup(h->vm_path);
+    p->header.mode = report_mem_strdup(h->mode);
+    p->header.mode_reason = report_mem_strdup(h->mode_reason);
+}
+
+void report_profile_add_note(Profile *p, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return; /* an encoding error in the caller's format: nothing sensible to keep */
+    char *s = report_mem_alloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    report_mem_reserve(&p->notes, &p->notes_cap, p->nnotes + 1, sizeof *p->notes);
+    p->notes[p->nnotes++] = s;
+}
+
+/* -- Interning ------------------------------------------------------------ */
+
+static bool same_str(const char *a, const char *b)
+{
+    if (!a || !b)
+        return a == b;
+    return strcmp(a, b) == 0;
+}
+
+typedef struct MappingKey {
+    const Profile *p;
+    const ReportMappingInfo *m;
+} MappingKey;
+
+static bool mapping_eq(const void *ctx, int item)
+{
+    const MappingKey *k = ctx;
+    const ReportMappingInfo *a = k->m, *b = &k->p->mappings[item];
+    return a->start == b->start && a->limit == b->limit && a->offset == b->offset && same_str(a->file, b->file);
+}
+
+int report_profile_add_mapping(Profile *p, const ReportMappingInfo *m)
+{
+    uint64_t h = REPORT_INDEX_HASH_SEED;
+    h = report_index_hash(h, &m->start, sizeof m->start);
+    h = report_index_hash(h, &m->limit, sizeof m->limit);
+    h = report_index_hash(h, &m->offset, sizeof m->offset);
+    h = report_index_hash_str(h, m->file);
+    MappingKey key = {p, m};
+    int found = report_index_find(&p->mapping_index, h, mapping_eq, &key);
+    if (found >= 0)
+        return found;
+    report_mem_reserve(&p->mappings, &p->mappings_cap, p->nmappings + 1, sizeof *p->mappings);
+    ReportMappingInfo *d = &p->mappings[p->nmappings];
+    *d = *m;
+    d->file = report_mem_strdup(m->file);
+    d->build_id = report_mem_strdup(m->build_id);
+    int idx = (int)p->nmappings++;
+    report_index_insert(&p->mapping_index, h, idx);
+    return idx;
+}
+
+/* The ranges and --lines lookups binary-search these tables; sorting our
+ * own copies makes a producer's ordering mistake harmless. */
+static int cmp_map_entry(const void *a, const void *b)
+{
+    const ReportMapEntry *x = a, *y = b;
+    if (x->mcpc != y->mcpc)
+        return x->mcpc < y->mcpc ? -1 : 1;
+    return (x->bcpc > y->bcpc) - (x->bcpc < y->bcpc);
+}
+
+static int cmp_line_entry(const void *a, const void *b)
+{
+    const ReportLineEntry *x = a, *y = b;
+    return (x->bcpc > y->bcpc) - (x->bcpc < y->bcpc);
+}
+
+typedef struct FunctionKey {
+    const Profile *p;
+    const ReportFunctionInfo *f;
+    const char *name; /* f->name, or the name a nameless function is stored under */
+    ReportRegion region; /* f->region, or rest when out of range */
+} FunctionKey;
+
+static bool function_eq(const void *ctx, int item)
+{
+    const FunctionKey *k = ctx;
+    const ReportFunctionInfo *a = k->f, *b = &k->p->functions[item];
+    return k->region == b->region && a->start == b->start && strcmp(k->name, b->name) == 0;
+}
+
+int report_profile_add_function(Profile *p, const ReportFunctionInfo *f)
+{
+    const char *name = f->name ? f->name : "[unknown]";
+    /* A region outside the enum would index past the renderers' per-region
+     * arrays; whatever it is, it is not the VM's own code. */
+    ReportRegion region = (unsigned)f->region <= REPORT_REGION_REST ? f->region : REPORT_REGION_REST;
+    uint64_t h = REPORT_INDEX_HASH_SEED;
+    uint32_t region_bits = (uint32_t)region;
+    h = report_index_hash(h, &region_bits, sizeof region_bits);
+    h = report_index_hash(h, &f->start, sizeof f->start);
+    h = report_index_hash_str(h, name);
+    FunctionKey key = {p, f, name, region};
+    int found = report_index_find(&p->function_index, h, function_eq, &key);
+    if (found >= 0)
+        return found;
+    report_mem_reserve(&p->functions, &p->functions_cap, p->nfunctions + 1, sizeof *p->functions);
+    ReportFunctionInfo *d = &p->functions[p->nfunctions];
+    *d = *f;
+    d->name = report_mem_strdup(name);
+    d->region = region;
+    d->file = report_mem_strdup(f->file);
+    if (f->mapping < 0 || (size_t)f->mapping >= p->nmappings)
+        d->mapping = -1;
+    d->map = report_mem_dup(f->map, f->nmap * sizeof *f->map);
+    d->nmap = d->map ? f->nmap : 0;
+    if (d->nmap > 1)
+        qsort((ReportMapEntry *)d->map, d->nmap, sizeof *d->map, cmp_map_entry);
+    d->lines = report_mem_dup(f->lines, f->nlines * sizeof *f->lines);
+    d->nlines = d->lines ? f->nlines : 0;
+    if (d->nlines > 1)
+        qsort((ReportLineEntry *)d->lines, d->nlines, sizeof *d->lines, cmp_line_entry);
+    int idx = (int)p->nfunctions++;
+    report_index_insert(&p->function_index, h, idx);
+    return idx;
+}
+
+typedef struct LocationKey {
+    const Profile *p;
+    int function;
+    uint64_t address;
+} LocationKey;
+
+static bool location_eq(const void *ctx, int item)
+{
+    const LocationKey *k = ctx;
+    const ReportLocation *l = &k->p->locations[item];
+    return l->function == k->function && l->address == k->address;
+}
+
+int report_profile_add_location(Profile *p, int function, uint64_t address, int line)
+{
+    if (function < 0 || (size_t)function >= p->nfunctions)
+        return -1;
+    uint64_t h = REPORT_INDEX_HASH_SEED;
+    h = report_index_hash(h, &function, sizeof function);
+    h = report_index_hash(h, &address, sizeof address);
+    LocationKey key = {p, function, address};
+    int found = report_index_find(&p->location_index, h, location_eq, &key);
+    if (found >= 0)
+        return found;
+    report_mem_reserve(&p->locations, &p->locations_cap, p->nlocations + 1, sizeof *p->locations);
+    p->locations[p->nlocations] = (ReportLocation){function, address, line};
+    int idx = (int)p->nlocations++;
+    report_index_insert(&p->location_index, h, idx);
+    return idx;
+}
+
+/* -- Samples -------------------------------------------------------------- */
+
+void report_profile_add_sample(Profile *p, uint64_t time_ns, uint32_t tid, const int *frames, size_t nframes)
+{
+    /* A producer bug must not turn into a crash in every renderer later:
+     * refuse the sample here, and the text report says how many. */
+    bool ok = frames && nframes > 0 && nframes <= UINT32_MAX;
+    for (size_t i = 0; ok && i < nframes; i++)
+        ok = frames[i] >= 0 && (size_t)frames[i] < p->nlocations;
+    if (!ok) {
+        p->rejected_samples++;
+        return;
+    }
+    report_mem_reserve(&p->frames, &p->frames_cap, p->nframes + nframes, sizeof *p->frames);
+    memcpy(p->frames + p->nframes, frames, nframes * sizeof *frames);
+    report_mem_reserve(&p->samples, &p->samples_cap, p->nsamples + 1, sizeof *p->samples);
+    p->samples[p->nsamples++] = (ReportSample){time_ns, tid, (uint32_t)nframes, p->nframes};
+    p->nframes += nframes;
+}
+
+size_t report_profile_sample_count(const Profile *p)
+{
+    return p->nsamples;
+}

@@ -1,0 +1,73 @@
+/*
+ * report/profile.h — the inside of a Profile, for the renderers
+ * (text.c, pprof.c, folded.c). Producers use report.h only.
+ *
+ *   Profile
+ *   ├─ header        ReportHeader, strings owned
+ *   ├─ notes[]       owned strings, printed in order
+ *   ├─ mappings[]    ReportMappingInfo, strings owned     ┐ each interned
+ *   ├─ functions[]   ReportFunctionInfo, strings and       │ through its own
+ *   │                map/lines arrays owned                │ ReportIndex
+ *   ├─ locations[]   (function, address, line)             ┘
+ *   ├─ samples[]     (time, tid, frames[first .. first+nframes))
+ *   └─ frames[]      location indices of all samples, each stack leaf first
+ *
+ * Invariants: every function's mapping is -1 or a valid mapping index;
+ * every location's function and every stored frame is a valid index (a
+ * sample naming an unknown location is refused and counted in
+ * rejected_samples, never stored).
+ */
+#ifndef REPORT_PROFILE_H
+#define REPORT_PROFILE_H
+
+#include "report/index.h"
+#include "report/report.h"
+
+typedef struct ReportLocation {
+    int function;
+    uint64_t address;
+    int line;
+} ReportLocation;
+
+typedef struct ReportSample {
+    uint64_t time_ns;
+    uint32_t tid;
+    uint32_t nframes;
+    size_t first; /* into Profile.frames */
+} ReportSample;
+
+struct Profile {
+    ReportHeader header;
+    char **notes;
+    size_t nnotes, notes_cap;
+
+    ReportMappingInfo *mappings;
+    size_t nmappings, mappings_cap;
+    ReportIndex mapping_index;
+
+    ReportFunctionInfo *functions;
+    size_t nfunctions, functions_cap;
+    ReportIndex function_index;
+
+    ReportLocation *locations;
+    size_t nlocations, locations_cap;
+    ReportIndex location_index;
+
+    ReportSample *samples;
+    size_t nsamples, samples_cap;
+    int *frames;
+    size_t nframes, frames_cap;
+    uint64_t rejected_samples;
+};
+
+static inline const int *report_profile_frames(const Profile *p, const ReportSample *s)
+{
+    return p->frames + s->first;
+}
+
+static inline const ReportFunctionInfo *report_profile_leaf_function(const Profile *p, const ReportSample *s)
+{
+    return &p->functions[p->locations[p->frames[s->first]].function];
+}
+
+#endif

@@ -1,0 +1,103 @@
+/* report/ranges.c — samples of a JIT'd method to bytecode ranges (see ranges.h). */
+#include "report/ranges.h"
+
+#include "report/mem.h"
+
+#include <stdlib.h>
+
+bool report_ranges_apply(const ReportFunctionInfo *f)
+{
+    return f->region == REPORT_REGION_GENERATED && f->start != 0 && (f->nmap > 0 || f->last_bcpc > 0);
+}
+
+/* Number of map entries with mcpc <= offset: the interval the offset lies in. */
+static size_t interval_of(const ReportFunctionInfo *f, uint64_t offset)
+{
+    size_t lo = 0, hi = f->nmap;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (f->map[mid].mcpc <= offset)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Source line of bytecode pc b: the run with the largest start <= b. */
+static uint32_t line_at(const ReportFunctionInfo *f, uint32_t b)
+{
+    size_t lo = 0, hi = f->nlines;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (f->lines[mid].bcpc <= b)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? f->lines[lo - 1].line : 0;
+}
+
+static void lines_of(const ReportFunctionInfo *f, ReportRange *r)
+{
+    uint32_t first = line_at(f, r->from);
+    r->line_lo = r->line_hi = first;
+    for (size_t i = 0; i < f->nlines; i++) {
+        const ReportLineEntry *e = &f->lines[i];
+        if (e->bcpc <= r->from || e->bcpc > r->to || e->line == 0)
+            continue;
+        if (r->line_lo == 0 || e->line < r->line_lo)
+            r->line_lo = e->line;
+        if (e->line > r->line_hi)
+            r->line_hi = e->line;
+    }
+}
+
+void report_ranges_add(ReportRanges *r, const ReportFunctionInfo *f, uint64_t address, uint64_t samples)
+{
+    /* An address before the start cannot come from a correct symbolizer;
+     * counting it in the entry range keeps the method's total right. */
+    uint64_t offset = address >= f->start ? address - f->start : 0;
+    size_t k = interval_of(f, offset);
+    uint32_t from, to;
+    if (k == 0) {
+        from = 0;
+        to = f->nmap ? f->map[0].bcpc : f->last_bcpc;
+    } else {
+        from = f->map[k - 1].bcpc + 1;
+        to = k < f->nmap ? f->map[k].bcpc : f->last_bcpc;
+    }
+    if (from > to)
+        from = to;
+    for (size_t i = 0; i < r->n; i++) {
+        if (r->v[i].from == from && r->v[i].to == to) {
+            r->v[i].samples += samples;
+            return;
+        }
+    }
+    report_mem_reserve(&r->v, &r->cap, r->n + 1, sizeof *r->v);
+    ReportRange *n = &r->v[r->n++];
+    *n = (ReportRange){.from = from, .to = to, .samples = samples};
+    lines_of(f, n);
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+    const ReportRange *x = a, *y = b;
+    if (x->from != y->from)
+        return x->from < y->from ? -1 : 1;
+    return (x->to > y->to) - (x->to < y->to);
+}
+
+void report_ranges_sort(ReportRanges *r)
+{
+    if (r->n > 1)
+        qsort(r->v, r->n, sizeof *r->v, cmp_range);
+}
+
+void report_ranges_free(ReportRanges *r)
+{
+    free(r->v);
+    r->v = NULL;
+    r->n = r->cap = 0;
+}
