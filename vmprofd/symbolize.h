@@ -35,11 +35,34 @@ void vmprofd_symbolizer_refresh(Symbolizer *s);
 void vmprofd_symbolizer_free(Symbolizer *s);
 
 /* addr -> location index in p. is_return_address: addr came from an
- * unwound caller frame, so look up addr-1 (the call instruction). */
+ * unwound caller frame, so look up addr-1 (the call instruction).
+ * Answers are cached per address for one Profile: passing a different
+ * Profile pointer than the previous call starts a fresh cache. */
 int vmprofd_symbolize(Symbolizer *s, Profile *p, uint64_t addr, bool is_return_address);
 
+/* What vmprofd_symbolize resolves an address to, without a Profile (for
+ * diagnostics and tests). Strings belong to the Symbolizer and stay valid
+ * until the next lookup, refresh or free. */
+typedef struct SymbolizedAddr {
+    const char *function;    /* "vm_interp_run", "[libc.so.6]", "[unknown]", "[kernel]", "[code zone]" */
+    const char *file;        /* source file of the function (DWARF), or NULL */
+    int line;                /* source line of the address within it, 0 when unknown */
+    int function_line;       /* line the function is declared on, 0 when unknown */
+    ReportRegion region;
+    uint64_t function_start; /* 0 when unknown */
+    uint64_t function_size;
+    const char *module;      /* mapped file ("/usr/lib/.../libc.so.6", "[code zone]"), or NULL */
+    uint64_t module_start, module_end, module_offset;
+    const char *build_id;    /* hex, or NULL */
+} SymbolizedAddr;
+
+void vmprofd_symbolize_lookup(Symbolizer *s, uint64_t addr, bool is_return_address, SymbolizedAddr *out);
+
 /* Registers of a sample as perf_event delivers them with
- * PERF_SAMPLE_REGS_USER (x86-64: the mask vmprofd_unwind_regs_mask()). */
+ * PERF_SAMPLE_REGS_USER (x86-64: the mask vmprofd_unwind_regs_mask()):
+ * regs[] is packed, one value per set bit of mask in ascending bit order
+ * (so with the mask below, regs[8] is PERF_REG_X86_IP and regs[9] R8).
+ * ip, sp and bp are also given on their own and take precedence. */
 typedef struct UnwindRegs {
     uint64_t ip, sp, bp;
     uint64_t regs[24]; /* in perf_event_x86_regs order, as many as the mask asks */
