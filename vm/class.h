@@ -45,10 +45,29 @@ static inline Oop vm_class_methods(Oop cls) { return obj_slots(cls)[CLASS_METHOD
 static inline uint32_t vm_class_instance_index(Oop cls) { return (uint32_t)oop_int(obj_slots(cls)[CLASS_INSTANCE_INDEX]); }
 
 /* Method lookup starting at cls and walking superclasses; 0 if none.
- * vm_lookup_cached uses the global (selector, class index) cache. */
+ * vm_lookup_cached uses the global (selector, class index) cache, probed
+ * inline because every send of the interpreter goes through it. */
 Oop vm_lookup(Oop cls, Oop selector);
-Oop vm_lookup_cached(uint32_t class_index, Oop selector);
 void vm_lookup_cache_flush(void);
+
+#define VM_LOOKUP_CACHE_SIZE 4096 /* power of two; Cog's method cache has 1024 entries,
+                                     we have more room and no PICs yet */
+typedef struct VmCacheEntry {
+    Oop selector;
+    uintptr_t class_index;
+    Oop method;
+} VmCacheEntry;
+extern VmCacheEntry vm_lookup_cache[VM_LOOKUP_CACHE_SIZE];
+
+Oop vm_lookup_cache_miss(uint32_t class_index, Oop selector);
+
+static inline Oop vm_lookup_cached(uint32_t class_index, Oop selector)
+{
+    size_t h = ((selector >> 3) ^ (class_index * 2654435761u)) & (VM_LOOKUP_CACHE_SIZE - 1);
+    const VmCacheEntry *e = &vm_lookup_cache[h];
+    if (__builtin_expect(e->selector == selector && e->class_index == class_index, 1)) return e->method;
+    return vm_lookup_cache_miss(class_index, selector);
+}
 
 /* Creates a new instance of cls (fields nil, indexable part of n slots when
  * the class's instances are indexable). 0 when out of memory. */

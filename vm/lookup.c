@@ -14,16 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define LOOKUP_CACHE_SIZE 4096 /* power of two; Cog's method cache has 1024 entries,
-                                  we have more room and no PICs yet */
-
-typedef struct CacheEntry {
-    Oop selector;
-    uint32_t class_index;
-    Oop method;
-} CacheEntry;
-
-static CacheEntry cache[LOOKUP_CACHE_SIZE];
+VmCacheEntry vm_lookup_cache[VM_LOOKUP_CACHE_SIZE];
 
 Oop vm_lookup(Oop cls, Oop selector)
 {
@@ -40,21 +31,15 @@ Oop vm_lookup(Oop cls, Oop selector)
     return 0;
 }
 
-Oop vm_lookup_cached(uint32_t class_index, Oop selector)
+Oop vm_lookup_cache_miss(uint32_t class_index, Oop selector)
 {
-    size_t h = ((selector >> 3) ^ (class_index * 2654435761u)) & (LOOKUP_CACHE_SIZE - 1);
-    CacheEntry *e = &cache[h];
-    if (e->selector == selector && e->class_index == class_index) return e->method;
+    size_t h = ((selector >> 3) ^ (class_index * 2654435761u)) & (VM_LOOKUP_CACHE_SIZE - 1);
     Oop m = vm_lookup(vm_class_table[class_index], selector);
-    if (m) {
-        e->selector = selector;
-        e->class_index = class_index;
-        e->method = m;
-    }
+    if (m) vm_lookup_cache[h] = (VmCacheEntry){selector, class_index, m};
     return m;
 }
 
-void vm_lookup_cache_flush(void) { memset(cache, 0, sizeof cache); }
+void vm_lookup_cache_flush(void) { memset(vm_lookup_cache, 0, sizeof vm_lookup_cache); }
 
 Oop vm_class_new_instance(Oop cls, size_t n)
 {
