@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,16 @@ static char shm_name[64];
 static char shm_path[PROF_EXPORT_PATH_MAX];
 
 static void unlink_at_exit(void) { prof_publish_close(); }
+
+/* A VM ended by a signal must not leave its segment behind: unlink, then
+ * die of the same signal (SIGKILL cannot be caught; profilers check that
+ * the pid is alive). */
+static void unlink_on_signal(int sig)
+{
+    if (shm_name[0]) shm_unlink(shm_name);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
 
 ProfCounters *prof_publish_open(const ProfPublishInit *init, char *err, size_t errlen)
 {
@@ -62,6 +73,16 @@ ProfCounters *prof_publish_open(const ProfPublishInit *init, char *err, size_t e
             header->vm_path[n > 0 ? n : 0] = 0;
             counters = (ProfCounters *)((char *)mem + header->counters_offset);
             atexit(unlink_at_exit);
+            static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+            for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+                struct sigaction sa;
+                memset(&sa, 0, sizeof sa);
+                sa.sa_handler = unlink_on_signal;
+                sigemptyset(&sa.sa_mask);
+                struct sigaction old;
+                /* keep a handler (or SIG_IGN) someone else installed */
+                if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL) sigaction(sigs[i], &sa, NULL);
+            }
         }
     }
     counters->eden_bytes = init->eden_bytes;

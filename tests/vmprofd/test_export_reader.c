@@ -1,0 +1,137 @@
+/*
+ * tests/vmprofd/test_export_reader.c — vmprofd's reader of the stvm export
+ * segment (vmprofd/export_reader.c): the header checks one by one, and a
+ * real segment in /dev/shm for this test's own pid, including one that
+ * shrinks after it was opened.
+ */
+#include "vmprofd/export_reader.h"
+
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define SEG_BYTES 4096u
+
+static unsigned char seg[SEG_BYTES];
+
+static ProfExportHeader *good_header(void)
+{
+    memset(seg, 0, sizeof seg);
+    ProfExportHeader *h = (ProfExportHeader *)seg;
+    h->magic = PROF_EXPORT_MAGIC;
+    h->version = PROF_EXPORT_VERSION;
+    h->header_size = sizeof *h;
+    h->segment_size = SEG_BYTES;
+    h->pid = getpid();
+    h->counters_offset = 640;
+    h->counters_size = sizeof(ProfCounters);
+    snprintf(h->vm_path, sizeof h->vm_path, "/usr/bin/stvm");
+    ProfCounters *c = (ProfCounters *)(seg + h->counters_offset);
+    c->eden_bytes = 4194304;
+    c->scavenges = 17;
+    return h;
+}
+
+static void expect_invalid(const ProfExportHeader *h, uint64_t size, const char *want)
+{
+    char why[256] = "";
+    assert_false(vmprofd_export_validate(h, size, getpid(), why, sizeof why));
+    if (strstr(why, want) == NULL)
+        fail_msg("reason '%s' lacks '%s'", why, want);
+}
+
+static void a_well_formed_header_passes(void **state)
+{
+    (void)state;
+    char why[256];
+    assert_true(vmprofd_export_validate(good_header(), SEG_BYTES, getpid(), why, sizeof why));
+}
+
+static void each_broken_field_is_named(void **state)
+{
+    (void)state;
+    ProfExportHeader *h;
+    h = good_header(), h->magic ^= 1, expect_invalid(h, SEG_BYTES, "bad magic");
+    h = good_header(), h->version = 0, expect_invalid(h, SEG_BYTES, "unknown version");
+    h = good_header(), h->header_size = 16, expect_invalid(h, SEG_BYTES, "header_size 16");
+    h = good_header(), expect_invalid(h, SEG_BYTES - 1, "truncated");
+    h = good_header(), h->pid = getpid() + 1, expect_invalid(h, SEG_BYTES, "names pid");
+    h = good_header(), h->counters_offset = SEG_BYTES - 8, expect_invalid(h, SEG_BYTES, "do not fit");
+    h = good_header(), h->counters_offset = 644, expect_invalid(h, SEG_BYTES, "8-aligned");
+    h = good_header(), h->counters_offset = 8, expect_invalid(h, SEG_BYTES, "do not fit");
+    h = good_header(), h->counters_size = 8, expect_invalid(h, SEG_BYTES, "do not fit");
+    /* offset + size wrapping around 2^64 must not pass as "inside". */
+    h = good_header(), h->counters_size = UINT64_MAX - 100, expect_invalid(h, SEG_BYTES, "do not fit");
+    h = good_header(), h->code_log_offset = 1024, h->code_log_size = SEG_BYTES,
+    expect_invalid(h, SEG_BYTES, "code log");
+    h = good_header(), h->code_zone_start = 0x2000, h->code_zone_end = 0x1000, expect_invalid(h, SEG_BYTES, "code zone");
+    h = good_header(), memset(h->vm_path, 'x', sizeof h->vm_path), expect_invalid(h, SEG_BYTES, "NUL-terminated");
+}
+
+static char path[64];
+
+static void write_segment(size_t len)
+{
+    snprintf(path, sizeof path, PROF_EXPORT_PATH_FMT, (int)getpid());
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, seg, len), (ssize_t)len);
+    close(fd);
+}
+
+static void a_real_segment_is_read_and_survives_shrinking(void **state)
+{
+    (void)state;
+    good_header();
+    write_segment(SEG_BYTES);
+    ExportStatus st;
+    char msg[256];
+    ExportReader *r = vmprofd_export_open(getpid(), &st, msg, sizeof msg);
+    assert_non_null(r);
+    assert_int_equal(st, VMPROFD_EXPORT_OK);
+    assert_string_equal(vmprofd_export_header(r)->vm_path, "/usr/bin/stvm");
+    ProfCounters c;
+    assert_true(vmprofd_export_read_counters(r, &c, msg, sizeof msg));
+    assert_int_equal(c.eden_bytes, 4194304);
+    assert_int_equal(c.scavenges, 17);
+    /* The writer truncates the file under us: a message, not SIGBUS. */
+    assert_int_equal(truncate(path, 100), 0);
+    assert_false(vmprofd_export_read_counters(r, &c, msg, sizeof msg));
+    assert_non_null(strstr(msg, "shrank"));
+    vmprofd_export_close(r);
+    unlink(path);
+}
+
+static void a_missing_segment_is_absent_and_a_short_one_invalid(void **state)
+{
+    (void)state;
+    ExportStatus st;
+    char msg[256];
+    snprintf(path, sizeof path, PROF_EXPORT_PATH_FMT, (int)getpid());
+    unlink(path);
+    assert_null(vmprofd_export_open(getpid(), &st, msg, sizeof msg));
+    assert_int_equal(st, VMPROFD_EXPORT_ABSENT);
+    good_header();
+    write_segment(40);
+    assert_null(vmprofd_export_open(getpid(), &st, msg, sizeof msg));
+    assert_int_equal(st, VMPROFD_EXPORT_INVALID);
+    assert_non_null(strstr(msg, "truncated: 40 bytes"));
+    unlink(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_well_formed_header_passes),
+        cmocka_unit_test(each_broken_field_is_named),
+        cmocka_unit_test(a_real_segment_is_read_and_survives_shrinking),
+        cmocka_unit_test(a_missing_segment_is_absent_and_a_short_one_invalid),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

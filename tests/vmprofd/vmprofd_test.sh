@@ -1,0 +1,409 @@
+#!/usr/bin/env bash
+# tests/vmprofd/vmprofd_test.sh — end-to-end tests of vmprofd against real
+# processes and the real kernel interfaces (perf_event_open, ptrace).
+#
+#   vmprofd_test.sh TEST
+#
+# Environment (set by CMakeLists.txt): VMPROFD, RATIO (ratio.c), STVM,
+# FAKE_SEGMENT, PPROF_CHECK, NO_PERF, SOURCE_DIR.
+#
+# Each test works in its own temporary directory and kills, by pid, only
+# the processes it started. Exit 0 = pass, 1 = fail; a test that cannot run
+# here (no perf events, not root) prints "test skipped: why" and exits 0,
+# which ctest's SKIP_REGULAR_EXPRESSION reports as skipped.
+
+set -u
+
+TEST=${1:?usage: vmprofd_test.sh TEST}
+WORK=$(mktemp -d /tmp/vmprofd-test.XXXXXX)
+STARTED=() # pids this test started
+
+cleanup() {
+    local p
+    for p in "${STARTED[@]}"; do
+        kill -9 "$p" 2>/dev/null
+    done
+    wait 2>/dev/null
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+fail() {
+    echo "FAIL: $*"
+    for f in "$WORK"/*.err "$WORK"/*.out; do
+        [ -s "$f" ] && { echo "--- $f"; head -40 "$f"; }
+    done
+    exit 1
+}
+
+skip() {
+    echo "test skipped: $*"
+    exit 0
+}
+
+# -- Targets ------------------------------------------------------------------
+
+# start_ratio SECONDS: ratio in the background; RATIO_PID.
+start_ratio() {
+    "$RATIO" "$1" >"$WORK/ratio.out" 2>&1 &
+    RATIO_PID=$!
+    STARTED+=("$RATIO_PID")
+    sleep 0.3 # let it reach its loop
+}
+
+# wait_ratio_ok: ratio must finish on its own, exit 0, and say "ok".
+wait_ratio_ok() {
+    wait "$RATIO_PID"
+    local rc=$?
+    [ "$rc" -eq 0 ] || fail "ratio exited with status $rc"
+    grep -q "^ratio: ok" "$WORK/ratio.out" || fail "ratio did not print its ok line"
+}
+
+# The share of its CPU time ratio measured for light() itself.
+self_share() {
+    sed -n 's/.*cpu_light=\([0-9.]*\)%.*/\1/p' "$1"
+}
+
+# check_not_stopped PID: running on, not stopped, not traced.
+check_not_stopped() {
+    local st tracer
+    st=$(awk '/^State:/ {print $2}' "/proc/$1/status" 2>/dev/null)
+    tracer=$(awk '/^TracerPid:/ {print $2}' "/proc/$1/status" 2>/dev/null)
+    [ -n "$st" ] || return 0 # already finished: wait_ratio_ok judges it
+    case $st in
+    T | t) fail "pid $1 was left stopped (state $st)" ;;
+    esac
+    [ "$tracer" = 0 ] || fail "pid $1 is still traced by $tracer"
+}
+
+# -- Judging shares -------------------------------------------------------------
+
+# Percentage of samples whose leaf (last frame) is FUNCTION in a folded file.
+folded_share() {
+    awk -v f="$2" '{ n = $NF; total += n; line = $0; sub(/ [0-9]+$/, "", line);
+                     k = split(line, fr, ";"); if (fr[k] == f) hit += n }
+                   END { if (total == 0) print -1; else printf "%.2f\n", 100 * hit / total }' "$1"
+}
+
+# "% of total" of FUNCTION's row in the text report (the parenthesised one).
+text_share() {
+    awk -v f="$2" -F'\t' '$2 == f { s = $1; sub(/^[^(]*\(/, "", s); sub(/%.*/, "", s); print s + 0; exit }' "$1"
+}
+
+# check_share WHAT GOT SELF: light() must be the leaf of 25 % +- 3 points
+# of the samples. SELF, ratio's own measurement of its CPU split, is
+# printed to tell a wrong profile from a machine that changed the split.
+check_share() {
+    local what=$1 got=$2 self=$3
+    awk -v g="$got" 'BEGIN { exit !(g >= 22 && g <= 28) }' ||
+        fail "$what: light has $got% of the samples; expected 25 +- 3 (ratio measured ${self:-?}% itself)"
+    echo "ok: $what: light $got% (expected 25 +- 3; ratio measured ${self:-?}%)"
+}
+
+# Whether this kernel lets us use perf_event at all: refused, the perf-mode
+# tests are skipped (auto mode and ptrace are tested regardless). Any other
+# failure of the probe is a failure of vmprofd.
+perf_available() {
+    "$VMPROFD" -q --mode perf --seconds 0.2 -o /dev/null -- "$RATIO" 0.5 >/dev/null 2>"$WORK/probe.err" && return 0
+    grep -q "perf_event refused" "$WORK/probe.err" && return 1
+    fail "the perf_event probe failed: $(cat "$WORK/probe.err")"
+}
+
+# -- Tests ----------------------------------------------------------------------
+
+# --pid for 2 s; text and folded agree with 25/75; the target runs on.
+test_ratio() {
+    local mode=$1
+    [ "$mode" = perf ] && ! perf_available && skip "perf_event refused here: $(cat "$WORK/probe.err")"
+    start_ratio 3.5
+    "$VMPROFD" --mode "$mode" --pid "$RATIO_PID" --seconds 2 -o "$WORK/r.txt" --folded "$WORK/r.folded" \
+        >"$WORK/vmprofd.out" 2>"$WORK/vmprofd.err" || fail "vmprofd exited with status $?"
+    check_not_stopped "$RATIO_PID"
+    wait_ratio_ok
+    local self light_f heavy_f light_t
+    self=$(self_share "$WORK/ratio.out")
+    light_f=$(folded_share "$WORK/r.folded" light)
+    heavy_f=$(folded_share "$WORK/r.folded" heavy)
+    light_t=$(text_share "$WORK/r.txt" light)
+    check_share "$mode folded" "$light_f" "$self"
+    check_share "$mode text" "$light_t" "$self"
+    awk -v l="$light_f" -v h="$heavy_f" 'BEGIN { exit !(l + h >= 97) }' ||
+        fail "light + heavy are only $light_f% + $heavy_f% of the samples"
+    local want="perf_event"
+    [ "$mode" = ptrace ] && want="ptrace"
+    grep -q "$want" "$WORK/r.txt" || fail "the report does not name the mode $want"
+    grep -q "no stvm export segment for pid $RATIO_PID: counters unavailable" "$WORK/r.txt" ||
+        fail "the report lacks the no-counters note"
+    local n
+    n=$(awk '{ t += $NF } END { print t + 0 }' "$WORK/r.folded")
+    [ "$n" -ge 1000 ] || fail "only $n samples in 2 s"
+    echo "ok: $n samples; $(tail -1 "$WORK/vmprofd.err")"
+}
+
+# -- COMMAND that exits mid-profile: report written, exit 0, note present.
+test_launch_exit() {
+    local mode=$1
+    [ "$mode" = perf ] && ! perf_available && skip "perf_event refused here: $(cat "$WORK/probe.err")"
+    local t0=$SECONDS
+    "$VMPROFD" --mode "$mode" --seconds 12 -o "$WORK/l.txt" --folded "$WORK/l.folded" -- "$RATIO" 1.5 \
+        >"$WORK/ratio.out" 2>"$WORK/vmprofd.err" || fail "vmprofd exited with status $? (want 0 after the target exits)"
+    [ $((SECONDS - t0)) -le 6 ] || fail "vmprofd did not stop when the target exited"
+    grep -q "^ratio: ok" "$WORK/ratio.out" || fail "the launched ratio did not finish correctly"
+    grep -Eq "target exited after 1\.[0-9]+ s \(exit status 0\)" "$WORK/l.txt" ||
+        fail "the report lacks 'target exited after 1.x s (exit status 0)'"
+    check_share "$mode launched folded" "$(folded_share "$WORK/l.folded" light)" "$(self_share "$WORK/ratio.out")"
+}
+
+# Targets that exit at once (launched) or while attached (--pid).
+test_early_exit() {
+    "$VMPROFD" --seconds 5 -o "$WORK/e.txt" -- /bin/true >"$WORK/vmprofd.out" 2>"$WORK/vmprofd.err" ||
+        fail "vmprofd exited with status $? for a command that exits at once"
+    grep -Eq "target exited after 0\.[0-9]+ s \(exit status 0\)" "$WORK/e.txt" || fail "no exit note for /bin/true"
+    "$VMPROFD" --seconds 5 -o "$WORK/e.txt" -- /bin/sh -c "exit 3" >"$WORK/vmprofd.out" 2>"$WORK/vmprofd.err" ||
+        fail "vmprofd exited with status $? for a command that fails"
+    grep -q "(exit status 3)" "$WORK/e.txt" || fail "the command's exit status 3 is not reported"
+    start_ratio 1
+    "$VMPROFD" --pid "$RATIO_PID" --seconds 10 -o "$WORK/a.txt" >"$WORK/vmprofd.out" 2>"$WORK/vmprofd.err" ||
+        fail "vmprofd exited with status $? after its --pid target exited"
+    grep -Eq "target exited after 0\.[0-9]+ s" "$WORK/a.txt" || fail "no exit note for the attached target"
+    grep -q "samples in the VM" "$WORK/a.txt" || fail "no report for the attached target"
+    wait_ratio_ok
+    echo "ok"
+}
+
+# perf_event refused (a seccomp filter makes the kernel answer ERRNO):
+# auto mode falls back to ptrace and says why, in the report and on stderr;
+# --mode perf fails with the cause.
+test_fallback() {
+    local errno=$1 why=$2
+    "$NO_PERF" "$errno" "$VMPROFD" --seconds 10 -o "$WORK/f.txt" --folded "$WORK/f.folded" -- "$RATIO" 1.5 \
+        >"$WORK/ratio.out" 2>"$WORK/vmprofd.err" || fail "vmprofd exited with status $?"
+    grep -q "^vmprofd: perf_event refused.*$why.*; using ptrace" "$WORK/vmprofd.err" ||
+        fail "stderr does not explain the fallback: $(cat "$WORK/vmprofd.err")"
+    grep -q "sampled with ptrace" "$WORK/f.txt" || fail "the report does not name ptrace"
+    grep -q "perf_event refused.*$why" "$WORK/f.txt" || fail "the report does not say why perf_event was not used"
+    check_share "ptrace fallback ($errno)" "$(folded_share "$WORK/f.folded" light)" "$(self_share "$WORK/ratio.out")"
+    "$NO_PERF" "$errno" "$VMPROFD" --mode perf --seconds 1 -- "$RATIO" 0.5 >"$WORK/p.out" 2>"$WORK/p.err"
+    local rc=$?
+    [ "$rc" -eq 1 ] || fail "--mode perf exited $rc when perf_event is refused, want 1"
+    grep -q "cannot profile pid .*perf_event refused.*$why" "$WORK/p.err" || fail "--mode perf message: $(cat "$WORK/p.err")"
+    echo "ok: $(cat "$WORK/vmprofd.err" | head -1)"
+}
+
+# A running stvm benchmark: every section, GCs moved, vm_interpret shown.
+test_stvm() {
+    [ -x "$STVM" ] || fail "no stvm at $STVM"
+    "$STVM" -cp "$SOURCE_DIR/smalltalk/bench" BenchRunner Storage 1000 >"$WORK/stvm.out" 2>&1 &
+    local vm=$!
+    STARTED+=("$vm")
+    # Killed by us, the VM cannot unlink its export segment: we do.
+    trap 'rm -f "/dev/shm/stvm-'"$vm"'"; cleanup' EXIT
+    local i
+    for i in $(seq 50); do
+        [ -e "/dev/shm/stvm-$vm" ] && break
+        sleep 0.1
+    done
+    [ -e "/dev/shm/stvm-$vm" ] || fail "stvm (pid $vm) created no export segment /dev/shm/stvm-$vm in 5 s"
+    "$VMPROFD" --pid "$vm" --seconds 2 -o "$WORK/s.txt" >"$WORK/vmprofd.out" 2>"$WORK/vmprofd.err" ||
+        fail "vmprofd exited with status $?"
+    kill -0 "$vm" 2>/dev/null || fail "stvm died while profiled: $(tail -3 "$WORK/stvm.out")"
+    check_not_stopped "$vm"
+    local section
+    for section in "samples in the VM" "samples in generated vm code" "samples in vanilla vm code" \
+        "% of generated vm code" "% of vanilla vm code" "**Memory**" "**GCs**" \
+        "**Compiled Code Compactions**" "**Events**" "eden size: " "sampling frequency"; do
+        grep -qF -- "$section" "$WORK/s.txt" || fail "the report lacks '$section'"
+    done
+    grep -q "counters unavailable" "$WORK/s.txt" && fail "counters unavailable although stvm exports them"
+    local scav
+    scav=$(awk -F'\t' '$2 == "scavenges" { split($3, a, " "); print a[1]; exit }' "$WORK/s.txt")
+    [ -n "$scav" ] && [ "$scav" -gt 0 ] || fail "no scavenges in the GCs section (got '${scav}')"
+    awk '/^% of vanilla vm code/ { on = 1; next } on && /^$/ { exit } on' "$WORK/s.txt" |
+        grep -qP "\tvm_interpret\t" || fail "vm_interpret is not in the vanilla vm code table"
+    echo "ok: scavenges $scav; $(grep -P '\tvm_interpret\t' "$WORK/s.txt")"
+}
+
+# pprof output decoded with protoc-c's unpacker, and by go tool pprof when
+# Go is installed.
+test_pprof() {
+    "$VMPROFD" --seconds 12 --pprof "$WORK/p.pb.gz" -o "$WORK/p.txt" -- "$RATIO" 1.5 \
+        >"$WORK/ratio.out" 2>"$WORK/vmprofd.err" || fail "vmprofd exited with status $?"
+    "$PPROF_CHECK" "$WORK/p.pb.gz" light heavy >"$WORK/check.out" 2>&1 || {
+        cat "$WORK/check.out"
+        fail "pprof_check rejected the profile"
+    }
+    cat "$WORK/check.out"
+    local light
+    light=$(awk '$1 == "leaf" && $2 == "light" { sub(/%/, "", $4); print $4 }' "$WORK/check.out")
+    check_share "pprof" "$light" "$(self_share "$WORK/ratio.out")"
+    if command -v go >/dev/null 2>&1; then
+        go tool pprof -top "$WORK/p.pb.gz" >"$WORK/go.out" 2>&1 || fail "go tool pprof failed: $(cat "$WORK/go.out")"
+        grep -q "heavy" "$WORK/go.out" && grep -q "light" "$WORK/go.out" ||
+            fail "go tool pprof -top does not show light and heavy"
+        echo "ok: go tool pprof -top reads it"
+    else
+        echo "skipped: go not installed (go tool pprof check)"
+    fi
+}
+
+# SIGKILL of vmprofd mid-profile: the target runs on and finishes correctly.
+test_kill9() {
+    local mode=$1
+    [ "$mode" = perf ] && ! perf_available && skip "perf_event refused here: $(cat "$WORK/probe.err")"
+    start_ratio 3
+    local t0=$SECONDS
+    "$VMPROFD" --mode "$mode" --pid "$RATIO_PID" --seconds 10 -o /dev/null >"$WORK/vmprofd.out" 2>"$WORK/vmprofd.err" &
+    local vp=$!
+    STARTED+=("$vp")
+    sleep 1
+    kill -0 "$vp" 2>/dev/null || fail "vmprofd ended before it could be killed"
+    kill -9 "$vp"
+    wait "$vp" 2>/dev/null
+    sleep 0.2
+    check_not_stopped "$RATIO_PID"
+    wait_ratio_ok
+    [ $((SECONDS - t0)) -le 6 ] || fail "ratio took $((SECONDS - t0)) s for a 3 s run: it was held up"
+    echo "ok: $(cat "$WORK/ratio.out")"
+}
+
+# SIGINT (Ctrl-C) or SIGTERM mid-profile: the report so far, exit 0, and
+# the target runs on untouched.
+test_signal() {
+    local mode=$1 sig=$2
+    [ "$mode" = perf ] && ! perf_available && skip "perf_event refused here: $(cat "$WORK/probe.err")"
+    start_ratio 3
+    "$VMPROFD" --mode "$mode" --pid "$RATIO_PID" --seconds 20 -o "$WORK/i.txt" --folded "$WORK/i.folded" \
+        >"$WORK/vmprofd.out" 2>"$WORK/vmprofd.err" &
+    local vp=$!
+    STARTED+=("$vp")
+    sleep 1.2
+    kill -"$sig" "$vp"
+    wait "$vp"
+    local rc=$?
+    [ "$rc" -eq 0 ] || fail "vmprofd exited $rc after SIG$sig, want 0"
+    grep -q "stopped by .* after 1\.[0-9]* s" "$WORK/i.txt" || fail "the report lacks the 'stopped by' note"
+    check_not_stopped "$RATIO_PID"
+    check_share "$mode after SIG$sig" "$(folded_share "$WORK/i.folded" light)" ""
+    wait_ratio_ok
+}
+
+test_unknown_pid() {
+    local pid
+    pid=$(($(cat /proc/sys/kernel/pid_max) + 1))
+    "$VMPROFD" --pid "$pid" --seconds 1 >"$WORK/vmprofd.out" 2>"$WORK/vmprofd.err"
+    local rc=$?
+    [ "$rc" -eq 1 ] || fail "exit status $rc for an unknown pid, want 1"
+    grep -q "^vmprofd: no process with pid $pid$" "$WORK/vmprofd.err" || fail "message: $(cat "$WORK/vmprofd.err")"
+    [ -s "$WORK/vmprofd.out" ] && fail "a report was written for an unknown pid"
+    "$VMPROFD" --seconds 1 -- /nonexistent/command >"$WORK/vmprofd.out" 2>"$WORK/vmprofd.err"
+    rc=$?
+    [ "$rc" -eq 1 ] || fail "exit status $rc for a missing command, want 1"
+    grep -q "cannot run '/nonexistent/command': No such file or directory" "$WORK/vmprofd.err" ||
+        fail "message: $(cat "$WORK/vmprofd.err")"
+    echo "ok"
+}
+
+# expect_usage_error MESSAGE ARGS...: exit 2 and MESSAGE on stderr.
+expect_usage_error() {
+    local want=$1
+    shift
+    "$VMPROFD" "$@" >"$WORK/u.out" 2>"$WORK/u.err"
+    local rc=$?
+    [ "$rc" -eq 2 ] || fail "vmprofd $* exited $rc, want 2"
+    grep -qF -- "$want" "$WORK/u.err" || fail "vmprofd $*: stderr lacks '$want': $(cat "$WORK/u.err")"
+    grep -qF "vmprofd --help" "$WORK/u.err" || fail "vmprofd $*: no pointer to --help"
+}
+
+test_bad_options() {
+    expect_usage_error "nothing to profile"
+    expect_usage_error "unknown option '--bogus'" --bogus
+    expect_usage_error "--rate needs a frequency" --pid 1 --rate abc
+    expect_usage_error "--rate needs a frequency" --pid 1 -F 0
+    expect_usage_error "--seconds needs a number" --pid 1 --seconds -3
+    expect_usage_error "--pid needs a process id" --pid 12x
+    expect_usage_error "--format is text, pprof or folded" --pid 1 -o x --format xml
+    expect_usage_error "--mode is auto, perf or ptrace" --pid 1 --mode magic
+    expect_usage_error "needs a value" --pid
+    expect_usage_error "not both" --pid 1 -- /bin/true
+    expect_usage_error "pprof output is gzipped binary" --pid 1 --format pprof
+    expect_usage_error "given twice" --pid 1 -o a.txt --text a.txt
+    expect_usage_error "follows no -o" --pid 1 -o a --format text --format folded
+    expect_usage_error "--stack-bytes needs a multiple of 8" --pid 1 --stack-bytes 13
+    expect_usage_error "unexpected argument 'foo'" --pid 1 foo
+    "$VMPROFD" --help >"$WORK/h.out" 2>&1 || fail "--help exited $?"
+    grep -q "^usage: vmprofd" "$WORK/h.out" || fail "--help prints no usage"
+    echo "ok"
+}
+
+# vmprofd as nobody against a root-owned process: refused, with the cause.
+test_not_permitted() {
+    [ "$(id -u)" -eq 0 ] || skip "needs root to start a target nobody may not profile"
+    command -v setpriv >/dev/null || skip "setpriv not installed"
+    id nobody >/dev/null 2>&1 || skip "no user nobody"
+    start_ratio 3
+    setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups --inh-caps=-all \
+        "$VMPROFD" --pid "$RATIO_PID" --seconds 1 >"$WORK/vmprofd.out" 2>"$WORK/vmprofd.err"
+    local rc=$?
+    [ "$rc" -ne 0 ] || fail "vmprofd as nobody profiled a root process"
+    grep -q "cannot profile pid $RATIO_PID" "$WORK/vmprofd.err" || fail "message: $(cat "$WORK/vmprofd.err")"
+    grep -q "perf_event refused" "$WORK/vmprofd.err" || fail "no perf_event cause: $(cat "$WORK/vmprofd.err")"
+    grep -q "ptrace refused" "$WORK/vmprofd.err" || fail "no ptrace cause: $(cat "$WORK/vmprofd.err")"
+    grep -q "belongs to uid 0" "$WORK/vmprofd.err" || fail "the owner is not named: $(cat "$WORK/vmprofd.err")"
+    check_not_stopped "$RATIO_PID"
+    wait_ratio_ok
+    echo "ok: exit $rc:"
+    cat "$WORK/vmprofd.err"
+}
+
+# Broken export segments: a warning naming the fault, a report, exit 0.
+test_corrupt_segment() {
+    start_ratio 8
+    local seg="/dev/shm/stvm-$RATIO_PID"
+    trap 'rm -f "'"$seg"'"; cleanup' EXIT
+    local kind why
+    for kind in bad_magic:"bad magic" truncated:"truncated" short:"truncated: segment_size" \
+        bad_offset:"do not fit" wrong_pid:"names pid"; do
+        why=${kind#*:}
+        kind=${kind%%:*}
+        "$FAKE_SEGMENT" "$RATIO_PID" "$kind" || fail "fake_segment $kind failed"
+        "$VMPROFD" --pid "$RATIO_PID" --seconds 0.5 -o "$WORK/c.txt" >"$WORK/vmprofd.out" 2>"$WORK/vmprofd.err" ||
+            fail "$kind: vmprofd exited with status $?"
+        grep -q "warning: .*$why" "$WORK/vmprofd.err" || fail "$kind: no warning naming '$why'"
+        grep -q "counters unavailable" "$WORK/c.txt" || fail "$kind: the report lacks the counters note"
+        grep -q "samples in the VM" "$WORK/c.txt" || fail "$kind: no report written"
+        echo "ok: $kind: $(grep warning "$WORK/vmprofd.err")"
+    done
+    # A well-formed fake: its counters are read (eden 1,234,567 bytes).
+    "$FAKE_SEGMENT" "$RATIO_PID" valid || fail "fake_segment valid failed"
+    "$VMPROFD" --pid "$RATIO_PID" --seconds 0.5 -o "$WORK/c.txt" >"$WORK/vmprofd.out" 2>"$WORK/vmprofd.err" ||
+        fail "valid: vmprofd exited with status $?"
+    grep -q "eden size: 1,234,567" "$WORK/c.txt" || fail "valid: the fake segment's eden size is not reported"
+    grep -q "warning" "$WORK/vmprofd.err" && fail "valid: unexpected warning $(cat "$WORK/vmprofd.err")"
+    rm -f "$seg"
+    check_not_stopped "$RATIO_PID"
+    echo "ok: valid fake segment read"
+}
+
+case $TEST in
+ratio_perf) test_ratio perf ;;
+ratio_ptrace) test_ratio ptrace ;;
+launch_exit_perf) test_launch_exit perf ;;
+launch_exit_ptrace) test_launch_exit ptrace ;;
+early_exit) test_early_exit ;;
+fallback_enosys) test_fallback ENOSYS "no perf_event_open" ;;
+fallback_eacces) test_fallback EACCES "Permission denied" ;;
+stvm) test_stvm ;;
+pprof) test_pprof ;;
+kill9_perf) test_kill9 perf ;;
+kill9_ptrace) test_kill9 ptrace ;;
+sigint_perf) test_signal perf INT ;;
+sigterm_ptrace) test_signal ptrace TERM ;;
+unknown_pid) test_unknown_pid ;;
+bad_options) test_bad_options ;;
+not_permitted) test_not_permitted ;;
+corrupt_segment) test_corrupt_segment ;;
+*)
+    echo "unknown test $TEST" >&2
+    exit 2
+    ;;
+esac

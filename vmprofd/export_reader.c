@@ -1,0 +1,203 @@
+/*
+ * vmprofd/export_reader.c — opening and checking stvm's export segment,
+ * reading its counters. See export_reader.h.
+ */
+#define _GNU_SOURCE /* process_vm_readv, ppoll, pipe2, strsignal, __WALL: Linux interfaces */
+#include "vmprofd/export_reader.h"
+
+#include "vmprofd/target.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The VM holds its seqlock odd only while copying a few dozen words after
+ * a collection; 1000 tries of 10 us outlast that by far. */
+#define EXPORT_SEQLOCK_TRIES 1000
+
+struct ExportReader {
+    int fd;
+    char path[64];
+    ProfExportHeader header;
+};
+
+/* a + b <= limit, without overflow. */
+static bool fits(uint64_t a, uint64_t b, uint64_t limit)
+{
+    return a <= limit && b <= limit - a;
+}
+
+bool vmprofd_export_validate(const ProfExportHeader *h, uint64_t file_size, pid_t pid, char *why, size_t whylen)
+{
+    if (h->magic != PROF_EXPORT_MAGIC) {
+        snprintf(why, whylen, "bad magic 0x%016" PRIx64 " (expected 0x%016llx)", h->magic,
+                 (unsigned long long)PROF_EXPORT_MAGIC);
+        return false;
+    }
+    /* Versions only add fields (export.h): any version >= 1 whose sizes
+     * cover version 1's layout can be read. */
+    if (h->version < 1) {
+        snprintf(why, whylen, "unknown version %" PRIu32, h->version);
+        return false;
+    }
+    if (h->header_size < sizeof(ProfExportHeader)) {
+        snprintf(why, whylen, "header_size %" PRIu32 " is smaller than the %zu bytes of version 1", h->header_size,
+                 sizeof(ProfExportHeader));
+        return false;
+    }
+    if (h->segment_size > file_size) {
+        snprintf(why, whylen, "truncated: segment_size is %" PRIu64 " but the file has %" PRIu64 " bytes",
+                 h->segment_size, file_size);
+        return false;
+    }
+    if (h->header_size > h->segment_size) {
+        snprintf(why, whylen, "header_size %" PRIu32 " exceeds segment_size %" PRIu64, h->header_size,
+                 h->segment_size);
+        return false;
+    }
+    if (h->pid != pid) {
+        snprintf(why, whylen, "it names pid %" PRId32 ", not %d", h->pid, (int)pid);
+        return false;
+    }
+    if (h->counters_offset % 8 != 0 || h->counters_offset < h->header_size ||
+        h->counters_size < sizeof(ProfCounters) || !fits(h->counters_offset, h->counters_size, h->segment_size)) {
+        snprintf(why, whylen,
+                 "counters at offset %" PRIu64 " size %" PRIu64 " do not fit a segment of %" PRIu64
+                 " bytes after a %" PRIu32 "-byte header (need 8-aligned, >= %zu bytes)",
+                 h->counters_offset, h->counters_size, h->segment_size, h->header_size, sizeof(ProfCounters));
+        return false;
+    }
+    if (h->code_log_offset != 0 &&
+        (h->code_log_offset < h->header_size || !fits(h->code_log_offset, h->code_log_size, h->segment_size))) {
+        snprintf(why, whylen, "code log at offset %" PRIu64 " size %" PRIu64 " lies outside the segment of %" PRIu64
+                 " bytes", h->code_log_offset, h->code_log_size, h->segment_size);
+        return false;
+    }
+    if (h->code_zone_start > h->code_zone_end) {
+        snprintf(why, whylen, "code zone start 0x%" PRIx64 " is above its end 0x%" PRIx64, h->code_zone_start,
+                 h->code_zone_end);
+        return false;
+    }
+    if (memchr(h->vm_path, '\0', sizeof h->vm_path) == NULL) {
+        snprintf(why, whylen, "vm_path is not NUL-terminated");
+        return false;
+    }
+    return true;
+}
+
+static bool read_exact(int fd, void *buf, size_t n, uint64_t off)
+{
+    size_t done = 0;
+    while (done < n) {
+        ssize_t r = pread(fd, (char *)buf + done, n - done, (off_t)(off + done));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        done += (size_t)r;
+    }
+    return true;
+}
+
+ExportReader *vmprofd_export_open(pid_t pid, ExportStatus *status, char *msg, size_t msglen)
+{
+    char path[64];
+    snprintf(path, sizeof path, PROF_EXPORT_PATH_FMT, (int)pid);
+    /* O_NOFOLLOW: /dev/shm is world-writable; a symlink planted there must
+     * not make vmprofd (perhaps root) read some other file. */
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ENOENT) {
+            *status = VMPROFD_EXPORT_ABSENT;
+            snprintf(msg, msglen, "no stvm export segment for pid %d", (int)pid);
+        } else {
+            *status = VMPROFD_EXPORT_INVALID;
+            snprintf(msg, msglen, "cannot open %s: %s%s", path, strerror(e),
+                     e == EACCES ? " (the segment is mode 0600: run vmprofd as the VM's user or as root)" : "");
+        }
+        return NULL;
+    }
+    *status = VMPROFD_EXPORT_INVALID;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(msg, msglen, "%s is not a regular file", path);
+        close(fd);
+        return NULL;
+    }
+    uid_t owner;
+    if (vmprofd_target_uid(pid, &owner) && st.st_uid != owner) {
+        snprintf(msg, msglen, "%s belongs to uid %u, not to the target's uid %u: not its export, ignored", path,
+                 (unsigned)st.st_uid, (unsigned)owner);
+        close(fd);
+        return NULL;
+    }
+    ExportReader *r = calloc(1, sizeof *r);
+    if (!r) {
+        snprintf(msg, msglen, "out of memory");
+        close(fd);
+        return NULL;
+    }
+    r->fd = fd;
+    snprintf(r->path, sizeof r->path, "%s", path);
+    if ((uint64_t)st.st_size < sizeof(ProfExportHeader) || !read_exact(fd, &r->header, sizeof r->header, 0)) {
+        snprintf(msg, msglen, "%s is invalid: truncated: %lld bytes, the header alone needs %zu", path,
+                 (long long)st.st_size, sizeof(ProfExportHeader));
+        vmprofd_export_close(r);
+        return NULL;
+    }
+    char why[256];
+    if (!vmprofd_export_validate(&r->header, (uint64_t)st.st_size, pid, why, sizeof why)) {
+        snprintf(msg, msglen, "%s is invalid: %s", path, why);
+        vmprofd_export_close(r);
+        return NULL;
+    }
+    *status = VMPROFD_EXPORT_OK;
+    msg[0] = '\0';
+    return r;
+}
+
+const ProfExportHeader *vmprofd_export_header(const ExportReader *r)
+{
+    return &r->header;
+}
+
+bool vmprofd_export_read_counters(ExportReader *r, ProfCounters *out, char *msg, size_t msglen)
+{
+    const ProfExportHeader *h = &r->header;
+    struct stat st;
+    /* The file may have been truncated since it was validated. */
+    if (fstat(r->fd, &st) != 0 || !fits(h->counters_offset, sizeof *out, (uint64_t)st.st_size)) {
+        snprintf(msg, msglen, "%s shrank below its counters", r->path);
+        return false;
+    }
+    for (int i = 0; i < EXPORT_SEQLOCK_TRIES; i++) {
+        uint64_t seq_after;
+        if (!read_exact(r->fd, out, sizeof *out, h->counters_offset) ||
+            !read_exact(r->fd, &seq_after, sizeof seq_after, h->counters_offset + offsetof(ProfCounters, seq))) {
+            snprintf(msg, msglen, "cannot read the counters of %s", r->path);
+            return false;
+        }
+        if (out->seq % 2 == 0 && seq_after == out->seq)
+            return true; /* no collection copied statistics in while we read */
+        struct timespec ts = {0, 10000};
+        nanosleep(&ts, NULL);
+    }
+    /* A seqlock stuck odd: the VM died mid-update. The values are still
+     * the best there is. */
+    return true;
+}
+
+void vmprofd_export_close(ExportReader *r)
+{
+    if (!r)
+        return;
+    close(r->fd);
+    free(r);
+}

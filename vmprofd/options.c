@@ -1,0 +1,302 @@
+/*
+ * vmprofd/options.c — parsing vmprofd's command line (see options.h for the
+ * output scheme). Options are handled in order, because a --format belongs
+ * to the -o before it.
+ */
+#include "vmprofd/options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void vmprofd_options_usage(FILE *out)
+{
+    fputs(
+        "usage: vmprofd [options] --pid PID\n"
+        "       vmprofd [options] -- COMMAND [ARGS...]\n"
+        "\n"
+        "Samples a running process, or a command it starts, and writes a profile:\n"
+        "the VMProfiler-style text report, a pprof profile, or folded stacks.\n"
+        "Made for stvm (it reads the VM's export segment /dev/shm/stvm-PID for GC\n"
+        "and VM counters) but profiles any process (native symbols only then).\n"
+        "\n"
+        "Target:\n"
+        "  -p, --pid PID        profile the running process PID, all its threads\n"
+        "  -- COMMAND ARGS...   run COMMAND and profile it until it exits or --seconds\n"
+        "                       (its threads, not the processes it starts; after\n"
+        "                       --seconds it runs on unprofiled)\n"
+        "\n"
+        "Sampling:\n"
+        "  -s, --seconds S      stop after S seconds (default 10; decimals allowed)\n"
+        "  -F, --rate HZ        samples per second of CPU time of each thread\n"
+        "                       (default 1400)\n"
+        "  -m, --mode MODE      auto: perf_event, or ptrace when perf events are\n"
+        "                       refused (default); perf; ptrace\n"
+        "      --stack-bytes N  user stack copied per sample for unwinding\n"
+        "                       (default 8192, a multiple of 8, at most 32768)\n"
+        "\n"
+        "Output (any number; all are written from the same samples):\n"
+        "  -o, --output FILE    write a profile to FILE ('-' is stdout). Its format is\n"
+        "                       the --format that follows it, else guessed from the\n"
+        "                       name: *.pb.gz, *.pprof: pprof; *.folded: folded;\n"
+        "                       anything else: text\n"
+        "  -f, --format FMT     text, pprof or folded: the format of the -o before it;\n"
+        "                       with no -o before it, the format of stdout's report\n"
+        "      --text FILE      same as -o FILE --format text\n"
+        "      --pprof FILE     same as -o FILE --format pprof (gzipped profile.proto,\n"
+        "                       for `go tool pprof`)\n"
+        "      --folded FILE    same as -o FILE --format folded (for flamegraph.pl)\n"
+        "      --lines          text report: source lines next to bytecode ranges\n"
+        "  With no output option the text report goes to stdout.\n"
+        "  Example: vmprofd -p 1234 -o run.txt -o run.pb.gz --folded run.folded\n"
+        "\n"
+        "Other:\n"
+        "  -q, --quiet          no countdown and no summary line on stderr\n"
+        "  -h, --help           this text\n"
+        "      --version        print the version\n"
+        "\n"
+        "vmprofd stops after --seconds, on Ctrl-C (SIGINT) or SIGTERM, or when the\n"
+        "target exits, and writes what it collected in every case.\n"
+        "perf_event needs kernel.perf_event_paranoid <= 2 (or CAP_PERFMON); ptrace\n"
+        "needs the right to trace the target (same user and yama ptrace_scope <= 1,\n"
+        "or CAP_SYS_PTRACE).\n"
+        "\n"
+        "Exit status: 0 profile written (also when the target exited), 1 could not\n"
+        "profile (no such process, not permitted, output not writable), 2 bad usage.\n",
+        out);
+}
+
+const char *vmprofd_options_format_name(VmprofdFormat f)
+{
+    switch (f) {
+    case VMPROFD_FORMAT_TEXT: return "text";
+    case VMPROFD_FORMAT_PPROF: return "pprof";
+    case VMPROFD_FORMAT_FOLDED: return "folded";
+    }
+    return "?";
+}
+
+/* -- Helpers ---------------------------------------------------------- */
+
+static bool fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+static bool parse_format(const char *s, VmprofdFormat *f)
+{
+    if (strcmp(s, "text") == 0) *f = VMPROFD_FORMAT_TEXT;
+    else if (strcmp(s, "pprof") == 0) *f = VMPROFD_FORMAT_PPROF;
+    else if (strcmp(s, "folded") == 0) *f = VMPROFD_FORMAT_FOLDED;
+    else return false;
+    return true;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static VmprofdFormat guess_format(const char *path)
+{
+    if (ends_with(path, ".pb.gz") || ends_with(path, ".pprof") || ends_with(path, ".pb"))
+        return VMPROFD_FORMAT_PPROF;
+    if (ends_with(path, ".folded"))
+        return VMPROFD_FORMAT_FOLDED;
+    return VMPROFD_FORMAT_TEXT;
+}
+
+/* A finite decimal number in [lo, hi], the whole string. */
+static bool parse_double(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno != 0 || end == s || *end != '\0' || !isfinite(v) || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool add_output(VmprofdOptions *o, const char *path, bool has_format, VmprofdFormat f, char *err,
+                       size_t errlen)
+{
+    if (path[0] == '\0')
+        return fail(err, errlen, "an output file name is empty");
+    for (size_t i = 0; i < o->noutputs; i++)
+        if (strcmp(o->outputs[i].path, path) == 0)
+            return fail(err, errlen, "output '%s' is given twice", path);
+    if (o->noutputs == VMPROFD_MAX_OUTPUTS)
+        return fail(err, errlen, "more than %d outputs", VMPROFD_MAX_OUTPUTS);
+    VmprofdOutput *out = &o->outputs[o->noutputs++];
+    out->path = path;
+    out->format_given = has_format;
+    out->format = has_format ? f : guess_format(path);
+    return true;
+}
+
+/* -- Parsing ---------------------------------------------------------- */
+
+enum {
+    OPT_STACK_BYTES = 256,
+    OPT_TEXT,
+    OPT_PPROF,
+    OPT_FOLDED,
+    OPT_LINES,
+    OPT_VERSION,
+};
+
+bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, size_t errlen)
+{
+    static const struct option longopts[] = {
+        {"pid", required_argument, NULL, 'p'},
+        {"seconds", required_argument, NULL, 's'},
+        {"rate", required_argument, NULL, 'F'},
+        {"mode", required_argument, NULL, 'm'},
+        {"stack-bytes", required_argument, NULL, OPT_STACK_BYTES},
+        {"output", required_argument, NULL, 'o'},
+        {"format", required_argument, NULL, 'f'},
+        {"text", required_argument, NULL, OPT_TEXT},
+        {"pprof", required_argument, NULL, OPT_PPROF},
+        {"folded", required_argument, NULL, OPT_FOLDED},
+        {"lines", no_argument, NULL, OPT_LINES},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {NULL, 0, NULL, 0},
+    };
+    memset(o, 0, sizeof *o);
+    o->seconds = VMPROFD_DEFAULT_SECONDS;
+    o->rate_hz = VMPROFD_DEFAULT_RATE_HZ;
+    o->mode = VMPROFD_MODE_AUTO;
+    o->stack_bytes = VMPROFD_DEFAULT_STACK_BYTES;
+
+    /* The -o a following --format applies to (-1: none since the last
+     * --format); --format with no -o at all names stdout's format. */
+    int pending = -1;
+    bool stdout_format_given = false;
+    VmprofdFormat stdout_format = VMPROFD_FORMAT_TEXT;
+    bool pid_given = false;
+
+    opterr = 0; /* our messages, not getopt's */
+    optind = 1;
+    int c;
+    /* "+": stop at the first non-option, so COMMAND's own options after
+     * "--" are never taken for ours. ":" reports a missing argument. */
+    while ((c = getopt_long(argc, argv, "+:p:s:F:m:o:f:qh", longopts, NULL)) != -1) {
+        long l;
+        VmprofdFormat f;
+        switch (c) {
+        case 'p':
+            if (!parse_long(optarg, 1, INT_MAX, &l))
+                return fail(err, errlen, "--pid needs a process id (a positive integer), got '%s'", optarg);
+            o->pid = (pid_t)l;
+            pid_given = true;
+            break;
+        case 's':
+            if (!parse_double(optarg, 0.001, 31536000.0, &o->seconds))
+                return fail(err, errlen, "--seconds needs a number of seconds > 0, got '%s'", optarg);
+            break;
+        case 'F':
+            if (!parse_double(optarg, 1.0, VMPROFD_MAX_RATE_HZ, &o->rate_hz))
+                return fail(err, errlen, "--rate needs a frequency in Hz from 1 to %.0f, got '%s'",
+                            VMPROFD_MAX_RATE_HZ, optarg);
+            break;
+        case 'm':
+            if (strcmp(optarg, "auto") == 0) o->mode = VMPROFD_MODE_AUTO;
+            else if (strcmp(optarg, "perf") == 0 || strcmp(optarg, "perf_event") == 0) o->mode = VMPROFD_MODE_PERF;
+            else if (strcmp(optarg, "ptrace") == 0) o->mode = VMPROFD_MODE_PTRACE;
+            else return fail(err, errlen, "--mode is auto, perf or ptrace, not '%s'", optarg);
+            break;
+        case OPT_STACK_BYTES:
+            if (!parse_long(optarg, 0, VMPROFD_MAX_STACK_BYTES, &l) || l % 8 != 0)
+                return fail(err, errlen, "--stack-bytes needs a multiple of 8 from 0 to %u, got '%s'",
+                            VMPROFD_MAX_STACK_BYTES, optarg);
+            o->stack_bytes = (uint32_t)l;
+            break;
+        case 'o':
+            if (!add_output(o, optarg, false, VMPROFD_FORMAT_TEXT, err, errlen))
+                return false;
+            pending = (int)o->noutputs - 1;
+            break;
+        case 'f':
+            if (!parse_format(optarg, &f))
+                return fail(err, errlen, "--format is text, pprof or folded, not '%s'", optarg);
+            if (pending >= 0) {
+                o->outputs[pending].format = f;
+                o->outputs[pending].format_given = true;
+                pending = -1;
+            } else if (o->noutputs == 0 && !stdout_format_given) {
+                stdout_format = f;
+                stdout_format_given = true;
+            } else {
+                return fail(err, errlen,
+                            "--format %s follows no -o FILE (each -o takes at most one --format right after it)",
+                            optarg);
+            }
+            break;
+        case OPT_TEXT:
+        case OPT_PPROF:
+        case OPT_FOLDED:
+            f = c == OPT_TEXT ? VMPROFD_FORMAT_TEXT : c == OPT_PPROF ? VMPROFD_FORMAT_PPROF : VMPROFD_FORMAT_FOLDED;
+            if (!add_output(o, optarg, true, f, err, errlen))
+                return false;
+            pending = -1;
+            break;
+        case OPT_LINES: o->lines = true; break;
+        case 'q': o->quiet = true; break;
+        case 'h': o->help = true; return true;
+        case OPT_VERSION: o->version = true; return true;
+        case ':':
+            return fail(err, errlen, "option '%s' needs a value", argv[optind - 1]);
+        default:
+            if (optopt != 0 && optopt < 256)
+                return fail(err, errlen, "unknown option '-%c'", optopt);
+            return fail(err, errlen, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+
+    bool dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
+    if (optind < argc && !dashdash)
+        return fail(err, errlen, "unexpected argument '%s' (a command to run goes after '--')", argv[optind]);
+    if (dashdash && optind < argc)
+        o->command = &argv[optind];
+    if (dashdash && optind == argc)
+        return fail(err, errlen, "'--' must be followed by a command to run");
+    if (pid_given && o->command)
+        return fail(err, errlen, "give either --pid PID or -- COMMAND, not both");
+    if (!pid_given && !o->command)
+        return fail(err, errlen, "nothing to profile: give --pid PID or -- COMMAND");
+
+    if (stdout_format_given || o->noutputs == 0) {
+        /* Stdout last, so files named first are written first. */
+        if (!add_output(o, "-", true, stdout_format, err, errlen))
+            return false;
+    }
+    for (size_t i = 0; i < o->noutputs; i++) {
+        if (strcmp(o->outputs[i].path, "-") == 0 && o->outputs[i].format == VMPROFD_FORMAT_PPROF)
+            return fail(err, errlen, "pprof output is gzipped binary: give it a file with -o FILE --format pprof");
+    }
+    return true;
+}

@@ -1,0 +1,176 @@
+/*
+ * vmprofd/permission.c — turning EACCES/EPERM/ENOSYS into a cause and a fix.
+ * See permission.h.
+ */
+#define _GNU_SOURCE /* process_vm_readv, ppoll, pipe2, strsignal, __WALL: Linux interfaces */
+#include "vmprofd/permission.h"
+
+#include "vmprofd/target.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38 /* Linux 5.8; older headers lack it */
+#endif
+
+static int read_int_file(const char *path, int missing)
+{
+    char buf[64];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return missing;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return missing;
+    buf[n] = '\0';
+    return atoi(buf);
+}
+
+int vmprofd_permission_perf_paranoid(void)
+{
+    return read_int_file("/proc/sys/kernel/perf_event_paranoid", -100);
+}
+
+bool vmprofd_permission_has_cap(int cap)
+{
+    char buf[4096];
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return geteuid() == 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return geteuid() == 0;
+    buf[n] = '\0';
+    const char *p = strstr(buf, "\nCapEff:");
+    if (!p)
+        return geteuid() == 0;
+    unsigned long long eff = strtoull(p + 8, NULL, 16);
+    return cap < 64 && ((eff >> cap) & 1) != 0;
+}
+
+/* "uid 1000 (alice)" */
+static void describe_uid(uid_t uid, char *buf, size_t len)
+{
+    struct passwd *pw = getpwuid(uid);
+    if (pw && pw->pw_name)
+        snprintf(buf, len, "uid %u (%s)", (unsigned)uid, pw->pw_name);
+    else
+        snprintf(buf, len, "uid %u", (unsigned)uid);
+}
+
+/* When the target belongs to someone else, says so; false otherwise. */
+static bool explain_other_owner(pid_t pid, const char *what, const char *cap, char *buf, size_t len)
+{
+    uid_t owner;
+    if (!vmprofd_target_uid(pid, &owner) || owner == geteuid())
+        return false;
+    char theirs[96], ours[96];
+    describe_uid(owner, theirs, sizeof theirs);
+    describe_uid(geteuid(), ours, sizeof ours);
+    snprintf(buf, len,
+             "%s refused: pid %d belongs to %s and vmprofd runs as %s; run vmprofd as that user, "
+             "or as root / with %s",
+             what, (int)pid, theirs, ours, cap);
+    return true;
+}
+
+void vmprofd_permission_explain_perf(pid_t pid, int errnum, char *buf, size_t len)
+{
+    int paranoid = vmprofd_permission_perf_paranoid();
+    bool privileged = vmprofd_permission_has_cap(CAP_PERFMON) || vmprofd_permission_has_cap(CAP_SYS_ADMIN);
+    switch (errnum) {
+    case ENOSYS:
+        snprintf(buf, len,
+                 "perf_event refused: this kernel has no perf_event_open (ENOSYS: built without "
+                 "CONFIG_PERF_EVENTS, or blocked by a seccomp filter such as a container's)");
+        return;
+    case ENOENT:
+    case ENODEV:
+    case EOPNOTSUPP:
+        snprintf(buf, len, "perf_event refused: the kernel offers no software cpu-clock event (%s)",
+                 strerror(errnum));
+        return;
+    case EACCES:
+    case EPERM:
+        if (paranoid >= 3 && !privileged) {
+            snprintf(buf, len,
+                     "perf_event refused: kernel.perf_event_paranoid is %d (need <= 2 for user-space "
+                     "profiling of your own processes, or CAP_PERFMON); to allow it: "
+                     "sudo sysctl -w kernel.perf_event_paranoid=2",
+                     paranoid);
+            return;
+        }
+        if (!privileged && explain_other_owner(pid, "perf_event", "CAP_PERFMON", buf, len))
+            return;
+        snprintf(buf, len,
+                 "perf_event refused (%s) although kernel.perf_event_paranoid is %d: the target may "
+                 "not be dumpable (setuid program), or a security module (SELinux, AppArmor) or a "
+                 "seccomp filter forbids perf_event_open",
+                 strerror(errnum), paranoid);
+        return;
+    default:
+        snprintf(buf, len, "perf_event_open failed: %s", strerror(errnum));
+        return;
+    }
+}
+
+void vmprofd_permission_explain_ptrace(pid_t pid, int errnum, char *buf, size_t len)
+{
+    if (errnum == ESRCH) {
+        snprintf(buf, len, "ptrace refused: process %d is gone", (int)pid);
+        return;
+    }
+    if (errnum == ENOSYS) {
+        snprintf(buf, len, "ptrace refused: ptrace is not available (ENOSYS; a seccomp filter may block it)");
+        return;
+    }
+    if (errnum != EPERM && errnum != EACCES) {
+        snprintf(buf, len, "ptrace failed: %s", strerror(errnum));
+        return;
+    }
+    pid_t tracer = vmprofd_target_tracer(pid);
+    if (tracer > 0) {
+        snprintf(buf, len,
+                 "ptrace refused: pid %d is already traced by pid %d (a debugger or another "
+                 "profiler); detach that first",
+                 (int)pid, (int)tracer);
+        return;
+    }
+    bool privileged = vmprofd_permission_has_cap(CAP_SYS_PTRACE);
+    if (!privileged && explain_other_owner(pid, "ptrace", "CAP_SYS_PTRACE", buf, len))
+        return;
+    int scope = read_int_file("/proc/sys/kernel/yama/ptrace_scope", -1);
+    if (scope == 1 && !privileged) {
+        snprintf(buf, len,
+                 "ptrace refused: kernel.yama.ptrace_scope is 1 (only a parent may trace its "
+                 "children): start the program under vmprofd (vmprofd [options] -- COMMAND), or "
+                 "sudo sysctl -w kernel.yama.ptrace_scope=0, or give vmprofd CAP_SYS_PTRACE");
+        return;
+    }
+    if (scope == 2 && !privileged) {
+        snprintf(buf, len,
+                 "ptrace refused: kernel.yama.ptrace_scope is 2 (only CAP_SYS_PTRACE may attach): "
+                 "run vmprofd as root, or sudo sysctl -w kernel.yama.ptrace_scope=1 and launch the "
+                 "program under vmprofd (-- COMMAND)");
+        return;
+    }
+    if (scope == 3) {
+        snprintf(buf, len,
+                 "ptrace refused: kernel.yama.ptrace_scope is 3 (no process may be traced until "
+                 "reboot); use perf_event instead (kernel.perf_event_paranoid <= 2)");
+        return;
+    }
+    snprintf(buf, len,
+             "ptrace refused (%s): the target may not be dumpable (setuid program), or a security "
+             "module (SELinux, AppArmor) or a seccomp filter forbids ptrace",
+             strerror(errnum));
+}

@@ -1,0 +1,633 @@
+/*
+ * vmprofd/sample_perf.c — sampling with perf_event_open (see sampler.h).
+ *
+ An attached process gets one software cpu-clock event per thread
+ * (cpu = -1: it follows the thread across CPUs), each with its own mmap'd
+ * ring buffer, because the kernel only lets per-task events share a buffer
+ * when they watch the same task; /proc/PID/task is rescanned for new
+ * threads. A launched command gets, on its first thread, one event per
+ * CPU with inherit = 1 and enable_on_exec = 1: every thread it creates
+ * inherits them and writes into the buffer of the CPU it runs on, and
+ * counting starts at exec. (Per-CPU because the kernel refuses to mmap an
+ * inherited event with cpu = -1: all children would contend for one
+ * buffer.)
+ *
+ * Ring buffer protocol (perf_event_open(2), "MMAP layout"): the kernel
+ * advances data_head; we read it with acquire ordering (the man page's
+ * rmb()), consume records up to it, and publish data_tail with release
+ * ordering so the kernel never overwrites a record we are still reading.
+ * The buffer is writable (PROT_WRITE), so the kernel drops new samples
+ * instead of overwriting and tells us with PERF_RECORD_LOST.
+ *
+ * Sample layout for our sample_type (IP | TID | TIME | REGS_USER |
+ * STACK_USER), in the order the man page gives:
+ *
+ *   u64 ip; u32 pid, tid; u64 time;
+ *   u64 abi; u64 regs[popcount(sample_regs_user)]   (regs only if abi != 0)
+ *   u64 size; u8 data[size]; u64 dyn_size           (dyn_size only if size != 0)
+ */
+#define _GNU_SOURCE /* process_vm_readv, ppoll, pipe2, strsignal, __WALL: Linux interfaces */
+#include "vmprofd/sampler.h"
+
+#include "vmprofd/permission.h"
+#include "vmprofd/target.h"
+
+#include <asm/perf_regs.h>
+#include <errno.h>
+#include <linux/capability.h>
+#include <linux/perf_event.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
+
+/* 256 data pages = 1 MiB per ring: at 1400 Hz with 8 KiB stack copies a
+ * busy thread makes ~12 MB/s, so the ring holds ~90 ms of samples (45 ms
+ * at --stack-bytes 16384); we are woken at a quarter full and poll at
+ * least every 100 ms. Halved on EPERM (locked-memory limit,
+ * kernel.perf_event_mlock_kb) down to 8 pages. */
+#define PERF_RING_PAGES 256
+#define PERF_RING_MIN_PAGES 8
+
+/* Perf records are at most 64 KiB (a u16 size). */
+#define PERF_MAX_RECORD 65536
+
+typedef struct PerfRing {
+    pid_t tid;
+    int cpu;         /* -1: follows the thread; else this CPU (launched) */
+    int fd;
+    uint8_t *base;   /* metadata page, then the data pages */
+    size_t map_len;
+    uint8_t *data;
+    uint64_t data_size; /* a power of two */
+    bool dead;       /* the thread exited (POLLHUP): drained once more, then retired */
+} PerfRing;
+
+struct Sampler {
+    SamplerConfig cfg;
+    struct perf_event_attr attr;
+    PerfRing *rings;
+    size_t nrings, caprings;
+    size_t pages;    /* data pages per ring (halved when mlock limits bite) */
+    uint64_t samples, lost, foreign, throttled;
+    unsigned nregs;  /* popcount of the regs mask */
+    int ip_index, sp_index, bp_index; /* positions in the packed regs, or -1 */
+    uint8_t *scratch; /* a record that wraps the end of the ring, reassembled */
+    uint32_t *tids;   /* distinct threads seen in samples (inherited ones have no ring of their own) */
+    size_t ntids, captids;
+    /* Rings of exited threads are closed at once (a program that starts
+     * thousands of short threads must not cost a MiB and an fd each);
+     * their CPU time is kept here, their ids so rescans skip them. */
+    uint64_t retired_cpu_ns;
+    pid_t *retired;
+    size_t nretired, capretired;
+    struct pollfd *pfds;
+    size_t *pfd_ring;
+    char note[512];
+};
+
+static long perf_event_open(struct perf_event_attr *attr, pid_t tid, int cpu)
+{
+    return syscall(SYS_perf_event_open, attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+/* Online CPUs from /sys/devices/system/cpu/online ("0-3,6"); at most max.
+ * Falls back to 0 .. nprocs-1. */
+static size_t online_cpus(int *cpus, size_t max)
+{
+    size_t n = 0;
+    FILE *f = fopen("/sys/devices/system/cpu/online", "r");
+    if (f) {
+        int a, b;
+        char sep;
+        while (n < max && fscanf(f, "%d", &a) == 1) {
+            b = a;
+            if (fscanf(f, "%c", &sep) == 1 && sep == '-') {
+                if (fscanf(f, "%d", &b) != 1)
+                    break;
+                if (fscanf(f, "%c", &sep) != 1)
+                    sep = '\n';
+            }
+            for (int c = a; c <= b && n < max; c++)
+                cpus[n++] = c;
+            if (sep != ',')
+                break;
+        }
+        fclose(f);
+    }
+    if (n == 0) {
+        long np = sysconf(_SC_NPROCESSORS_ONLN);
+        for (long c = 0; c < np && n < max; c++)
+            cpus[n++] = (int)c;
+    }
+    return n;
+}
+
+/* Index of bit `bit` among the set bits of mask, or -1 when not set. */
+static int packed_index(uint64_t mask, int bit)
+{
+    if (!((mask >> bit) & 1))
+        return -1;
+    return __builtin_popcountll(mask & ((1ull << bit) - 1));
+}
+
+/* -- Opening events ------------------------------------------------------ */
+
+static bool is_refusal(int e)
+{
+    return e == EACCES || e == EPERM || e == ENOENT || e == ENOSYS || e == ENODEV || e == EOPNOTSUPP;
+}
+
+/* Opens the event for one thread and maps its buffer. Answers 0, or an
+ * errno with a message in err (ESRCH: the thread has exited). */
+static int ring_open(Sampler *s, pid_t tid, int cpu, char *err, size_t errlen)
+{
+    long fd = perf_event_open(&s->attr, tid, cpu);
+    if (fd < 0 && (errno == EACCES || errno == EPERM) && !s->attr.exclude_kernel) {
+        /* Kernel samples need perf_event_paranoid <= 1 or CAP_PERFMON;
+         * user-space samples are what we are after, so drop the kernel. */
+        s->attr.exclude_kernel = 1;
+        snprintf(s->note, sizeof s->note,
+                 "kernel samples excluded: kernel.perf_event_paranoid is %d (including them needs <= 1 "
+                 "or CAP_PERFMON), so time the target spends in system calls is not sampled",
+                 vmprofd_permission_perf_paranoid());
+        fd = perf_event_open(&s->attr, tid, cpu);
+    }
+    if (fd < 0) {
+        int e = errno;
+        if (is_refusal(e)) {
+            vmprofd_permission_explain_perf(s->cfg.pid, e, err, errlen);
+        } else if (e == EINVAL) {
+            FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "r");
+            long max = 0;
+            if (f) {
+                if (fscanf(f, "%ld", &max) != 1)
+                    max = 0;
+                fclose(f);
+            }
+            if (max > 0 && s->cfg.rate_hz > (double)max)
+                snprintf(err, errlen,
+                         "--rate %.0f is above kernel.perf_event_max_sample_rate (%ld): lower --rate, or "
+                         "sudo sysctl -w kernel.perf_event_max_sample_rate=%.0f",
+                         s->cfg.rate_hz, max, s->cfg.rate_hz);
+            else
+                snprintf(err, errlen,
+                         "perf_event_open rejected the event (EINVAL): the kernel may lack CLOCK_MONOTONIC "
+                         "timestamps (Linux >= 4.1) or user register/stack sampling; try --mode ptrace");
+        } else if (e == EMFILE || e == ENFILE) {
+            snprintf(err, errlen, "out of file descriptors (one per thread): raise the limit with ulimit -n");
+        } else {
+            snprintf(err, errlen, "perf_event_open for thread %d failed: %s", (int)tid, strerror(e));
+        }
+        return e;
+    }
+
+    long pagesize = sysconf(_SC_PAGESIZE);
+    void *base = MAP_FAILED;
+    size_t len = 0;
+    for (;;) {
+        len = (size_t)(s->pages + 1) * (size_t)pagesize;
+        base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
+        if (base != MAP_FAILED || errno != EPERM || s->pages <= PERF_RING_MIN_PAGES)
+            break;
+        s->pages /= 2; /* over the locked-memory allowance: try a smaller ring */
+    }
+    if (base == MAP_FAILED) {
+        int e = errno;
+        snprintf(err, errlen,
+                 "cannot map the perf ring buffer of thread %d: %s%s", (int)tid, strerror(e),
+                 e == EPERM ? " (locked-memory limit: raise ulimit -l or kernel.perf_event_mlock_kb)" : "");
+        close((int)fd);
+        return e;
+    }
+
+    if (s->nrings == s->caprings) {
+        size_t cap = s->caprings ? 2 * s->caprings : 8;
+        PerfRing *r = realloc(s->rings, cap * sizeof *r);
+        struct pollfd *p = realloc(s->pfds, (cap + 1) * sizeof *p);
+        if (p)
+            s->pfds = p;
+        size_t *pr = realloc(s->pfd_ring, (cap + 1) * sizeof *pr);
+        if (pr)
+            s->pfd_ring = pr;
+        if (!r || !p || !pr) {
+            if (r)
+                s->rings = r;
+            munmap(base, len);
+            close((int)fd);
+            snprintf(err, errlen, "out of memory");
+            return ENOMEM;
+        }
+        s->rings = r;
+        s->caprings = cap;
+    }
+    struct perf_event_mmap_page *meta = base;
+    PerfRing *r = &s->rings[s->nrings++];
+    r->tid = tid;
+    r->cpu = cpu;
+    r->fd = (int)fd;
+    r->base = base;
+    r->map_len = len;
+    /* data_offset/data_size exist since Linux 4.1; before, data follows
+     * the metadata page and fills the rest. */
+    uint64_t off = meta->data_offset ? meta->data_offset : (uint64_t)pagesize;
+    r->data = (uint8_t *)base + off;
+    r->data_size = meta->data_size ? meta->data_size : (uint64_t)s->pages * (uint64_t)pagesize;
+    r->dead = false;
+    return 0;
+}
+
+static bool have_ring(const Sampler *s, pid_t tid)
+{
+    for (size_t i = 0; i < s->nrings; i++)
+        if (s->rings[i].tid == tid)
+            return true;
+    for (size_t i = 0; i < s->nretired; i++)
+        if (s->retired[i] == tid)
+            return true;
+    return false;
+}
+
+static void ring_close(PerfRing *r)
+{
+    munmap(r->base, r->map_len);
+    close(r->fd);
+}
+
+static void perf_free(Sampler *s)
+{
+    for (size_t i = 0; i < s->nrings; i++)
+        ring_close(&s->rings[i]);
+    free(s->rings);
+    free(s->pfds);
+    free(s->pfd_ring);
+    free(s->scratch);
+    free(s->tids);
+    free(s->retired);
+    free(s);
+}
+
+static Sampler *perf_open(const SamplerConfig *cfg, bool *refused, char *err, size_t errlen)
+{
+    *refused = false;
+    Sampler *s = calloc(1, sizeof *s);
+    if (!s || !(s->scratch = malloc(PERF_MAX_RECORD))) {
+        free(s);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->cfg = *cfg;
+    s->pages = PERF_RING_PAGES;
+
+    struct perf_event_attr *a = &s->attr;
+    a->size = sizeof *a;
+    a->type = PERF_TYPE_SOFTWARE;
+    a->config = PERF_COUNT_SW_CPU_CLOCK;
+    a->freq = 1;
+    a->sample_freq = (uint64_t)llround(cfg->rate_hz);
+    a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+    if (cfg->regs_mask) {
+        a->sample_type |= PERF_SAMPLE_REGS_USER;
+        a->sample_regs_user = cfg->regs_mask;
+    }
+    if (cfg->stack_bytes) {
+        a->sample_type |= PERF_SAMPLE_STACK_USER;
+        a->sample_stack_user = cfg->stack_bytes;
+    }
+    a->use_clockid = 1;
+    a->clockid = CLOCK_MONOTONIC; /* the clock of the stvm export's events */
+    a->disabled = 1;              /* enabled once the ring is mapped */
+    a->exclude_hv = 1;
+    /* Without privilege, paranoid 2 allows user space only: ask for that
+     * right away rather than after a refusal. */
+    if (vmprofd_permission_perf_paranoid() >= 2 && !vmprofd_permission_has_cap(CAP_PERFMON) &&
+        !vmprofd_permission_has_cap(CAP_SYS_ADMIN)) {
+        a->exclude_kernel = 1;
+        snprintf(s->note, sizeof s->note,
+                 "kernel samples excluded: kernel.perf_event_paranoid is %d (including them needs <= 1 "
+                 "or CAP_PERFMON), so time the target spends in system calls is not sampled",
+                 vmprofd_permission_perf_paranoid());
+    }
+    a->watermark = 1;
+    if (cfg->launched) {
+        a->inherit = 1;        /* threads the command creates write into our ring */
+        a->enable_on_exec = 1; /* start counting at exec, not in our fork child */
+    }
+
+    s->nregs = (unsigned)__builtin_popcountll(cfg->regs_mask);
+    s->ip_index = packed_index(cfg->regs_mask, PERF_REG_X86_IP);
+    s->sp_index = packed_index(cfg->regs_mask, PERF_REG_X86_SP);
+    s->bp_index = packed_index(cfg->regs_mask, PERF_REG_X86_BP);
+
+    /* Launched: (its pid, each CPU). Attached: (each thread, any CPU). */
+    enum { MAX_CPUS = 1024 };
+    size_t n = 0;
+    pid_t *tids = NULL;
+    int *cpus = NULL;
+    if (cfg->launched) {
+        cpus = malloc(MAX_CPUS * sizeof *cpus);
+        n = cpus ? online_cpus(cpus, MAX_CPUS) : 0;
+    } else {
+        tids = vmprofd_target_threads(cfg->pid, &n);
+    }
+    if (n == 0) {
+        free(tids);
+        free(cpus);
+        snprintf(err, errlen, cfg->launched ? "cannot list the online CPUs" : "no process with pid %d", (int)cfg->pid);
+        perf_free(s);
+        return NULL;
+    }
+    long pagesize = sysconf(_SC_PAGESIZE);
+    a->wakeup_watermark = (uint32_t)((uint64_t)s->pages * (uint64_t)pagesize / 4);
+    for (size_t i = 0; i < n; i++) {
+        int e = cfg->launched ? ring_open(s, cfg->pid, cpus[i], err, errlen) : ring_open(s, tids[i], -1, err, errlen);
+        if (e == ESRCH)
+            continue; /* the thread exited between listing and opening */
+        if (cfg->launched && e == ENODEV)
+            continue; /* the CPU went offline */
+        if (e != 0) {
+            *refused = is_refusal(e);
+            free(tids);
+            free(cpus);
+            perf_free(s);
+            return NULL;
+        }
+        a->wakeup_watermark = (uint32_t)((uint64_t)s->pages * (uint64_t)pagesize / 4);
+    }
+    free(tids);
+    free(cpus);
+    if (s->nrings == 0) {
+        snprintf(err, errlen, "process %d exited before it could be sampled", (int)cfg->pid);
+        perf_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static bool perf_start(Sampler *s, char *err, size_t errlen)
+{
+    if (s->cfg.launched)
+        return true; /* enable_on_exec does it */
+    for (size_t i = 0; i < s->nrings; i++) {
+        if (ioctl(s->rings[i].fd, PERF_EVENT_IOC_ENABLE, 0) != 0 && errno != ESRCH) {
+            snprintf(err, errlen, "cannot enable sampling of thread %d: %s", (int)s->rings[i].tid, strerror(errno));
+            return false;
+        }
+    }
+    return true;
+}
+
+static void perf_rescan(Sampler *s)
+{
+    if (s->cfg.launched)
+        return; /* inherit covers the command's threads */
+    size_t n;
+    pid_t *tids = vmprofd_target_threads(s->cfg.pid, &n);
+    for (size_t i = 0; i < n; i++) {
+        if (have_ring(s, tids[i]))
+            continue;
+        char err[512];
+        int e = ring_open(s, tids[i], -1, err, sizeof err);
+        if (e == 0)
+            ioctl(s->rings[s->nrings - 1].fd, PERF_EVENT_IOC_ENABLE, 0);
+        else if (e != ESRCH)
+            fprintf(stderr, "vmprofd: warning: thread %d not sampled: %s\n", (int)tids[i], err);
+    }
+    free(tids);
+}
+
+/* -- Reading the ring ---------------------------------------------------- */
+
+static bool take(const uint8_t **p, const uint8_t *end, void *dst, size_t n)
+{
+    if ((size_t)(end - *p) < n)
+        return false;
+    memcpy(dst, *p, n);
+    *p += n;
+    return true;
+}
+
+static void note_tid(Sampler *s, uint32_t tid)
+{
+    if (s->ntids > 0 && s->tids[s->ntids - 1] == tid)
+        return;
+    for (size_t i = 0; i < s->ntids; i++)
+        if (s->tids[i] == tid)
+            return;
+    if (s->ntids == s->captids) {
+        size_t cap = s->captids ? 2 * s->captids : 16;
+        uint32_t *t = realloc(s->tids, cap * sizeof *t);
+        if (!t)
+            return;
+        s->tids = t;
+        s->captids = cap;
+    }
+    s->tids[s->ntids++] = tid;
+}
+
+static void handle_sample(Sampler *s, const struct perf_event_header *h, const uint8_t *rec, SampleSink sink,
+                          void *ctx)
+{
+    const uint8_t *p = rec + sizeof *h, *end = rec + h->size;
+    uint64_t ip, time, abi = 0;
+    uint32_t ids[2];
+    RawSample r;
+    memset(&r, 0, sizeof r);
+    if (!take(&p, end, &ip, 8) || !take(&p, end, ids, 8) || !take(&p, end, &time, 8))
+        return;
+    if (s->attr.sample_type & PERF_SAMPLE_REGS_USER) {
+        if (!take(&p, end, &abi, 8))
+            return;
+        if (abi != PERF_SAMPLE_REGS_ABI_NONE) {
+            if (s->nregs > sizeof r.regs.regs / sizeof r.regs.regs[0] || !take(&p, end, r.regs.regs, 8u * s->nregs))
+                return;
+            r.regs.mask = s->cfg.regs_mask;
+            r.regs.ip = s->ip_index >= 0 ? r.regs.regs[s->ip_index] : 0;
+            r.regs.sp = s->sp_index >= 0 ? r.regs.regs[s->sp_index] : 0;
+            r.regs.bp = s->bp_index >= 0 ? r.regs.regs[s->bp_index] : 0;
+        }
+    }
+    if (s->attr.sample_type & PERF_SAMPLE_STACK_USER) {
+        uint64_t size;
+        if (!take(&p, end, &size, 8) || size > (uint64_t)(end - p))
+            return;
+        const uint8_t *stack = p;
+        p += size;
+        uint64_t dyn = 0;
+        if (size != 0 && !take(&p, end, &dyn, 8))
+            return;
+        r.stack = stack;
+        r.stack_len = (size_t)(dyn < size ? dyn : size);
+    }
+    r.time_ns = time;
+    r.pid = ids[0];
+    r.tid = ids[1];
+    if ((h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_USER) {
+        r.regs.ip = ip; /* the sample's own ip is authoritative for user samples */
+    } else {
+        r.kernel_ip = ip; /* in the kernel: regs_user holds where user space entered it */
+        if (abi == PERF_SAMPLE_REGS_ABI_NONE)
+            r.regs.ip = 0;
+    }
+    if ((pid_t)r.pid != s->cfg.pid) {
+        s->foreign++; /* a process the launched command forked: not our target */
+        return;
+    }
+    s->samples++;
+    note_tid(s, r.tid);
+    sink(ctx, &r);
+}
+
+static void drain(Sampler *s, PerfRing *r, SampleSink sink, void *ctx)
+{
+    struct perf_event_mmap_page *meta = (struct perf_event_mmap_page *)r->base;
+    uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+    uint64_t tail = meta->data_tail;
+    uint64_t mask = r->data_size - 1;
+    while (head - tail >= sizeof(struct perf_event_header)) {
+        uint64_t off = tail & mask;
+        /* Records are 8-byte aligned and the ring a power of two, so a
+         * header never straddles the end; a body may. */
+        const struct perf_event_header *h = (const void *)(r->data + off);
+        uint16_t size = h->size;
+        if (size < sizeof *h || size > head - tail) {
+            tail = head; /* cannot happen with a sane kernel: resynchronise */
+            break;
+        }
+        const uint8_t *rec = r->data + off;
+        if (off + size > r->data_size) {
+            size_t first = (size_t)(r->data_size - off);
+            memcpy(s->scratch, r->data + off, first);
+            memcpy(s->scratch + first, r->data, size - first);
+            rec = s->scratch;
+        }
+        const struct perf_event_header *hh = (const void *)rec;
+        switch (hh->type) {
+        case PERF_RECORD_SAMPLE:
+            handle_sample(s, hh, rec, sink, ctx);
+            break;
+        case PERF_RECORD_LOST:
+            if (size >= sizeof *hh + 16) {
+                uint64_t lost;
+                memcpy(&lost, rec + sizeof *hh + 8, 8);
+                s->lost += lost;
+            }
+            break;
+        case PERF_RECORD_THROTTLE:
+            s->throttled++;
+            break;
+        default:
+            break;
+        }
+        tail += size;
+        /* Hand the space back at once: the kernel may fill it while we
+         * unwind the next sample. */
+        __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+/* Closes the rings of exited threads, after their last drain. */
+static void retire_dead(Sampler *s)
+{
+    for (size_t i = 0; i < s->nrings;) {
+        PerfRing *r = &s->rings[i];
+        if (!r->dead) {
+            i++;
+            continue;
+        }
+        uint64_t v;
+        if (read(r->fd, &v, sizeof v) == (ssize_t)sizeof v)
+            s->retired_cpu_ns += v;
+        if (s->nretired == s->capretired) {
+            size_t cap = s->capretired ? 2 * s->capretired : 16;
+            pid_t *t = realloc(s->retired, cap * sizeof *t);
+            if (!t)
+                return; /* keep the ring open; try again next time */
+            s->retired = t;
+            s->capretired = cap;
+        }
+        s->retired[s->nretired++] = r->tid;
+        ring_close(r);
+        s->rings[i] = s->rings[--s->nrings];
+    }
+}
+
+static void perf_poll(Sampler *s, int timeout_ms, int wake_fd, SampleSink sink, void *ctx)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->nrings; i++) {
+        if (s->rings[i].dead)
+            continue;
+        s->pfds[n] = (struct pollfd){.fd = s->rings[i].fd, .events = POLLIN};
+        s->pfd_ring[n++] = i;
+    }
+    size_t nrings_polled = n;
+    if (wake_fd >= 0)
+        s->pfds[n++] = (struct pollfd){.fd = wake_fd, .events = POLLIN};
+    if (n > 0 && poll(s->pfds, n, timeout_ms) > 0) {
+        for (size_t i = 0; i < nrings_polled; i++)
+            if (s->pfds[i].revents & (POLLHUP | POLLERR | POLLNVAL))
+                s->rings[s->pfd_ring[i]].dead = true; /* its thread exited */
+    } else if (n == 0) {
+        struct timespec ts = {.tv_sec = timeout_ms / 1000, .tv_nsec = (long)(timeout_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    for (size_t i = 0; i < s->nrings; i++)
+        drain(s, &s->rings[i], sink, ctx);
+    retire_dead(s);
+}
+
+static void perf_stats(Sampler *s, SamplerStats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->samples = s->samples;
+    out->lost = s->lost;
+    out->foreign = s->foreign;
+    out->throttled = s->throttled;
+    out->threads = s->ntids;
+    out->cpu_ns = s->retired_cpu_ns;
+    /* A cpu-clock event counts the nanoseconds its thread ran while
+     * enabled (inherited threads included): exactly the CPU time sampled. */
+    for (size_t i = 0; i < s->nrings; i++) {
+        uint64_t v;
+        if (read(s->rings[i].fd, &v, sizeof v) == (ssize_t)sizeof v)
+            out->cpu_ns += v;
+    }
+}
+
+static void perf_close(Sampler *s, SampleSink sink, void *ctx, SamplerStats *final)
+{
+    for (size_t i = 0; i < s->nrings; i++)
+        ioctl(s->rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+    for (size_t i = 0; i < s->nrings; i++)
+        drain(s, &s->rings[i], sink, ctx);
+    perf_stats(s, final);
+    perf_free(s);
+}
+
+static const char *perf_note(Sampler *s)
+{
+    return s->note[0] ? s->note : NULL;
+}
+
+const SamplerOps vmprofd_sampler_perf = {
+    .mode = "perf_event (cpu-clock)",
+    .open = perf_open,
+    .start = perf_start,
+    .poll = perf_poll,
+    .rescan = perf_rescan,
+    .stats = perf_stats,
+    .close = perf_close,
+    .note = perf_note,
+};

@@ -1,0 +1,46 @@
+/*
+ * vmprofd/samples.h — the samples of one run, kept as unwound stacks of raw
+ * addresses until sampling ends.
+ *
+ * Samples are unwound as they arrive (the stack copy is only valid then,
+ * and 16 KiB per sample would not fit in memory for long runs) but
+ * resolved to names only at the end (resolve.c), when the symbolizer has
+ * seen every library the target loaded. A stack is leaf first.
+ *
+ * Layout: one growing array of StoredSample and one of addresses; sample i
+ * owns pcs[first .. first + npcs).
+ *
+ * Who may call: vmprofd/session.c, vmprofd/resolve.c.
+ */
+#ifndef VMPROFD_SAMPLES_H
+#define VMPROFD_SAMPLES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Deeper stacks are cut at the root end; recursive Smalltalk code can
+ * nest the interpreter deeper than any profile needs to show. */
+#define VMPROFD_MAX_FRAMES 128
+
+typedef struct StoredSample {
+    uint64_t time_ns;
+    uint32_t tid;
+    uint32_t npcs;      /* user-space frames, may be 0 for a kernel-only sample */
+    uint64_t kernel_ip; /* 0: the sample was in user space */
+    size_t first;       /* index of the leaf pc in SampleStore.pcs */
+} StoredSample;
+
+typedef struct SampleStore {
+    StoredSample *v;
+    size_t n, cap;
+    uint64_t *pcs;
+    size_t npcs, cappcs;
+} SampleStore;
+
+/* False when out of memory (the sample is dropped). */
+bool vmprofd_samples_add(SampleStore *st, uint64_t time_ns, uint32_t tid, uint64_t kernel_ip, const uint64_t *pcs,
+                         size_t npcs);
+void vmprofd_samples_free(SampleStore *st);
+
+#endif

@@ -1,0 +1,436 @@
+/*
+ * vmprofd/session.c — drives one profiling run. See session.h.
+ */
+#define _GNU_SOURCE /* process_vm_readv, ppoll, pipe2, strsignal, __WALL: Linux interfaces */
+#include "vmprofd/session.h"
+
+#include "report/report.h"
+#include "vmprofd/export_reader.h"
+#include "vmprofd/output.h"
+#include "vmprofd/progress.h"
+#include "vmprofd/resolve.h"
+#include "vmprofd/sampler.h"
+#include "vmprofd/samples.h"
+#include "vmprofd/symbolize.h"
+#include "vmprofd/target.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Rescan period for threads created since we attached (perf samples a
+ * thread only once it has its own event; ptrace's TRACECLONE needs no
+ * rescan but gets one as a safety net). A /proc/PID/task listing costs
+ * ~20 us, so 100 ms: a thread started later misses at most its first
+ * 100 ms. */
+#define SESSION_RESCAN_MS 100
+/* Housekeeping period: libraries loaded since (symbolizer refresh), the
+ * export segment appearing, the countdown. */
+#define SESSION_HOUSEKEEPING_MS 250
+/* Longest wait inside a sampler before the session looks at the clock
+ * and the stop flag again. */
+#define SESSION_POLL_MS 100
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+    stop_signal = sig;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+typedef struct Session {
+    const VmprofdOptions *o;
+    Target target;
+    const SamplerOps *ops;
+    Sampler *sampler;
+    Symbolizer *sym;
+    char sym_exe[PROF_EXPORT_PATH_MAX]; /* what the symbolizer was made with */
+    uint64_t sym_zone_start, sym_zone_end;
+    ExportReader *exp;
+    ExportStatus exp_status;
+    char exp_msg[512];
+    bool have_start;
+    ProfCounters start, end;
+    SampleStore store;
+    uint64_t dropped;       /* out of memory while storing */
+    char exe[PROF_EXPORT_PATH_MAX];
+    char mode_reason[1024];
+    Progress progress;
+} Session;
+
+/* -- Samples arriving ---------------------------------------------------- */
+
+static void on_sample(void *ctx, const RawSample *r)
+{
+    Session *ss = ctx;
+    uint64_t pcs[VMPROFD_MAX_FRAMES];
+    size_t n = 0;
+    if (r->regs.ip != 0) {
+        if (ss->sym)
+            n = vmprofd_unwind(ss->sym, &r->regs, r->stack, r->stack_len, pcs, VMPROFD_MAX_FRAMES);
+        else
+            pcs[n++] = r->regs.ip;
+    }
+    if (!vmprofd_samples_add(&ss->store, r->time_ns, r->tid, r->kernel_ip, pcs, n))
+        ss->dropped++;
+}
+
+/* -- The export segment and the symbolizer --------------------------------- */
+
+static void try_export(Session *ss)
+{
+    if (ss->exp)
+        return;
+    ss->exp = vmprofd_export_open(ss->target.pid, &ss->exp_status, ss->exp_msg, sizeof ss->exp_msg);
+    if (!ss->exp)
+        return;
+    char msg[256];
+    ss->have_start = vmprofd_export_read_counters(ss->exp, &ss->start, msg, sizeof msg);
+}
+
+/* (Re)creates the symbolizer when it is missing or the export now names
+ * the VM executable or a code zone it was not made with. */
+static void ensure_symbolizer(Session *ss)
+{
+    const char *exe = NULL;
+    uint64_t zs = 0, ze = 0;
+    if (ss->exp) {
+        const ProfExportHeader *h = vmprofd_export_header(ss->exp);
+        exe = h->vm_path[0] ? h->vm_path : NULL;
+        zs = h->code_zone_start;
+        ze = h->code_zone_end;
+    }
+    if (ss->sym && strcmp(ss->sym_exe, exe ? exe : "") == 0 && ss->sym_zone_start == zs && ss->sym_zone_end == ze) {
+        vmprofd_symbolizer_refresh(ss->sym);
+        return;
+    }
+    char err[512];
+    Symbolizer *s = vmprofd_symbolizer_new(ss->target.pid, exe, zs, ze, err, sizeof err);
+    if (!s)
+        return; /* the target may be gone; the previous one (if any) still serves */
+    if (ss->sym)
+        vmprofd_symbolizer_free(ss->sym);
+    ss->sym = s;
+    snprintf(ss->sym_exe, sizeof ss->sym_exe, "%s", exe ? exe : "");
+    ss->sym_zone_start = zs;
+    ss->sym_zone_end = ze;
+}
+
+/* -- Choosing a sampler ------------------------------------------------------ */
+
+static bool open_sampler(Session *ss)
+{
+    const VmprofdOptions *o = ss->o;
+    SamplerConfig cfg = {
+        .pid = ss->target.pid,
+        .launched = ss->target.launched,
+        .rate_hz = o->rate_hz,
+        .stack_bytes = o->stack_bytes,
+        .regs_mask = vmprofd_unwind_regs_mask(),
+    };
+    char perf_err[1024] = "", ptrace_err[1024] = "";
+    bool refused = false;
+    if (o->mode != VMPROFD_MODE_PTRACE) {
+        ss->sampler = vmprofd_sampler_perf.open(&cfg, &refused, perf_err, sizeof perf_err);
+        if (ss->sampler) {
+            ss->ops = &vmprofd_sampler_perf;
+            if (o->mode == VMPROFD_MODE_PERF)
+                snprintf(ss->mode_reason, sizeof ss->mode_reason, "asked for with --mode perf");
+            return true;
+        }
+        if (o->mode == VMPROFD_MODE_PERF || !refused) {
+            fprintf(stderr, "vmprofd: cannot profile pid %d: %s\n", (int)ss->target.pid, perf_err);
+            return false;
+        }
+    }
+    ss->sampler = vmprofd_sampler_ptrace.open(&cfg, &refused, ptrace_err, sizeof ptrace_err);
+    if (ss->sampler) {
+        ss->ops = &vmprofd_sampler_ptrace;
+        if (o->mode == VMPROFD_MODE_PTRACE) {
+            snprintf(ss->mode_reason, sizeof ss->mode_reason, "asked for with --mode ptrace");
+        } else {
+            snprintf(ss->mode_reason, sizeof ss->mode_reason, "%s; using ptrace", perf_err);
+            fprintf(stderr, "vmprofd: %s\n", ss->mode_reason);
+        }
+        return true;
+    }
+    if (o->mode == VMPROFD_MODE_PTRACE)
+        fprintf(stderr, "vmprofd: cannot profile pid %d: %s\n", (int)ss->target.pid, ptrace_err);
+    else
+        fprintf(stderr, "vmprofd: cannot profile pid %d:\n  %s\n  %s\n", (int)ss->target.pid, perf_err, ptrace_err);
+    return false;
+}
+
+/* -- Notes for the report ------------------------------------------------------ */
+
+static void describe_status(int status, char *buf, size_t len)
+{
+    if (WIFEXITED(status))
+        snprintf(buf, len, " (exit status %d)", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        snprintf(buf, len, " (killed by signal %d, %s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else
+        buf[0] = '\0';
+}
+
+/* -- The run --------------------------------------------------------------- */
+
+static void install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    /* No SA_RESTART: a signal must cut a poll or waitpid short. */
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN); /* a closed stdout is reported as EPIPE */
+}
+
+static void restore_signals(void)
+{
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+}
+
+/* Starts or finds the target and opens a sampler on it; false after
+ * printing why not. */
+static bool attach(Session *ss)
+{
+    const VmprofdOptions *o = ss->o;
+    char err[1024];
+    if (o->command) {
+        if (!vmprofd_target_launch(&ss->target, o->command, err, sizeof err)) {
+            fprintf(stderr, "vmprofd: %s\n", err);
+            return false;
+        }
+    } else {
+        if (!vmprofd_target_attach(&ss->target, o->pid, err, sizeof err)) {
+            fprintf(stderr, "vmprofd: %s\n", err);
+            return false;
+        }
+        /* Before the sampler: the symbolizer reads /proc/PID/maps now,
+         * while the target surely lives, and the unwinder needs it. */
+        try_export(ss);
+        ensure_symbolizer(ss);
+        vmprofd_target_exe(ss->target.pid, ss->exe, sizeof ss->exe);
+    }
+    if (!open_sampler(ss))
+        return false;
+    if (o->command) {
+        if (!vmprofd_target_release(&ss->target, err, sizeof err)) {
+            fprintf(stderr, "vmprofd: cannot run '%s': %s\n", o->command[0],
+                    strncmp(err, "cannot run the command: ", 24) == 0 ? err + 24 : err);
+            return false;
+        }
+        ensure_symbolizer(ss);
+        vmprofd_target_exe(ss->target.pid, ss->exe, sizeof ss->exe);
+    }
+    if (!ss->ops->start(ss->sampler, err, sizeof err)) {
+        fprintf(stderr, "vmprofd: %s\n", err);
+        return false;
+    }
+    return true;
+}
+
+static void finish_target_on_failure(Session *ss)
+{
+    if (ss->sampler) {
+        SamplerStats st;
+        ss->ops->close(ss->sampler, on_sample, ss, &st);
+        ss->sampler = NULL;
+    }
+    /* A launched command not yet released exits when its pipe closes; one
+     * already running runs on, unprofiled. */
+    vmprofd_target_close(&ss->target);
+}
+
+int vmprofd_session_run(const VmprofdOptions *o)
+{
+    Session *ss = calloc(1, sizeof *ss);
+    if (!ss) {
+        fprintf(stderr, "vmprofd: out of memory\n");
+        return 1;
+    }
+    ss->o = o;
+    ss->target.pidfd = ss->target.go_fd = ss->target.exec_fd = -1;
+    stop_signal = 0;
+    install_signals();
+    vmprofd_progress_init(&ss->progress, o->quiet);
+
+    if (!attach(ss)) {
+        finish_target_on_failure(ss);
+        if (ss->sym)
+            vmprofd_symbolizer_free(ss->sym);
+        vmprofd_export_close(ss->exp);
+        restore_signals();
+        free(ss);
+        return 1;
+    }
+
+    time_t start_wall = time(NULL);
+    double t0 = now_s(), last_house = t0, last_rescan = t0, end_time = 0;
+    char stop_note[256] = "";
+    for (;;) {
+        double now = now_s();
+        double left = o->seconds - (now - t0);
+        if (left <= 0) {
+            end_time = t0 + o->seconds;
+            break;
+        }
+        if (stop_signal) {
+            end_time = now;
+            snprintf(stop_note, sizeof stop_note, "stopped by %s after %.3f s", strsignal(stop_signal), now - t0);
+            break;
+        }
+        SamplerStats st;
+        ss->ops->stats(ss->sampler, &st);
+        if (st.target_exited || vmprofd_target_check_exit(&ss->target)) {
+            end_time = now;
+            if (st.have_status && !ss->target.have_status)
+                vmprofd_target_set_status(&ss->target, st.status);
+            ss->target.exited = true;
+            break;
+        }
+        if ((now - last_rescan) * 1000.0 >= SESSION_RESCAN_MS) {
+            last_rescan = now;
+            ss->ops->rescan(ss->sampler);
+        }
+        if ((now - last_house) * 1000.0 >= SESSION_HOUSEKEEPING_MS) {
+            last_house = now;
+            try_export(ss);
+            ensure_symbolizer(ss);
+            vmprofd_progress_update(&ss->progress, ss->target.pid, left, ss->store.n);
+        }
+        int timeout = (int)(left * 1000.0) + 1;
+        if (timeout > SESSION_POLL_MS)
+            timeout = SESSION_POLL_MS;
+        ss->ops->poll(ss->sampler, timeout, vmprofd_target_exit_fd(&ss->target), on_sample, ss);
+    }
+    vmprofd_progress_clear(&ss->progress);
+    double seconds = end_time - t0;
+
+    /* The last counters before detaching; the descriptor outlives an
+     * exited VM's unlink, so this works after exit too. */
+    bool have_end = false;
+    char msg[256];
+    if (ss->exp)
+        have_end = vmprofd_export_read_counters(ss->exp, &ss->end, msg, sizeof msg);
+
+    SamplerStats final;
+    char final_note[512] = "";
+    const char *sn = ss->ops->note(ss->sampler);
+    if (sn)
+        snprintf(final_note, sizeof final_note, "%s", sn);
+    ss->ops->close(ss->sampler, on_sample, ss, &final);
+    ss->sampler = NULL;
+    if (final.have_status && !ss->target.have_status)
+        vmprofd_target_set_status(&ss->target, final.status);
+    if (ss->target.exited && ss->target.launched && !ss->target.have_status)
+        vmprofd_target_check_exit(&ss->target); /* reap it for the status */
+    /* The handlers stay until the outputs are written: a second Ctrl-C
+     * must not lose the profile of the first. */
+
+    /* -- Build the profile -- */
+    Profile *p = report_profile_new();
+    const ProfExportHeader *eh = ss->exp ? vmprofd_export_header(ss->exp) : NULL;
+    ReportHeader h;
+    memset(&h, 0, sizeof h);
+    h.vm_path = eh && eh->vm_path[0] ? eh->vm_path : ss->exe[0] ? ss->exe : "(unknown executable)";
+    h.start_wall = start_wall;
+    h.seconds = seconds;
+    h.requested_hz = o->rate_hz;
+    h.mode = ss->ops->mode;
+    h.mode_reason = ss->mode_reason[0] ? ss->mode_reason : NULL;
+    h.lost_samples = final.lost + ss->dropped;
+    h.have_counters = ss->have_start && have_end;
+    if (h.have_counters) {
+        h.start = ss->start;
+        h.end = ss->end;
+    }
+    report_profile_set_header(p, &h);
+
+    if (ss->target.exited) {
+        char st[128] = "";
+        if (ss->target.have_status)
+            describe_status(ss->target.status, st, sizeof st);
+        report_profile_add_note(p, "target exited after %.3f s%s", seconds, st);
+    }
+    if (stop_note[0])
+        report_profile_add_note(p, "%s", stop_note);
+    if (final_note[0])
+        report_profile_add_note(p, "%s", final_note); /* e.g. kernel samples excluded, and why */
+    if (!ss->exp) {
+        if (ss->exp_status == VMPROFD_EXPORT_INVALID) {
+            fprintf(stderr, "vmprofd: warning: %s; counters unavailable\n", ss->exp_msg);
+            report_profile_add_note(p, "%s: counters unavailable", ss->exp_msg);
+        } else {
+            report_profile_add_note(p, "no stvm export segment for pid %d: counters unavailable", (int)ss->target.pid);
+        }
+    } else if (!h.have_counters) {
+        report_profile_add_note(p, "the stvm export segment of pid %d became unreadable: counters unavailable",
+                                (int)ss->target.pid);
+    }
+    /* Lost samples are counted in the header (the report prints them);
+     * here only why they were lost. */
+    if (final.lost && ss->ops == &vmprofd_sampler_perf)
+        report_profile_add_note(p, "lost samples: the kernel's ring buffer was full (vmprofd did not keep up)");
+    else if (final.lost)
+        report_profile_add_note(p, "lost samples: vmprofd's timer fired late (it waited for a CPU), or a thread "
+                                   "vanished mid-sample");
+    if (final.throttled)
+        report_profile_add_note(p, "the kernel throttled sampling %llu times (kernel.perf_event_max_sample_rate)",
+                                (unsigned long long)final.throttled);
+    if (final.foreign)
+        report_profile_add_note(p, "%llu samples from processes the command started were left out",
+                                (unsigned long long)final.foreign);
+    if (ss->dropped)
+        report_profile_add_note(p, "%llu samples dropped: out of memory", (unsigned long long)ss->dropped);
+    if (!ss->sym)
+        report_profile_add_note(p, "the target's memory map could not be read: addresses are unresolved");
+
+    vmprofd_resolve_samples(p, ss->sym, &ss->store);
+    bool wrote = vmprofd_output_write_all(o, p);
+
+    if (!o->quiet) {
+        double cpu_s = (double)final.cpu_ns / 1e9;
+        char rate[96];
+        if (cpu_s > 0.001)
+            snprintf(rate, sizeof rate, "%.1f Hz of target CPU time", (double)ss->store.n / cpu_s);
+        else
+            snprintf(rate, sizeof rate, "target CPU time unknown");
+        char foreign[96] = "";
+        if (final.foreign)
+            snprintf(foreign, sizeof foreign, ", %llu from child processes left out (their CPU time is counted)",
+                     (unsigned long long)final.foreign);
+        fprintf(stderr,
+                "vmprofd: %zu samples in %.3f s from %llu thread%s (%s, asked %.0f Hz; cpu %.3f s), %llu lost%s; mode %s\n",
+                ss->store.n, seconds, (unsigned long long)final.threads, final.threads == 1 ? "" : "s", rate, o->rate_hz,
+                cpu_s, (unsigned long long)(final.lost + ss->dropped), foreign, ss->ops->mode);
+    }
+
+    restore_signals();
+    report_profile_free(p);
+    if (ss->sym)
+        vmprofd_symbolizer_free(ss->sym);
+    vmprofd_export_close(ss->exp);
+    vmprofd_target_close(&ss->target);
+    vmprofd_samples_free(&ss->store);
+    free(ss);
+    return wrote ? 0 : 1;
+}

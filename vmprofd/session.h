@@ -1,0 +1,23 @@
+/*
+ * vmprofd/session.h — one profiling run from attach to written outputs.
+ *
+ *   attach or launch ─► open the export, create the symbolizer, choose and
+ *   open a sampler (perf_event, else ptrace) ─► sample until --seconds,
+ *   SIGINT/SIGTERM or the target's exit (rescanning threads, refreshing
+ *   the symbolizer and the countdown meanwhile) ─► detach ─► resolve the
+ *   samples into a report Profile ─► write every output.
+ *
+ * Whatever ends the sampling, what was collected is written.
+ *
+ * Who may call: vmprofd/main.c.
+ */
+#ifndef VMPROFD_SESSION_H
+#define VMPROFD_SESSION_H
+
+#include "vmprofd/options.h"
+
+/* Answers the process exit status: 0 written, 1 could not profile or
+ * could not write an output. Messages go to stderr. */
+int vmprofd_session_run(const VmprofdOptions *o);
+
+#endif

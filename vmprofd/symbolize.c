@@ -1,0 +1,596 @@
+/*
+ * vmprofd/symbolize.c — native addresses of a live process to functions,
+ * source lines and mappings, through elfutils' libdwfl.
+ *
+ * One Dwfl describes the target's modules as /proc/PID/maps lists them.
+ * Maps change all the time in a VM (heap growth, new anonymous regions), so
+ * a refresh first hashes the maps text and re-reports only when it differs;
+ * libdwfl keeps modules reported again unchanged, with their ELF and DWARF
+ * already loaded. The address -> location cache is dropped only when the
+ * set of modules itself changes.
+ */
+#include "vmprofd/symbolize_internal.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* x86-64 canonical kernel half (4-level paging), as the brief for samples
+ * with PERF_SAMPLE_IP in the kernel defines it. */
+#define SYM_KERNEL_START 0xffff800000000000ULL
+
+/* First cache size: a 10 s profile of a benchmark touches a few thousand
+ * distinct native pcs, so this grows a handful of times at most. */
+#define SYM_CACHE_INITIAL 1024
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err == NULL || errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* -- Hashing ---------------------------------------------------------- */
+
+/* FNV-1a: only change detection, not adversarial input. */
+static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+
+/* splitmix64's finalizer: spreads nearby pcs over the table. */
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+/* -- Address cache ---------------------------------------------------- */
+
+static void cache_clear(Symbolizer *s)
+{
+    if (s->slots != NULL)
+        memset(s->slots, 0, s->cap * sizeof *s->slots);
+    s->count = 0;
+}
+
+static size_t cache_slot(const SymCacheSlot *slots, size_t cap, uint64_t addr, bool is_return)
+{
+    size_t i = (size_t)mix64(addr ^ (uint64_t)is_return) & (cap - 1);
+    while (slots[i].used && (slots[i].addr != addr || slots[i].is_return != is_return))
+        i = (i + 1) & (cap - 1);
+    return i;
+}
+
+static int cache_get(const Symbolizer *s, uint64_t addr, bool is_return)
+{
+    if (s->count == 0)
+        return -1;
+    size_t i = cache_slot(s->slots, s->cap, addr, is_return);
+    return s->slots[i].used ? s->slots[i].location : -1;
+}
+
+static void cache_put(Symbolizer *s, uint64_t addr, bool is_return, int location)
+{
+    /* Keep the load under 70% so probe runs stay short. */
+    if ((s->count + 1) * 10 >= s->cap * 7) {
+        size_t ncap = s->cap ? s->cap * 2 : SYM_CACHE_INITIAL;
+        SymCacheSlot *n = calloc(ncap, sizeof *n);
+        if (n == NULL)
+            return; /* a cache miss costs time, not correctness */
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->slots[i].used)
+                n[cache_slot(n, ncap, s->slots[i].addr, s->slots[i].is_return)] = s->slots[i];
+        free(s->slots);
+        s->slots = n;
+        s->cap = ncap;
+    }
+    size_t i = cache_slot(s->slots, s->cap, addr, is_return);
+    if (!s->slots[i].used)
+        s->count++;
+    s->slots[i] = (SymCacheSlot){.addr = addr, .location = location, .is_return = is_return, .used = 1};
+}
+
+/* -- Maps and module reporting ---------------------------------------- */
+
+static bool read_maps(pid_t pid, char **out, size_t *outlen)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    size_t cap = 16384, len = 0;
+    char *buf = malloc(cap);
+    while (buf != NULL) {
+        if (len == cap) {
+            char *n = realloc(buf, cap * 2);
+            if (n == NULL) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = n;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + len, cap - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        if (r == 0)
+            break;
+        len += (size_t)r;
+    }
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    if (buf == NULL)
+        return false;
+    *out = buf;
+    *outlen = len;
+    return true;
+}
+
+static int module_cmp(const void *a, const void *b)
+{
+    const SymModule *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int collect_module(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start, void *arg)
+{
+    (void)userdata;
+    (void)start;
+    Symbolizer *s = arg;
+    Dwarf_Addr lo = 0, hi = 0;
+    dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL);
+    if (s->nmods == s->capmods) {
+        size_t ncap = s->capmods ? s->capmods * 2 : 64;
+        SymModule *n = realloc(s->mods, ncap * sizeof *n);
+        if (n == NULL)
+            return DWARF_CB_ABORT;
+        s->mods = n;
+        s->capmods = ncap;
+    }
+    s->mods[s->nmods++] = (SymModule){
+        .mod = mod, .name = name ? name : "", .start = lo, .end = hi, .vanilla = -1};
+    return DWARF_CB_OK;
+}
+
+/* Rebuilds the sorted module table; when the module set changed, cached
+ * answers may name the wrong library and are dropped. */
+static void rebuild_modules(Symbolizer *s)
+{
+    s->nmods = 0;
+    dwfl_getmodules(s->dwfl, collect_module, s, 0);
+    if (s->nmods > 0) qsort(s->mods, s->nmods, sizeof *s->mods, module_cmp); /* mods may be NULL */
+    uint64_t h = FNV_OFFSET;
+    for (size_t i = 0; i < s->nmods; i++) {
+        h = fnv1a(h, s->mods[i].name, strlen(s->mods[i].name) + 1);
+        h = fnv1a(h, &s->mods[i].start, sizeof s->mods[i].start);
+        h = fnv1a(h, &s->mods[i].end, sizeof s->mods[i].end);
+    }
+    if (h != s->modules_hash) {
+        s->modules_hash = h;
+        cache_clear(s);
+        vmprofd_unwind_flush(s);
+    }
+}
+
+static bool report_modules(Symbolizer *s, const char *maps, size_t len, char *err, size_t errlen)
+{
+    dwfl_report_begin(s->dwfl);
+    int rc = dwfl_linux_proc_report(s->dwfl, s->pid);
+    if (rc != 0 && len > 0) {
+        /* The target may have exited between our read and libdwfl's: the
+         * copy we hold still describes it (without the vdso's address,
+         * which only the live auxv gives). */
+        FILE *f = fmemopen((void *)maps, len, "r");
+        if (f != NULL) {
+            rc = dwfl_linux_proc_maps_report(s->dwfl, f);
+            fclose(f);
+        }
+    }
+    if (rc != 0) {
+        set_err(err, errlen, "cannot read the modules of pid %d: %s", (int)s->pid,
+                rc > 0 ? strerror(rc) : dwfl_errmsg(-1));
+        dwfl_report_end(s->dwfl, NULL, NULL);
+        rebuild_modules(s);
+        return false;
+    }
+    if (dwfl_report_end(s->dwfl, NULL, NULL) != 0) {
+        set_err(err, errlen, "libdwfl: %s", dwfl_errmsg(-1));
+        rebuild_modules(s);
+        return false;
+    }
+    rebuild_modules(s);
+    return true;
+}
+
+/* -- Lifecycle -------------------------------------------------------- */
+
+static void strip_deleted(char *path)
+{
+    static const char suffix[] = " (deleted)";
+    size_t n = strlen(path), k = sizeof suffix - 1;
+    if (n > k && strcmp(path + n - k, suffix) == 0)
+        path[n - k] = '\0';
+}
+
+/* Remembers the vanilla executable by canonical path and by inode: maps
+ * names files by the path they were opened with, which may be a symlink. */
+static void resolve_vm_exe(Symbolizer *s, const char *vm_exe)
+{
+    char buf[PATH_MAX];
+    struct stat st;
+    if (vm_exe != NULL) {
+        s->vm_path = strdup(realpath(vm_exe, buf) ? buf : vm_exe);
+        s->vm_stat_ok = stat(vm_exe, &st) == 0;
+    } else {
+        char link[64];
+        snprintf(link, sizeof link, "/proc/%d/exe", (int)s->pid);
+        ssize_t n = readlink(link, buf, sizeof buf - 1);
+        if (n > 0) {
+            buf[n] = '\0';
+            strip_deleted(buf);
+            s->vm_path = strdup(buf);
+        }
+        /* stat through the magic link reaches the file even if deleted */
+        s->vm_stat_ok = stat(link, &st) == 0;
+    }
+    if (s->vm_stat_ok) {
+        s->vm_dev = st.st_dev;
+        s->vm_ino = st.st_ino;
+    }
+}
+
+Symbolizer *vmprofd_symbolizer_new(pid_t pid, const char *vm_exe, uint64_t code_zone_start,
+                                   uint64_t code_zone_end, char *err, size_t errlen)
+{
+    Symbolizer *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        set_err(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->pid = pid;
+    s->zone_start = code_zone_start;
+    s->zone_end = code_zone_end > code_zone_start ? code_zone_end : code_zone_start;
+    s->callbacks.find_elf = dwfl_linux_proc_find_elf;
+    s->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+    s->callbacks.debuginfo_path = NULL; /* libdwfl's default: .debug, /usr/lib/debug */
+    s->dwfl = dwfl_begin(&s->callbacks);
+    if (s->dwfl == NULL) {
+        set_err(err, errlen, "libdwfl: %s", dwfl_errmsg(-1));
+        free(s);
+        return NULL;
+    }
+    char *maps = NULL;
+    size_t len = 0;
+    if (!read_maps(pid, &maps, &len)) {
+        set_err(err, errlen, "cannot read /proc/%d/maps: %s (is the process alive and yours?)", (int)pid,
+                strerror(errno));
+        vmprofd_symbolizer_free(s);
+        return NULL;
+    }
+    resolve_vm_exe(s, vm_exe);
+    s->maps_hash = fnv1a(FNV_OFFSET, maps, len);
+    bool ok = report_modules(s, maps, len, err, errlen);
+    free(maps);
+    if (!ok) {
+        vmprofd_symbolizer_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void vmprofd_symbolizer_refresh(Symbolizer *s)
+{
+    char *maps = NULL;
+    size_t len = 0;
+    if (s == NULL || !read_maps(s->pid, &maps, &len))
+        return; /* target gone: what we know still symbolizes its samples */
+    uint64_t h = fnv1a(FNV_OFFSET, maps, len);
+    if (h != s->maps_hash && len > 0) {
+        s->maps_hash = h;
+        report_modules(s, maps, len, NULL, 0);
+    }
+    free(maps);
+}
+
+void vmprofd_symbolizer_free(Symbolizer *s)
+{
+    if (s == NULL)
+        return;
+    vmprofd_unwind_release(s);
+    if (s->dwfl != NULL)
+        dwfl_end(s->dwfl);
+    free(s->mods);
+    free(s->slots);
+    free(s->vm_path);
+    free(s);
+}
+
+/* -- Modules ---------------------------------------------------------- */
+
+SymModule *vmprofd_symbolize_module_at(Symbolizer *s, uint64_t addr)
+{
+    size_t lo = 0, hi = s->nmods;
+    while (lo < hi) { /* first module starting above addr */
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->mods[mid].start <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return NULL;
+    SymModule *m = &s->mods[lo - 1];
+    return addr < m->end ? m : NULL;
+}
+
+bool vmprofd_symbolize_module_elf(SymModule *m)
+{
+    if (!m->elf_tried) {
+        m->elf_tried = true;
+        m->elf = dwfl_module_getelf(m->mod, &m->bias);
+        if (m->elf != NULL)
+            m->image = elf_rawfile(m->elf, &m->image_len);
+    }
+    return m->elf != NULL;
+}
+
+bool vmprofd_symbolize_read_image(SymModule *m, uint64_t addr, void *dst, size_t n)
+{
+    if (!vmprofd_symbolize_module_elf(m) || m->image == NULL)
+        return false;
+    uint64_t vaddr = addr - m->bias;
+    size_t nph = 0;
+    if (elf_getphdrnum(m->elf, &nph) != 0)
+        return false;
+    for (size_t i = 0; i < nph; i++) {
+        GElf_Phdr ph;
+        if (gelf_getphdr(m->elf, (int)i, &ph) == NULL || ph.p_type != PT_LOAD || (ph.p_flags & PF_W))
+            continue; /* writable segments differ from the file once relocated */
+        if (vaddr < ph.p_vaddr || ph.p_filesz < n || vaddr - ph.p_vaddr > ph.p_filesz - n)
+            continue;
+        uint64_t off = ph.p_offset + (vaddr - ph.p_vaddr);
+        if (off > m->image_len || m->image_len - off < n)
+            return false;
+        memcpy(dst, m->image + off, n);
+        return true;
+    }
+    return false;
+}
+
+static bool module_is_vanilla(const Symbolizer *s, SymModule *m)
+{
+    if (m->vanilla < 0) {
+        m->vanilla = 0;
+        if (s->vm_path != NULL && strcmp(m->name, s->vm_path) == 0) {
+            m->vanilla = 1;
+        } else if (s->vm_stat_ok && m->name[0] == '/') {
+            struct stat st;
+            m->vanilla = stat(m->name, &st) == 0 && st.st_dev == s->vm_dev && st.st_ino == s->vm_ino;
+        }
+    }
+    return m->vanilla == 1;
+}
+
+/* File offset and build id, for pprof's Mapping. */
+static void module_facts(SymModule *m)
+{
+    if (m->facts_done)
+        return;
+    m->facts_done = true;
+    m->build_id[0] = '\0';
+    if (!vmprofd_symbolize_module_elf(m))
+        return;
+    size_t nph = 0;
+    if (elf_getphdrnum(m->elf, &nph) == 0) {
+        for (size_t i = 0; i < nph; i++) {
+            GElf_Phdr ph;
+            if (gelf_getphdr(m->elf, (int)i, &ph) != NULL && ph.p_type == PT_LOAD) {
+                /* the module's start is this segment's page, mapped from
+                 * the page-aligned offset */
+                uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+                m->file_offset = ph.p_offset & ~(page - 1);
+                break;
+            }
+        }
+    }
+    const unsigned char *bits = NULL;
+    GElf_Addr vaddr = 0;
+    int n = dwfl_module_build_id(m->mod, &bits, &vaddr);
+    if (n > 0 && bits != NULL) {
+        if (n > VMPROFD_BUILD_ID_MAX_BYTES)
+            n = VMPROFD_BUILD_ID_MAX_BYTES;
+        static const char hex[] = "0123456789abcdef";
+        for (int i = 0; i < n; i++) {
+            m->build_id[2 * i] = hex[bits[i] >> 4];
+            m->build_id[2 * i + 1] = hex[bits[i] & 15];
+        }
+        m->build_id[2 * n] = '\0';
+    }
+}
+
+/* -- Lookup ----------------------------------------------------------- */
+
+typedef struct DwarfFacts {
+    const char *name, *file;
+    int decl_line, call_line;
+    uint64_t low_pc;
+} DwarfFacts;
+
+/* The concrete function containing q (DW_TAG_subprogram, never an inlined
+ * instance): its name, file and declaration line; and when q sits in code
+ * inlined into it, the line of the outermost inlined call — the line of
+ * *this* function the sample belongs to. */
+static void dwarf_facts(SymModule *m, uint64_t q, DwarfFacts *f)
+{
+    Dwarf_Addr bias = 0;
+    Dwarf_Die *cu = dwfl_module_addrdie(m->mod, q, &bias);
+    if (cu == NULL)
+        return;
+    Dwarf_Die *scopes = NULL;
+    int n = dwarf_getscopes(cu, q - bias, &scopes);
+    for (int i = 0; i < n; i++) {
+        if (dwarf_tag(&scopes[i]) != DW_TAG_subprogram)
+            continue;
+        f->name = dwarf_diename(&scopes[i]);
+        f->file = dwarf_decl_file(&scopes[i]);
+        int line = 0;
+        if (dwarf_decl_line(&scopes[i], &line) == 0)
+            f->decl_line = line;
+        Dwarf_Addr lo = 0;
+        if (dwarf_lowpc(&scopes[i], &lo) == 0)
+            f->low_pc = lo + bias;
+        if (i > 0 && dwarf_tag(&scopes[i - 1]) == DW_TAG_inlined_subroutine) {
+            Dwarf_Attribute attr;
+            Dwarf_Word w = 0;
+            if (dwarf_formudata(dwarf_attr(&scopes[i - 1], DW_AT_call_line, &attr), &w) == 0 && w <= INT_MAX)
+                f->call_line = (int)w;
+        }
+        break;
+    }
+    free(scopes);
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+void vmprofd_symbolize_lookup(Symbolizer *s, uint64_t addr, bool is_return_address, SymbolizedAddr *out)
+{
+    memset(out, 0, sizeof *out);
+    out->function = "[unknown]";
+    out->region = REPORT_REGION_REST;
+    if (addr >= SYM_KERNEL_START) {
+        out->function = "[kernel]";
+        return;
+    }
+    /* A return address points after the call; the call itself may be the
+     * last instruction of the function, or on another line. */
+    uint64_t q = is_return_address && addr > 0 ? addr - 1 : addr;
+    if (q >= s->zone_start && q < s->zone_end) {
+        out->function = "[code zone]";
+        out->region = REPORT_REGION_GENERATED;
+        out->module = "[code zone]";
+        out->module_start = s->zone_start;
+        out->module_end = s->zone_end;
+        return;
+    }
+    SymModule *m = vmprofd_symbolize_module_at(s, q);
+    if (m == NULL)
+        return;
+    module_facts(m);
+    out->module = m->name;
+    out->module_start = m->start;
+    out->module_end = m->end;
+    out->module_offset = m->file_offset;
+    out->build_id = m->build_id[0] ? m->build_id : NULL;
+    out->region = module_is_vanilla(s, m) ? REPORT_REGION_VANILLA : REPORT_REGION_REST;
+
+    GElf_Off off = 0;
+    GElf_Sym sym;
+    const char *name = dwfl_module_addrinfo(m->mod, q, &off, &sym, NULL, NULL, NULL);
+    DwarfFacts df = {0};
+    dwarf_facts(m, q, &df);
+    if (name != NULL && name[0] != '\0') {
+        out->function = name;
+        out->function_start = q - off;
+        out->function_size = sym.st_size;
+    } else if (df.name != NULL) {
+        out->function = df.name;
+        out->function_start = df.low_pc;
+    } else {
+        /* pseudo files ("[vdso]") are already bracketed */
+        if (m->name[0] == '[')
+            snprintf(s->namebuf, sizeof s->namebuf, "%s", m->name);
+        else
+            snprintf(s->namebuf, sizeof s->namebuf, "[%s]", base_name(m->name));
+        out->function = s->namebuf;
+        out->function_start = m->start;
+        out->function_size = m->end - m->start;
+        return;
+    }
+
+    int line = 0;
+    const char *line_file = NULL;
+    Dwfl_Line *l = dwfl_module_getsrc(m->mod, q);
+    if (l != NULL)
+        line_file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
+    out->file = df.file ? df.file : line_file;
+    out->function_line = df.decl_line;
+    out->line = df.call_line > 0 ? df.call_line : (line > 0 ? line : 0);
+}
+
+int vmprofd_symbolize(Symbolizer *s, Profile *p, uint64_t addr, bool is_return_address)
+{
+    if (p != s->cache_profile) {
+        cache_clear(s);
+        s->cache_profile = p;
+    }
+    int hit = cache_get(s, addr, is_return_address);
+    if (hit >= 0)
+        return hit;
+
+    SymbolizedAddr a;
+    vmprofd_symbolize_lookup(s, addr, is_return_address, &a);
+    int mapping = -1;
+    if (a.module != NULL) {
+        ReportMappingInfo mi = {
+            .start = a.module_start,
+            .limit = a.module_end,
+            .offset = a.module_offset,
+            .file = a.module,
+            .build_id = a.build_id,
+        };
+        mapping = report_profile_add_mapping(p, &mi);
+    }
+    ReportFunctionInfo fi = {
+        .name = a.function,
+        .file = a.file,
+        .start_line = a.function_line,
+        .region = a.region,
+        .start = a.function_start,
+        .size = a.function_size,
+        .mapping = mapping,
+    };
+    int fn = report_profile_add_function(p, &fi);
+    int loc = report_profile_add_location(p, fn, addr, a.line);
+    if (loc >= 0)
+        cache_put(s, addr, is_return_address, loc);
+    return loc;
+}

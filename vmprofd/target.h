@@ -1,0 +1,68 @@
+/*
+ * vmprofd/target.h — the process being profiled: finding it (--pid) or
+ * starting it (-- COMMAND), listing its threads, noticing its exit, and
+ * facts about it read from /proc (owner, executable, CPU time).
+ *
+ * A launched command is forked at once but waits on a pipe before exec, so
+ * the samplers can attach to it first (perf: enable_on_exec; ptrace: seize)
+ * and see it from its first instruction; vmprofd_target_release lets it
+ * exec and reports an exec failure as an error.
+ *
+ * Exit is watched through a pidfd (readable once the process has exited),
+ * which also guards against the pid being reused while we sample.
+ *
+ * Who may call: vmprofd/session.c, vmprofd/sample_*.c, vmprofd/permission.c.
+ */
+#ifndef VMPROFD_TARGET_H
+#define VMPROFD_TARGET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct Target {
+    pid_t pid;
+    bool launched;    /* our child, started from -- COMMAND */
+    int pidfd;        /* -1 when the kernel has no pidfd_open */
+    int go_fd;        /* launch: the child execs when this is written or closed */
+    int exec_fd;      /* launch: reads EOF after a successful exec, else its errno */
+    bool exited;
+    bool have_status; /* launched child: its wait status is known */
+    int status;
+} Target;
+
+/* --pid: checks that pid is a live process other than vmprofd itself.
+ * A thread id is accepted and means its process. Answers false with
+ * "no process with pid N" (or why else it cannot be a target) in err. */
+bool vmprofd_target_attach(Target *t, pid_t pid, char *err, size_t errlen);
+
+/* -- COMMAND: forks a child that waits before exec (see above). */
+bool vmprofd_target_launch(Target *t, char *const argv[], char *err, size_t errlen);
+/* Lets the launched child exec; false (and the child reaped) when the
+ * exec failed: err says why ("cannot run 'foo': No such file or directory"). */
+bool vmprofd_target_release(Target *t, char *err, size_t errlen);
+
+/* Non-blocking: true once the target has exited. For a launched child it
+ * also reaps it and records the wait status when it is still ours to reap. */
+bool vmprofd_target_check_exit(Target *t);
+/* A sampler reaped the child (ptrace waits for its tracees): record it. */
+void vmprofd_target_set_status(Target *t, int status);
+/* The fd to poll for exit (the pidfd), or -1. */
+int vmprofd_target_exit_fd(const Target *t);
+void vmprofd_target_close(Target *t);
+
+/* Thread ids of pid from /proc/PID/task, malloc'd (caller frees);
+ * NULL with *n == 0 when the process is gone. */
+pid_t *vmprofd_target_threads(pid_t pid, size_t *n);
+/* Sum of the CPU time of pid's live threads (schedstat of each /proc/PID/task entry,
+ * nanoseconds); 0 when unknown. */
+uint64_t vmprofd_target_cpu_ns(pid_t pid);
+/* Real uid of pid (/proc/PID/status). */
+bool vmprofd_target_uid(pid_t pid, uid_t *uid);
+/* The executable (/proc/PID/exe), "" when unreadable. */
+void vmprofd_target_exe(pid_t pid, char *buf, size_t len);
+/* TracerPid of pid from /proc/PID/status: 0 when not traced. */
+pid_t vmprofd_target_tracer(pid_t pid);
+
+#endif
