@@ -63,11 +63,13 @@ static uint32_t index_of(const JitZone *z, const void *p)
 
 /* -- Mapping --------------------------------------------------------------------- */
 
+/* The whole zone [lo, lo + bytes) lies within JIT_ZONE_NEAR_REACH of near. */
 static bool within_reach(uintptr_t lo, size_t bytes, uintptr_t near)
 {
     uintptr_t hi = lo + bytes;
-    uintptr_t far = lo < near ? (hi > near ? (near - lo > hi - near ? near - lo : hi - near) : near - lo) : hi - near;
-    return far <= JIT_ZONE_NEAR_REACH;
+    uintptr_t d_lo = lo > near ? lo - near : near - lo;
+    uintptr_t d_hi = hi > near ? hi - near : near - hi;
+    return (d_lo > d_hi ? d_lo : d_hi) <= JIT_ZONE_NEAR_REACH;
 }
 
 static void *map_at(uintptr_t hint, size_t bytes, int extra)

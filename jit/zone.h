@@ -97,10 +97,12 @@ typedef struct JitZoneStats {
     uint64_t methods_evicted;   /* of those, chosen by compaction's LRU */
     uint64_t methods_moved;
     /* The zone now: */
-    size_t bytes_in_use;  /* live pieces in the method area */
-    size_t bytes_in_holes; /* freed pieces not yet compacted away */
-    size_t bytes_free;    /* room left to bump-allocate (before the young reserve) */
-    size_t bytes_young_reserve; /* the slots reserved for the young referrers */
+    size_t bytes_trampolines;   /* used of the trampoline area */
+    size_t bytes_in_use;        /* live pieces in the method area */
+    size_t bytes_in_holes;      /* freed pieces not yet compacted away */
+    size_t bytes_young_reserve; /* one slot per method-area header (see Invariants) */
+    size_t bytes_free;          /* between free and the reserve: an alloc of n
+                                   succeeds iff round16(n) + 8 <= bytes_free */
     uint32_t methods_live, young_referrers;
 } JitZoneStats;
 
@@ -177,7 +179,7 @@ typedef struct JitZoneRelocate {
 
 /* Frees least recently used methods until at least a quarter of the method
  * area is free (fewer if can_free refuses), then slides the survivors down
- * in address order. Answers the bytes then free for allocation. */
+ * in address order. Answers the bytes then free (JitZoneStats.bytes_free). */
 size_t jit_zone_compact(JitZone *z, const JitZoneRelocate *cb);
 /* During on_move and before_slide only: where the byte at p will be after
  * this compaction. NULL for an address inside a freed piece; p itself for an
