@@ -160,16 +160,18 @@ typedef struct JitMethodLayout {
     uint32_t size; /* what to ask jit_zone_alloc / jit_zone_shrink for */
 } JitMethodLayout;
 
-/* false when the piece would not fit the 32-bit offsets. */
+/* false (and an all-zero layout) when the piece would not fit the 32-bit
+ * offsets. */
 static inline bool jit_method_layout(JitMethodLayout *l, size_t code_bytes, size_t map_bytes, uint32_t map_count,
                                      uint32_t lit_count)
 {
     uint64_t map_offset = (uint64_t)JIT_METHOD_CODE + code_bytes;
     uint64_t lits = (map_offset + map_bytes + JIT_METHOD_LIT_ALIGN - 1) & ~(uint64_t)(JIT_METHOD_LIT_ALIGN - 1);
     uint64_t size = jit_method_round(lits + (uint64_t)lit_count * sizeof(uint32_t));
-    if (code_bytes > UINT32_MAX || map_bytes > UINT32_MAX || size > UINT32_MAX) return false;
-    *l = (JitMethodLayout){ (uint32_t)map_offset, map_count, (uint32_t)lits, lit_count, (uint32_t)size };
-    return true;
+    bool fits = code_bytes <= UINT32_MAX && map_bytes <= UINT32_MAX && size <= UINT32_MAX;
+    *l = fits ? (JitMethodLayout){ (uint32_t)map_offset, map_count, (uint32_t)lits, lit_count, (uint32_t)size }
+              : (JitMethodLayout){ 0 };
+    return fits;
 }
 
 /* Writes the layout into the header of a piece at least l->size bytes big;
