@@ -97,20 +97,6 @@ static bool prim_as_integer(Oop *args, Oop *result)
 
 /* -- Comparing ------------------------------------------------------------------ */
 
-static bool prim_equal(Oop *args, Oop *result)
-{
-    *result = vm_bool(vm_num_equal(args[0], args[1]));
-    return true;
-}
-
-static bool prim_less(Oop *args, Oop *result)
-{
-    bool ok;
-    int c = vm_num_compare(args[0], args[1], &ok);
-    if (!ok) return numeric_type_error(args[1]);
-    *result = vm_bool(c == -1);
-    return true;
-}
 
 /* -- Converting ------------------------------------------------------------------ */
 
@@ -152,8 +138,8 @@ const VmPrimDef vm_prims_double[] = {
     {"Double", false, "asInteger", prim_as_integer},
     {"Double", false, "cos", prim_cos},
     {"Double", false, "sin", prim_sin},
-    {"Double", false, "=", prim_equal},
-    {"Double", false, "<", prim_less},
+    {"Double", false, "=", vm_prim_number_equal},
+    {"Double", false, "<", vm_prim_number_less},
     {"Double", false, "asString", prim_as_string},
     {"Double", true, "PositiveInfinity", prim_positive_infinity},
     {"Double", true, "fromString:", prim_from_string},

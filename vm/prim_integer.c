@@ -235,20 +235,6 @@ static bool prim_at_random(Oop *args, Oop *result)
 
 /* -- Comparing ------------------------------------------------------------------ */
 
-static bool prim_equal(Oop *args, Oop *result)
-{
-    *result = vm_bool(vm_num_equal(args[0], args[1]));
-    return true;
-}
-
-static bool prim_less(Oop *args, Oop *result)
-{
-    bool ok;
-    int c = vm_num_compare(args[0], args[1], &ok);
-    if (!ok) return numeric_type_error(args[1]);
-    *result = vm_bool(c == -1);
-    return true;
-}
 
 /* -- Converting ------------------------------------------------------------------ */
 
@@ -302,8 +288,8 @@ const VmPrimDef vm_prims_integer[] = {
     {"Integer", false, "bitXor:", prim_bit_xor},
     {"Integer", false, "sqrt", prim_sqrt},
     {"Integer", false, "atRandom", prim_at_random},
-    {"Integer", false, "=", prim_equal},
-    {"Integer", false, "<", prim_less},
+    {"Integer", false, "=", vm_prim_number_equal},
+    {"Integer", false, "<", vm_prim_number_less},
     {"Integer", false, "asString", prim_as_string},
     {"Integer", false, "as32BitSignedValue", prim_as_32bit_signed},
     {"Integer", false, "as32BitUnsignedValue", prim_as_32bit_unsigned},

@@ -27,4 +27,9 @@ static inline bool numeric_type_error(Oop arg)
     return vm_prim_error("Expected a numeric type but got type '%s'.", vm_num_type_name(arg));
 }
 
+/* = and < are the same primitive for Integer and Double: exact comparison
+ * across both kinds (vm_num_compare). */
+bool vm_prim_number_equal(Oop *args, Oop *result);
+bool vm_prim_number_less(Oop *args, Oop *result);
+
 #endif
