@@ -281,9 +281,18 @@ static uint32_t known_index(const char *name)
 
 /* Field-name resolver for the compiler: the superclass's full field list. */
 typedef struct ResolverState {
-    const char **names;
+    const char **names; /* the answer of the latest call */
     size_t cap;
+    char **owned;       /* every name string handed out, freed after compiling */
+    size_t nowned, owned_cap;
 } ResolverState;
+
+static void resolver_free(ResolverState *st)
+{
+    for (size_t i = 0; i < st->nowned; i++) free(st->owned[i]);
+    free(st->owned);
+    free(st->names);
+}
 
 static bool resolve_fields(const char *super_name, bool class_side, const char *const **names, size_t *count,
                            void *ctx)
@@ -312,7 +321,13 @@ static bool resolve_fields(const char *super_name, bool class_side, const char *
         if (!c) vm_out_of_memory("field names");
         memcpy(c, obj_bytes(s), len);
         c[len] = 0;
-        st->names[nh + i] = c; /* freed by free_resolver */
+        if (st->nowned == st->owned_cap) {
+            st->owned_cap = st->owned_cap ? st->owned_cap * 2 : 32;
+            st->owned = realloc(st->owned, st->owned_cap * sizeof(char *));
+            if (!st->owned) vm_out_of_memory("field names");
+        }
+        st->owned[st->nowned++] = c;
+        st->names[nh + i] = c;
     }
     *names = st->names;
     *count = nh + nf;
@@ -430,8 +445,7 @@ static Oop load_from_file(const char *path, const char *name)
     memset(&err, 0, sizeof err);
     ClassDesc *cd = vm_compile_class(path, src, len, resolve_fields, &st, &err);
     free(src);
-    /* field names copied by the resolver are owned here */
-    free(st.names);
+    resolver_free(&st); /* the compiler copied what it kept */
     if (!cd) {
         fflush(stdout);
         fprintf(stderr, "%s:%d:%d: error: %s\n", err.file[0] ? err.file : path, err.line, err.col, err.msg);
