@@ -717,7 +717,7 @@ primitive : {
         DISPATCH();
     case SP_MISSING: {
         char cls[256], s[256];
-        snprintf(msg, sizeof msg, "primitive %s>>%s is not implemented by this VM",
+        snprintf(msg, sizeof msg, "%s>>%s is declared primitive, but this VM has no such primitive",
                  vm_class_name_cstr(obj_slots(m)[METHOD_HOLDER], cls, sizeof cls),
                  vm_string_cstr(obj_slots(m)[METHOD_SIGNATURE], s, sizeof s));
         WRITE_BACK();
