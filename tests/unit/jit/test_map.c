@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/jit/panics.h"
+
 #include "jit/map.h"
 #include "jit/method.h"
 
@@ -395,21 +397,6 @@ static void the_gc_visits_the_method_oop_and_every_literal_site(void **state)
 
 /* -- Broken invariants --------------------------------------------------------------- */
 
-/* Runs fn in a child and answers whether it died of abort (vm_panic). */
-static bool panics(void (*fn)(void))
-{
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        if (!freopen("/dev/null", "w", stderr)) _exit(2);
-        fn();
-        _exit(0);
-    }
-    int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
-}
 
 static void add_out_of_order(void)
 {

@@ -21,6 +21,8 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/jit/panics.h"
+
 #include "jit/zone.h"
 
 #define SMALL_ZONE ((size_t)64 << 10)
@@ -73,21 +75,6 @@ static int fill(JitMethod **ms, size_t bytes)
     return n;
 }
 
-/* Runs fn in a child and answers whether it died of abort (vm_panic). */
-static bool panics(void (*fn)(void))
-{
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        if (!freopen("/dev/null", "w", stderr)) _exit(2);
-        fn();
-        _exit(0);
-    }
-    int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
-}
 
 /* -- A recording owner ------------------------------------------------------------ */
 
