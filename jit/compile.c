@@ -1,0 +1,560 @@
+/*
+ * jit/compile.c — the template compiler (the frame and calling conventions
+ * are drawn in jit/compile.h).
+ *
+ * Two passes over the bytecodes: the first checks that every bytecode can be
+ * compiled, finds the jump targets and bounds the code size; the second emits
+ * one template per bytecode into a piece allocated at that bound, which is
+ * then shrunk to the code plus its mcpc -> bcpc map.
+ *
+ * The X64Buf starts at the JitMethod header, not at the code, so buffer
+ * offsets are the header offsets jit/map.h's mcpcs are counted in, and the
+ * prologue reaches the header's method field through a label bound at 0.
+ */
+#include "jit/compile.h"
+
+#include "jit/map.h"
+#include "jit/x64.h"
+#include "vm/frame.h"
+#include "vm/method.h"
+#include "vm/vm.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define RAX JIT_X64_RAX
+#define RCX JIT_X64_RCX
+#define RDX JIT_X64_RDX
+#define RSP JIT_X64_RSP
+#define RBP JIT_X64_RBP
+#define RSI JIT_X64_RSI
+#define RDI JIT_X64_RDI
+#define R11 JIT_X64_R11
+
+/* Code-size bounds, in bytes, of each template (measured from the encodings
+ * below with margin; an underestimate only makes jit_compile decline). */
+#define BOUND_PROLOGUE 64
+#define BOUND_PER_TEMP 2
+#define BOUND_SIMPLE 24        /* pushes, stores, returns, plain jumps */
+#define BOUND_SEND 40          /* argument registers, call, drop, push */
+#define BOUND_FIELD_STORE 80   /* store + inline barrier check + call */
+#define BOUND_SPECIAL 120      /* inline SmallInteger path + generic send */
+#define BOUND_COND_JUMP 96     /* two compares + mustBeBoolean send */
+#define BOUND_BACK_JUMP 48     /* safepoint check + call + jmp */
+#define BOUND_TAIL 16
+#define MAP_ENTRIES_PER_BYTECODE 3
+
+typedef struct Compiler {
+    const JitCompileRuntime *rt;
+    Oop method;
+    const uint8_t *code;
+    size_t len;
+    int nargs, ntemps;
+    bool *target;     /* [len + 1]: some jump lands here */
+    X64Label *labels; /* [len + 1]: bytecode pc -> its code */
+    X64Buf b;
+    JitMapBuilder map;
+} Compiler;
+
+static void say(char *why, size_t whylen, const char *fmt, ...)
+{
+    if (!why || !whylen) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, whylen, fmt, ap);
+    va_end(ap);
+}
+
+static unsigned operand_w(const uint8_t *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
+
+/* Where a jump at pc lands, or -1 when it is not a jump. */
+static long jump_target(const uint8_t *code, size_t pc)
+{
+    uint8_t op = code[pc];
+    size_t next = pc + vm_bytecode_length[op];
+    switch (op) {
+    case BC_JUMP:
+    case BC_JUMP_IF_TRUE:
+    case BC_JUMP_IF_FALSE:
+    case BC_JUMP_IF_NIL:
+    case BC_JUMP_IF_NOT_NIL: return (long)(next + operand_w(code + pc + 1));
+    case BC_JUMP_BACK: return (long)next - (long)operand_w(code + pc + 1);
+    default: return -1;
+    }
+}
+
+static bool is_compare(uint8_t op) { return op >= BC_SEND_LT && op <= BC_SEND_NE; }
+
+static size_t template_bound(uint8_t op)
+{
+    switch (op) {
+    case BC_SEND:
+    case BC_SEND_W: return BOUND_SEND;
+    case BC_STORE_FIELD:
+    case BC_POP_FIELD: return BOUND_FIELD_STORE;
+    case BC_JUMP_IF_TRUE:
+    case BC_JUMP_IF_FALSE:
+    case BC_JUMP_IF_NIL:
+    case BC_JUMP_IF_NOT_NIL: return BOUND_COND_JUMP;
+    case BC_JUMP_BACK: return BOUND_BACK_JUMP;
+    default: return op >= BC_SEND_ADD && op <= BC_SEND_LENGTH ? BOUND_SPECIAL : BOUND_SIMPLE;
+    }
+}
+
+/* -- First pass: can it be compiled? ---------------------------------------------- */
+
+static const char *declined_bytecode(uint8_t op)
+{
+    switch (op) {
+    case BC_HALT: return "HALT";
+    case BC_PUSH_VAR:
+    case BC_STORE_VAR:
+    case BC_POP_VAR: return "an unquickened variable access";
+    case BC_PUSH_OUTER:
+    case BC_STORE_OUTER:
+    case BC_POP_OUTER: return "an outer variable";
+    case BC_PUSH_BLOCK:
+    case BC_PUSH_BLOCK_W: return "a block";
+    case BC_RETURN_NONLOCAL: return "a non-local return";
+    case BC_SUPER_SEND:
+    case BC_SUPER_SEND_W: return "a super send";
+    case BC_PUSH_GLOBAL:
+    case BC_PUSH_GLOBAL_W: return "a global";
+    default: return NULL;
+    }
+}
+
+/* Checks every bytecode, marks jump targets and answers the code bound, or
+ * 0 with the reason in why. */
+static size_t scan(Compiler *c, char *why, size_t whylen)
+{
+    size_t bound = JIT_METHOD_CODE + BOUND_PROLOGUE + BOUND_PER_TEMP * (size_t)c->ntemps + BOUND_TAIL;
+    size_t nlits = vm_method_pointer_slots(c->method) - METHOD_FIXED_SLOTS;
+    for (size_t pc = 0; pc < c->len; pc += vm_bytecode_length[c->code[pc]]) {
+        uint8_t op = c->code[pc];
+        if (op >= BC_COUNT || pc + vm_bytecode_length[op] > c->len) {
+            say(why, whylen, "bytecode %zu is malformed", pc);
+            return 0;
+        }
+        const char *no = declined_bytecode(op);
+        if (no) {
+            say(why, whylen, "it has %s (%s at bytecode %zu)", no, vm_bytecode_name[op], pc);
+            return 0;
+        }
+        long t = jump_target(c->code, pc);
+        if (op == BC_JUMP || (op >= BC_JUMP_BACK && op <= BC_JUMP_IF_NOT_NIL)) {
+            if (t < 0 || (size_t)t > c->len) {
+                say(why, whylen, "the jump at bytecode %zu leaves the method", pc);
+                return 0;
+            }
+            c->target[t] = true;
+        }
+        size_t lit = op == BC_PUSH_LITERAL || op == BC_SEND ? c->code[pc + 1]
+                     : op == BC_PUSH_LITERAL_W || op == BC_SEND_W ? operand_w(c->code + pc + 1)
+                                                                  : 0;
+        if (lit >= nlits && (op == BC_PUSH_LITERAL || op == BC_SEND || op == BC_PUSH_LITERAL_W || op == BC_SEND_W)) {
+            say(why, whylen, "bytecode %zu names literal %zu of %zu", pc, lit, nlits);
+            return 0;
+        }
+        bound += template_bound(op) + BOUND_COND_JUMP; /* + a fused jump's slow path */
+    }
+    return bound;
+}
+
+/* -- Emit helpers --------------------------------------------------------------------- */
+
+static uint32_t mcpc(const Compiler *c) { return (uint32_t)jit_x64_size(&c->b); }
+
+static void push_oop(Compiler *c, Oop v)
+{
+    jit_x64_mov_ri(&c->b, RAX, (int64_t)v);
+    jit_x64_push_r(&c->b, RAX);
+}
+
+static void cmp_rax_oop(Compiler *c, Oop v)
+{
+    jit_x64_mov_ri(&c->b, R11, (int64_t)v);
+    jit_x64_cmp_rr(&c->b, RAX, R11);
+}
+
+static X64Mem self_slot(void) { return jit_x64_mem(RBP, 8 * FRAME_RECEIVER); }
+static X64Mem temp_slot(int t) { return jit_x64_mem(RBP, 8 * (FRAME_FIRST_TEMP - t)); }
+static X64Mem arg_slot(int k) { return jit_x64_mem(RBP, 8 * k); }
+static X64Mem field_of_rax(int i) { return jit_x64_mem(RAX, (int32_t)(8 + 8 * i)); }
+
+/* A send through the send trampoline; the receiver and nargs arguments are
+ * on the stack, the result replaces them. The map entry is the call's
+ * return address. */
+static void emit_send(Compiler *c, int64_t tag, int nargs, size_t bcpc)
+{
+    jit_x64_mov_ri(&c->b, RDI, tag);
+    jit_x64_mov_ri(&c->b, RSI, nargs);
+    jit_x64_xor_rr(&c->b, RDX, RDX);
+    jit_x64_call_rel32(&c->b, c->rt->send);
+    jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_SEND);
+    jit_x64_lea_rm(&c->b, RSP, jit_x64_mem(RSP, 8 * (nargs + 1)));
+    jit_x64_push_r(&c->b, RAX);
+}
+
+static void jcc_to(Compiler *c, X64Cond cc, X64Label *l, size_t bcpc)
+{
+    jit_x64_jcc_label32(&c->b, cc, l);
+    jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_BRANCH);
+}
+
+static void epilogue(Compiler *c)
+{
+    jit_x64_mov_rr(&c->b, RSP, RBP);
+    jit_x64_pop_r(&c->b, RBP);
+    jit_x64_ret(&c->b);
+}
+
+/* -- Templates -------------------------------------------------------------------------- */
+
+static void emit_prologue(Compiler *c, X64Label *header)
+{
+    X64Buf *b = &c->b;
+    jit_x64_push_r(b, RBP);
+    jit_x64_mov_rr(b, RBP, RSP);
+    jit_x64_lea_rl(b, RAX, header);
+    jit_x64_mov_rm(b, RAX, jit_x64_mem(RAX, offsetof(JitMethod, method)));
+    jit_x64_push_r(b, RAX); /* fp[-1] method */
+    jit_x64_mov_ri(b, R11, (int64_t)c->rt->nil);
+    jit_x64_push_r(b, R11); /* fp[-2] context */
+    int64_t flags = (int64_t)oop_from_int(FRAME_FLAGS_MAKE(c->nargs, c->ntemps, false) | JIT_FRAME_FLAG_MACHINE_CODE);
+    jit_x64_mov_ri(b, RAX, flags);
+    jit_x64_push_r(b, RAX); /* fp[-3] flags */
+    jit_x64_mov_rm(b, RAX, jit_x64_mem(RBP, 8 * (2 + c->nargs)));
+    jit_x64_push_r(b, RAX); /* fp[-4] self */
+    for (int t = 0; t < c->ntemps; t++) jit_x64_push_r(b, R11);
+}
+
+/* Loads receiver into rax and argument into rcx and jumps to `slow` unless
+ * both are SmallIntegers. */
+static void both_ints_or(Compiler *c, X64Label *slow)
+{
+    X64Buf *b = &c->b;
+    jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 8));
+    jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 0));
+    jit_x64_mov_rr(b, RDX, RAX);
+    jit_x64_and_rr(b, RDX, RCX);
+    jit_x64_test_ri(b, RDX, 1);
+    jit_x64_jcc_label32(b, JIT_X64_CC_Z, slow);
+}
+
+/* rdx := the tagged result of receiver op argument, to `slow` on overflow. */
+static void arith(Compiler *c, uint8_t op, X64Label *slow)
+{
+    X64Buf *b = &c->b;
+    switch (op) {
+    case BC_SEND_ADD: /* (2a+1) - 1 + (2b+1) */
+        jit_x64_mov_rr(b, RDX, RAX);
+        jit_x64_sub_ri(b, RDX, 1);
+        jit_x64_add_rr(b, RDX, RCX);
+        jit_x64_jcc_label32(b, JIT_X64_CC_O, slow);
+        break;
+    case BC_SEND_SUB: /* (2a+1) - (2b+1) is even and fits, so + 1 cannot overflow */
+        jit_x64_mov_rr(b, RDX, RAX);
+        jit_x64_sub_rr(b, RDX, RCX);
+        jit_x64_jcc_label32(b, JIT_X64_CC_O, slow);
+        jit_x64_add_ri(b, RDX, 1);
+        break;
+    default: /* MUL: a * 2b, then tag */
+        jit_x64_mov_rr(b, RDX, RAX);
+        jit_x64_sar_ri(b, RDX, 1);
+        jit_x64_sub_ri(b, RCX, 1);
+        jit_x64_imul_rr(b, RDX, RCX);
+        jit_x64_jcc_label32(b, JIT_X64_CC_O, slow);
+        jit_x64_or_ri(b, RDX, 1);
+        break;
+    }
+}
+
+static X64Cond compare_cond(uint8_t op)
+{
+    switch (op) {
+    case BC_SEND_LT: return JIT_X64_CC_L;
+    case BC_SEND_GT: return JIT_X64_CC_G;
+    case BC_SEND_LE: return JIT_X64_CC_LE;
+    case BC_SEND_GE: return JIT_X64_CC_GE;
+    case BC_SEND_EQ: return JIT_X64_CC_E;
+    default: return JIT_X64_CC_NE;
+    }
+}
+
+/* Replaces receiver and argument by true when cc holds after the compare,
+ * else false. */
+static void push_boolean(Compiler *c, X64Cond cc)
+{
+    X64Buf *b = &c->b;
+    jit_x64_mov_ri(b, RAX, (int64_t)c->rt->false_obj);
+    jit_x64_mov_ri(b, RDX, (int64_t)c->rt->true_obj);
+    jit_x64_cmovcc_rr(b, cc, RAX, RDX);
+    jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 16));
+    jit_x64_push_r(b, RAX);
+}
+
+/* JUMP_IF_TRUE/FALSE/NIL/NOT_NIL at pc: pops the condition. */
+static void emit_cond_jump(Compiler *c, size_t pc)
+{
+    X64Buf *b = &c->b;
+    uint8_t op = c->code[pc];
+    X64Label *taken = &c->labels[jump_target(c->code, pc)];
+    if (op == BC_JUMP_IF_NIL || op == BC_JUMP_IF_NOT_NIL) {
+        jit_x64_pop_r(b, RAX);
+        cmp_rax_oop(c, c->rt->nil);
+        jcc_to(c, op == BC_JUMP_IF_NIL ? JIT_X64_CC_E : JIT_X64_CC_NE, taken, pc);
+        return;
+    }
+    X64Label retry = JIT_X64_LABEL("retest"), not_taken = JIT_X64_LABEL("not taken");
+    bool on_true = op == BC_JUMP_IF_TRUE;
+    jit_x64_label_bind(b, &retry);
+    jit_x64_pop_r(b, RAX);
+    cmp_rax_oop(c, on_true ? c->rt->true_obj : c->rt->false_obj);
+    jcc_to(c, JIT_X64_CC_E, taken, pc);
+    cmp_rax_oop(c, on_true ? c->rt->false_obj : c->rt->true_obj);
+    jit_x64_jcc_label32(b, JIT_X64_CC_E, &not_taken);
+    jit_x64_push_r(b, RAX); /* a non-Boolean: ask it, test the answer again */
+    emit_send(c, JIT_SEND_MUST_BE_BOOLEAN, 0, pc);
+    jit_x64_jmp_label32(b, &retry);
+    jit_x64_label_bind(b, &not_taken);
+}
+
+/* A special send at pc. Answers the bytes it consumed: its own, or with the
+ * conditional jump it fused. */
+static size_t emit_special(Compiler *c, size_t pc)
+{
+    X64Buf *b = &c->b;
+    uint8_t op = c->code[pc];
+    size_t next = pc + 1;
+    int nargs = vm_special_nargs[op - BC_SEND_ADD];
+    X64Label slow = JIT_X64_LABEL("generic send"), done = JIT_X64_LABEL("special done");
+    if (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) {
+        both_ints_or(c, &slow);
+        arith(c, op, &slow);
+        jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8));
+        jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RDX);
+        jit_x64_jmp_label32(b, &done);
+    } else if (is_compare(op)) {
+        uint8_t after = next < c->len ? c->code[next] : BC_HALT;
+        bool fuse = (after == BC_JUMP_IF_TRUE || after == BC_JUMP_IF_FALSE) && !c->target[next];
+        both_ints_or(c, &slow);
+        jit_x64_cmp_rr(b, RAX, RCX);
+        if (fuse) {
+            X64Cond cc = compare_cond(op);
+            if (after == BC_JUMP_IF_FALSE) cc = jit_x64_cc_negate(cc);
+            X64Label fallthrough = JIT_X64_LABEL("fused fallthrough");
+            jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 16)); /* lea keeps the flags */
+            jcc_to(c, cc, &c->labels[jump_target(c->code, next)], next);
+            jit_x64_jmp_label32(b, &fallthrough);
+            jit_x64_label_bind(b, &slow);
+            emit_send(c, jit_send_tag_special(op), nargs, pc);
+            emit_cond_jump(c, next);
+            jit_x64_label_bind(b, &fallthrough);
+            return 1 + vm_bytecode_length[after];
+        }
+        push_boolean(c, compare_cond(op));
+        jit_x64_jmp_label32(b, &done);
+    } else if (op == BC_SEND_IDENTICAL) {
+        X64Label identical = JIT_X64_LABEL("identical");
+        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 8));
+        jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 0));
+        jit_x64_cmp_rr(b, RAX, RCX);
+        jit_x64_jcc_label32(b, JIT_X64_CC_E, &identical);
+        jit_x64_mov_rr(b, RDX, RAX);
+        jit_x64_and_rr(b, RDX, RCX);
+        jit_x64_test_ri(b, RDX, 1);
+        jit_x64_jcc_label32(b, JIT_X64_CC_Z, &slow);
+        jit_x64_label_bind(b, &identical); /* ZF: set when identical, clear for two different SmallIntegers */
+        push_boolean(c, JIT_X64_CC_E);
+        jit_x64_jmp_label32(b, &done);
+    }
+    jit_x64_label_bind(b, &slow);
+    emit_send(c, jit_send_tag_special(op), nargs, pc);
+    jit_x64_label_bind(b, &done);
+    return 1;
+}
+
+/* Stores rcx into field i of self with the generational write barrier:
+ * old object, young pointer, not yet remembered -> the barrier runtime. */
+static void store_field(Compiler *c, int i, size_t bcpc)
+{
+    X64Buf *b = &c->b;
+    X64Label done = JIT_X64_LABEL("barrier done");
+    jit_x64_mov_rm(b, RAX, self_slot());
+    jit_x64_mov_mr(b, field_of_rax(i), RCX);
+    jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->old_start);
+    jit_x64_cmp_rm(b, RAX, jit_x64_mem(R11, 0));
+    jit_x64_jcc_label32(b, JIT_X64_CC_B, &done); /* young object */
+    jit_x64_test_ri(b, RCX, 7);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &done); /* an immediate */
+    jit_x64_test_rr(b, RCX, RCX);
+    jit_x64_jcc_label32(b, JIT_X64_CC_Z, &done);
+    jit_x64_cmp_rm(b, RCX, jit_x64_mem(R11, 0));
+    jit_x64_jcc_label32(b, JIT_X64_CC_AE, &done); /* an old value */
+    jit_x64_mov_rm(b, RDX, jit_x64_mem(RAX, 0));
+    jit_x64_bt_ri(b, RDX, OBJ_GC_SHIFT); /* OBJ_GC_REMEMBERED */
+    jit_x64_jcc_label32(b, JIT_X64_CC_C, &done);
+    jit_x64_mov_rr(b, RDI, RAX);
+    jit_x64_call_rel32(b, c->rt->barrier);
+    jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_OTHER);
+    jit_x64_label_bind(b, &done);
+}
+_Static_assert(OBJ_GC_REMEMBERED == (uint64_t)1 << OBJ_GC_SHIFT, "the barrier tests bit OBJ_GC_SHIFT");
+
+static void emit_back_jump(Compiler *c, size_t pc)
+{
+    X64Buf *b = &c->b;
+    X64Label go = JIT_X64_LABEL("no safepoint");
+    jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->collect_wanted);
+    jit_x64_movzx_rm8(b, RAX, jit_x64_mem(R11, 0));
+    jit_x64_test_rr(b, RAX, RAX);
+    jit_x64_jcc_label32(b, JIT_X64_CC_Z, &go);
+    jit_x64_call_rel32(b, c->rt->safepoint);
+    jit_map_add(&c->map, mcpc(c), (uint32_t)pc, JIT_MAP_BACKJUMP);
+    jit_x64_label_bind(b, &go);
+    jit_x64_jmp_label32(b, &c->labels[jump_target(c->code, pc)]);
+}
+
+/* Emits the template of the bytecode at pc; answers the bytes consumed. */
+static size_t emit_bytecode(Compiler *c, size_t pc)
+{
+    X64Buf *b = &c->b;
+    const uint8_t *p = c->code + pc;
+    uint8_t op = p[0];
+    switch (op) {
+    case BC_DUP: jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 0)); jit_x64_push_r(b, RAX); break;
+    case BC_POP: jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8)); break;
+    case BC_PUSH_SELF: jit_x64_mov_rm(b, RAX, self_slot()); jit_x64_push_r(b, RAX); break;
+    case BC_PUSH_NIL: push_oop(c, c->rt->nil); break;
+    case BC_PUSH_TRUE: push_oop(c, c->rt->true_obj); break;
+    case BC_PUSH_FALSE: push_oop(c, c->rt->false_obj); break;
+    case BC_PUSH_0: jit_x64_push_i32(b, (int32_t)oop_from_int(0)); break;
+    case BC_PUSH_1: jit_x64_push_i32(b, (int32_t)oop_from_int(1)); break;
+    case BC_PUSH_LITERAL:
+    case BC_PUSH_LITERAL_W: {
+        unsigned lit = op == BC_PUSH_LITERAL ? p[1] : operand_w(p + 1);
+        jit_x64_mov_rm(b, RAX, jit_x64_mem(RBP, 8 * FRAME_METHOD));
+        jit_x64_mov_rm(b, RAX, field_of_rax(METHOD_FIXED_SLOTS + (int)lit));
+        jit_x64_push_r(b, RAX);
+        break;
+    }
+    case BC_PUSH_FIELD:
+        jit_x64_mov_rm(b, RAX, self_slot());
+        jit_x64_mov_rm(b, RAX, field_of_rax(p[1]));
+        jit_x64_push_r(b, RAX);
+        break;
+    case BC_STORE_FIELD:
+    case BC_POP_FIELD:
+        if (op == BC_STORE_FIELD) jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 0));
+        else jit_x64_pop_r(b, RCX);
+        store_field(c, p[1], pc);
+        break;
+    case BC_PUSH_ARG: jit_x64_mov_rm(b, RAX, arg_slot(p[1])); jit_x64_push_r(b, RAX); break;
+    case BC_STORE_ARG: jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 0)); jit_x64_mov_mr(b, arg_slot(p[1]), RAX); break;
+    case BC_POP_ARG: jit_x64_pop_r(b, RAX); jit_x64_mov_mr(b, arg_slot(p[1]), RAX); break;
+    case BC_PUSH_TEMP: jit_x64_mov_rm(b, RAX, temp_slot(p[1])); jit_x64_push_r(b, RAX); break;
+    case BC_STORE_TEMP: jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 0)); jit_x64_mov_mr(b, temp_slot(p[1]), RAX); break;
+    case BC_POP_TEMP: jit_x64_pop_r(b, RAX); jit_x64_mov_mr(b, temp_slot(p[1]), RAX); break;
+    case BC_SEND: emit_send(c, p[1], p[2], pc); break;
+    case BC_SEND_W: emit_send(c, operand_w(p + 1), p[3], pc); break;
+    case BC_RETURN_TOP: jit_x64_pop_r(b, RAX); epilogue(c); break;
+    case BC_RETURN_SELF: jit_x64_mov_rm(b, RAX, self_slot()); epilogue(c); break;
+    case BC_JUMP: jit_x64_jmp_label32(b, &c->labels[jump_target(c->code, pc)]); break;
+    case BC_JUMP_BACK: emit_back_jump(c, pc); break;
+    case BC_JUMP_IF_TRUE:
+    case BC_JUMP_IF_FALSE:
+    case BC_JUMP_IF_NIL:
+    case BC_JUMP_IF_NOT_NIL: emit_cond_jump(c, pc); break;
+    default:
+        VM_ASSERT(op >= BC_SEND_ADD && op <= BC_SEND_LENGTH, "scan let bytecode %s through",
+                  vm_bytecode_name[op]);
+        return emit_special(c, pc);
+    }
+    return vm_bytecode_length[op];
+}
+
+/* -- The compiler ------------------------------------------------------------------------ */
+
+/* Emits the whole method into c->b (which starts at the header copy). */
+static void emit_method(Compiler *c, const JitMethod *header_copy)
+{
+    X64Label header = JIT_X64_LABEL("header");
+    jit_x64_label_bind(&c->b, &header);
+    jit_x64_data(&c->b, header_copy, JIT_METHOD_CODE);
+    emit_prologue(c, &header);
+    for (size_t pc = 0; pc < c->len;) {
+        jit_x64_label_bind(&c->b, &c->labels[pc]);
+        size_t used = emit_bytecode(c, pc);
+        for (size_t k = 1; k < used; k++) /* a fused jump's pc: never a target (emit_special) */
+            jit_x64_label_bind(&c->b, &c->labels[pc + k]);
+        pc += used;
+    }
+    jit_x64_label_bind(&c->b, &c->labels[c->len]);
+    jit_x64_ud2(&c->b); /* the compiler ends every method with a return */
+}
+
+static JitMethod *fail(JitZone *z, JitMethod *m, char *why, size_t whylen, const char *reason)
+{
+    say(why, whylen, "%s", reason);
+    if (m) {
+        jit_zone_shrink(z, m, sizeof(JitMethod));
+        jit_zone_free(z, m);
+    }
+    return NULL;
+}
+
+JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char *why, size_t whylen)
+{
+    if (vm_method_is_block(method)) return fail(z, NULL, why, whylen, "it is a block");
+    if (obj_slots(method)[METHOD_PRIMITIVE] != oop_from_int(0)) return fail(z, NULL, why, whylen, "it is a primitive");
+    Compiler c = { .rt = rt, .method = method, .code = vm_method_bytecodes(method),
+                   .len = vm_method_bytecode_length(method), .nargs = vm_method_nargs(method),
+                   .ntemps = vm_method_ntemps(method) };
+    c.target = calloc(c.len + 1, sizeof *c.target);
+    c.labels = malloc((c.len + 1) * sizeof *c.labels);
+    if (!c.target || !c.labels) {
+        free(c.target);
+        free(c.labels);
+        return fail(z, NULL, why, whylen, "out of C memory");
+    }
+    for (size_t i = 0; i <= c.len; i++) jit_x64_label_init(&c.labels[i], "bytecode");
+    JitMethod *m = NULL;
+    size_t bound = scan(&c, why, whylen);
+    if (!bound) goto out;
+    size_t map_bound = MAP_ENTRIES_PER_BYTECODE * JIT_MAP_ENTRY_MAX_BYTES * (c.len + 1);
+    m = jit_zone_alloc(z, JIT_KIND_METHOD, bound + map_bound + JIT_METHOD_ALIGN);
+    if (!m) {
+        fail(z, NULL, why, whylen, "the code zone is full");
+        goto out;
+    }
+    m->nargs = (uint8_t)c.nargs;
+    m->method = method;
+    JitMethod copy = *m;
+    jit_x64_buf_init(&c.b, m, m->size);
+    jit_map_builder_init(&c.map);
+    emit_method(&c, &copy);
+    const char *err = NULL;
+    JitMethodLayout l;
+    if (!jit_x64_finish(&c.b, &err)) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "the code did not assemble: %s", err ? err : "?");
+        m = fail(z, m, why, whylen, msg);
+    } else if (!jit_map_builder_ok(&c.map)) {
+        m = fail(z, m, why, whylen, "out of C memory for the map");
+    } else if (!jit_method_layout(&l, jit_x64_size(&c.b) - JIT_METHOD_CODE, jit_map_builder_bytes(&c.map),
+                                  jit_map_builder_count(&c.map), 0) ||
+               l.size > m->size) {
+        m = fail(z, m, why, whylen, "the map does not fit after the code");
+    } else {
+        jit_method_apply_layout(m, &l);
+        jit_map_encode(&c.map, jit_method_map_bytes(m), m->size - l.map_offset);
+        jit_zone_shrink(z, m, l.size);
+    }
+    jit_map_builder_release(&c.map);
+out:
+    free(c.target);
+    free(c.labels);
+    return m;
+}

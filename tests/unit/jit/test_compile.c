@@ -1,0 +1,582 @@
+/*
+ * tests/unit/jit/test_compile.c — the template compiler against a real heap:
+ * heap methods built as vm/loader.c's make_method builds them (already
+ * quickened), compiled into a code zone and run through jit/enter.h's
+ * enilopmart on a fake stack page, with C routines standing in for the
+ * interpreter's send, safepoint and write-barrier runtime.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <cmocka.h>
+
+#include "gc/heap.h"
+#include "jit/compile.h"
+#include "jit/enter.h"
+#include "jit/map.h"
+#include "vm/frame.h"
+#include "vm/method.h"
+
+#define ZONE_BYTES ((size_t)256 << 10)
+#define TRAMP_BYTES ((size_t)4 << 10)
+#define PAGE_WORDS (VM_STACK_PAGE_BYTES / sizeof(Oop))
+#define MAX_LITS 8
+
+static JitZone zone;
+static JitEnter jit;
+static JitCompileRuntime rt;
+static Oop nil, tru, fals;
+static Oop *page, *interp_fp;
+
+/* -- The fake runtime ------------------------------------------------------------ */
+
+typedef Oop (*SendHook)(int64_t tag, int64_t nargs, Oop *args, Oop rcvr);
+
+static struct {
+    int sends, safepoints, barriers;
+    int64_t last_tag, last_nargs;
+    Oop last_rcvr, last_args[4];
+    uint8_t *last_ret;   /* the send's return address */
+    Oop frame_method, frame_context, frame_flags, frame_self;
+    SendHook hook;
+    int safepoints_to_clear; /* gc_collect_wanted goes false after this many */
+    Oop last_barrier_obj;
+} seen;
+
+static Oop rt_send(int64_t tag, int64_t nargs, int64_t zero)
+{
+    Oop *sp = jit_cstate.st_sp, *fp = jit_cstate.st_fp;
+    seen.sends++;
+    seen.last_tag = tag;
+    seen.last_nargs = nargs;
+    seen.last_ret = (uint8_t *)sp[0];
+    for (int64_t i = 0; i < nargs && i < 4; i++) seen.last_args[i] = sp[nargs - i]; /* arg 0 deepest */
+    seen.last_rcvr = sp[1 + nargs];
+    seen.frame_method = fp[FRAME_METHOD];
+    seen.frame_context = fp[FRAME_CONTEXT];
+    seen.frame_flags = fp[FRAME_FLAGS];
+    seen.frame_self = fp[FRAME_RECEIVER];
+    assert_int_equal(zero, 0);
+    return seen.hook ? seen.hook(tag, nargs, seen.last_args, seen.last_rcvr) : oop_from_int(-1);
+}
+
+static Oop rt_safepoint(void)
+{
+    seen.safepoints++;
+    if (seen.safepoints == seen.safepoints_to_clear) gc_collect_wanted = false;
+    return 0;
+}
+
+static Oop rt_barrier(Oop obj)
+{
+    seen.barriers++;
+    seen.last_barrier_obj = obj;
+    gc_remember(obj);
+    return 0;
+}
+
+static void visit_no_roots(GcVisitFn visit, void *ctx, void *client)
+{
+    (void)visit, (void)ctx, (void)client;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    char err[256];
+    GcConfig gcc = { .heap_bytes = (size_t)64 << 20, .eden_bytes = (size_t)64 << 10 };
+    assert_true(gc_heap_init(&gcc, err, sizeof err));
+    GcClient client = { .visit_roots = visit_no_roots };
+    gc_set_client(&client);
+    nil = gc_alloc_old(CLASS_INDEX_NIL, FMT_POINTERS, 0);
+    tru = gc_alloc_old(CLASS_INDEX_TRUE, FMT_POINTERS, 0);
+    fals = gc_alloc_old(CLASS_INDEX_FALSE, FMT_POINTERS, 0);
+    gc_set_fill(nil);
+    JitZoneConfig zc = { .zone_bytes = ZONE_BYTES, .trampoline_bytes = TRAMP_BYTES };
+    assert_true(jit_zone_init(&zone, &zc, err, sizeof err));
+    assert_true(jit_enter_init(&jit, &zone, err, sizeof err));
+    rt = (JitCompileRuntime){
+        .send = jit_enter_runtime_trampoline(&zone, (const void *)rt_send, 3),
+        .safepoint = jit_enter_runtime_trampoline(&zone, (const void *)rt_safepoint, 0),
+        .barrier = jit_enter_runtime_trampoline(&zone, (const void *)rt_barrier, 1),
+        .collect_wanted = &gc_collect_wanted,
+        .old_start = &gc_old_start,
+        .nil = nil, .true_obj = tru, .false_obj = fals,
+    };
+    assert_non_null(rt.send);
+    assert_non_null(rt.safepoint);
+    assert_non_null(rt.barrier);
+    void *p = mmap(NULL, VM_STACK_PAGE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(p != MAP_FAILED);
+    page = p;
+    interp_fp = page + PAGE_WORDS - 8;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    munmap(page, VM_STACK_PAGE_BYTES);
+    jit_zone_release(&zone);
+    gc_heap_release();
+    return 0;
+}
+
+static int reset(void **state)
+{
+    (void)state;
+    memset(&seen, 0, sizeof seen);
+    gc_collect_wanted = false;
+    return 0;
+}
+
+/* -- Methods and running them --------------------------------------------------------- */
+
+/* As vm/loader.c's make_method, with code already quickened. */
+static Oop make_method_full(int nargs, int ntemps, const Oop *lits, size_t nlits, const uint8_t *code, size_t len,
+                            bool is_block, intptr_t prim)
+{
+    size_t ptr_slots = METHOD_FIXED_SLOTS + nlits;
+    size_t code_slots = (len + 7) / 8;
+    Oop m = gc_alloc_old(CLASS_INDEX_METHOD, FMT_METHOD + (unsigned)(code_slots * 8 - len), ptr_slots + code_slots);
+    assert_true(m != 0);
+    obj_slots(m)[METHOD_HEADER] = oop_from_int(vm_method_make_header(ptr_slots, nargs, ntemps, 16, is_block));
+    for (size_t i = 1; i < ptr_slots; i++) obj_slots(m)[i] = nil;
+    obj_slots(m)[METHOD_PRIMITIVE] = oop_from_int(prim);
+    obj_slots(m)[METHOD_COUNTER] = oop_from_int(0);
+    for (size_t i = 0; i < nlits; i++) obj_slots(m)[METHOD_FIXED_SLOTS + i] = lits[i];
+    memcpy(vm_method_bytecodes(m), code, len);
+    return m;
+}
+
+#define METHOD(nargs, ntemps, lits, ...)                                                                     \
+    make_method_full((nargs), (ntemps), (lits), sizeof(lits) / sizeof(Oop), (const uint8_t[]){ __VA_ARGS__ }, \
+                     sizeof((const uint8_t[]){ __VA_ARGS__ }), false, 0)
+
+static Oop no_lits[1];
+#define METHOD0(nargs, ntemps, ...)                                                                     \
+    make_method_full((nargs), (ntemps), no_lits, 0, (const uint8_t[]){ __VA_ARGS__ },                 \
+                     sizeof((const uint8_t[]){ __VA_ARGS__ }), false, 0)
+
+static JitMethod *compile_ok(Oop m)
+{
+    char why[200] = "";
+    JitMethod *jm = jit_compile(&zone, &rt, m, why, sizeof why);
+    if (!jm) fail_msg("declined: %s", why);
+    assert_int_equal(jm->kind, JIT_KIND_METHOD);
+    assert_int_equal(jm->method, m);
+    assert_int_equal(jm->nargs, vm_method_nargs(m));
+    assert_true(jm->map_offset <= jm->size);
+    return jm;
+}
+
+/* Pushes receiver and args like the interpreter's send, enters, answers the result. */
+static Oop run(JitMethod *jm, Oop rcvr, int nargs, ...)
+{
+    Oop *sp = interp_fp - 6;
+    *sp = rcvr;
+    va_list ap;
+    va_start(ap, nargs);
+    for (int i = 0; i < nargs; i++) *--sp = va_arg(ap, Oop);
+    va_end(ap);
+    JitRegs regs = { .sp = sp, .fp = interp_fp };
+    assert_int_equal(jit.enter(&regs, jit_method_checked_entry(jm)), JIT_STATUS_RETURNED);
+    assert_ptr_equal(regs.sp, sp);
+    assert_ptr_equal(regs.fp, interp_fp);
+    return regs.result;
+}
+
+static Oop I(intptr_t v) { return oop_from_int(v); }
+
+/* The bcpc the map gives the latest send's return address. */
+static uint32_t bcpc_of_last_send(JitMethod *jm, JitMapKind *kind)
+{
+    assert_true(jit_method_contains(jm, seen.last_ret));
+    JitMapEntry e;
+    assert_true(jit_map_bcpc_at(jit_method_map(jm), jit_method_offset(jm, seen.last_ret), &e));
+    assert_int_equal(e.mcpc, jit_method_offset(jm, seen.last_ret));
+    *kind = e.kind;
+    return e.bcpc;
+}
+
+/* -- Tests ---------------------------------------------------------------------------- */
+
+static void constants_and_self(void **state)
+{
+    (void)state;
+    Oop lits[] = { I(42) };
+    assert_int_equal(run(compile_ok(METHOD(0, 0, lits, BC_PUSH_LITERAL, 0, BC_RETURN_TOP)), I(7), 0), I(42));
+    assert_int_equal(run(compile_ok(METHOD0(0, 0, BC_RETURN_SELF)), I(7), 0), I(7));
+    assert_int_equal(run(compile_ok(METHOD0(1, 0, BC_PUSH_SELF, BC_RETURN_TOP)), I(8), 1, I(1)), I(8));
+    assert_int_equal(run(compile_ok(METHOD0(0, 0, BC_PUSH_NIL, BC_RETURN_TOP)), I(8), 0), nil);
+    assert_int_equal(run(compile_ok(METHOD0(0, 0, BC_PUSH_TRUE, BC_RETURN_TOP)), I(8), 0), tru);
+    assert_int_equal(run(compile_ok(METHOD0(0, 0, BC_PUSH_FALSE, BC_RETURN_TOP)), I(8), 0), fals);
+    assert_int_equal(run(compile_ok(METHOD0(0, 0, BC_PUSH_0, BC_RETURN_TOP)), I(8), 0), I(0));
+    assert_int_equal(run(compile_ok(METHOD0(0, 0, BC_PUSH_1, BC_DUP, BC_SEND_ADD, BC_RETURN_TOP)), I(8), 0), I(2));
+    assert_int_equal(run(compile_ok(METHOD0(0, 0, BC_PUSH_1, BC_PUSH_0, BC_POP, BC_RETURN_TOP)), I(8), 0), I(1));
+    assert_int_equal(seen.sends, 0);
+}
+
+/* Answers what the interpreter would for a special send the code handed over. */
+static Oop special_in_c(int64_t tag, int64_t nargs, Oop *args, Oop rcvr)
+{
+    assert_true(jit_send_tag_is_special(tag));
+    int bc = jit_send_tag_bytecode(tag);
+    assert_int_equal(nargs, vm_special_nargs[bc - BC_SEND_ADD]);
+    if (!oop_is_int(rcvr) || !oop_is_int(args[0])) return I(-999); /* "not understood" */
+    intptr_t a = oop_int(rcvr), b = oop_int(args[0]), r;
+    bool ovf = bc == BC_SEND_ADD ? __builtin_add_overflow(a, b, &r)
+               : bc == BC_SEND_SUB ? __builtin_sub_overflow(a, b, &r)
+                                   : __builtin_mul_overflow(a, b, &r);
+    return ovf || !oop_int_fits(r) ? I(-777) : I(r); /* -777: "a LargeInteger" */
+}
+
+static void arithmetic_fast_paths_and_overflow_sends(void **state)
+{
+    (void)state;
+    seen.hook = special_in_c;
+    /* a: x b: y  ^ (x + y) * (x - y); PUSH_ARG k = fp[k]: x at 3, y at 2 */
+    JitMethod *jm = compile_ok(METHOD0(2, 0, BC_PUSH_ARG, 3, BC_PUSH_ARG, 2, BC_SEND_ADD, BC_PUSH_ARG, 3, BC_PUSH_ARG,
+                                       2, BC_SEND_SUB, BC_SEND_MUL, BC_RETURN_TOP));
+    assert_int_equal(run(jm, nil, 2, I(7), I(3)), I(40));
+    assert_int_equal(run(jm, nil, 2, I(-7), I(30)), I(23 * -37));
+    assert_int_equal(seen.sends, 0);
+
+    static const uint8_t ops[] = { BC_SEND_ADD, BC_SEND_SUB, BC_SEND_MUL };
+    static const intptr_t cases[][2] = {
+        { OOP_INT_MAX, 1 }, { OOP_INT_MIN, -1 }, { OOP_INT_MIN, 1 }, { OOP_INT_MAX, -1 }, { OOP_INT_MAX, 2 },
+        { OOP_INT_MIN, OOP_INT_MIN }, { (intptr_t)1 << 31, (intptr_t)1 << 31 }, { -5, 3 }, { 0, OOP_INT_MIN },
+        { OOP_INT_MIN, 0 }, { 12345, -678 }, { -1, OOP_INT_MIN },
+    };
+    for (size_t o = 0; o < 3; o++) {
+        JitMethod *bin = compile_ok(METHOD0(2, 0, BC_PUSH_ARG, 3, BC_PUSH_ARG, 2, ops[o], BC_RETURN_TOP));
+        for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+            intptr_t a = cases[k][0], b = cases[k][1];
+            seen.sends = 0;
+            Oop want = special_in_c(jit_send_tag_special(ops[o]), 1, (Oop[]){ I(b) }, I(a));
+            assert_int_equal(run(bin, nil, 2, I(a), I(b)), want);
+            assert_int_equal(seen.sends, want == I(-777) ? 1 : 0); /* only overflow leaves the fast path */
+            if (seen.sends) {
+                assert_int_equal(seen.last_tag, jit_send_tag_special(ops[o]));
+                assert_int_equal(seen.last_rcvr, I(a));
+                assert_int_equal(seen.last_args[0], I(b));
+                JitMapKind kind;
+                assert_int_equal(bcpc_of_last_send(bin, &kind), 4);
+                assert_int_equal(kind, JIT_MAP_SEND);
+            }
+        }
+        seen.sends = 0;
+        assert_int_equal(run(bin, nil, 2, I(1), nil), I(-999)); /* a non-integer argument */
+        assert_int_equal(run(bin, nil, 2, tru, I(1)), I(-999));
+        assert_int_equal(seen.sends, 2);
+        assert_int_equal(seen.last_rcvr, tru);
+    }
+}
+
+static Oop compare_in_c(int64_t tag, int64_t nargs, Oop *args, Oop rcvr)
+{
+    (void)nargs;
+    int bc = jit_send_tag_bytecode(tag);
+    if (bc == BC_SEND_IDENTICAL) return rcvr == args[0] ? tru : fals;
+    return I(-999);
+}
+
+static void comparisons_and_identity(void **state)
+{
+    (void)state;
+    seen.hook = compare_in_c;
+    static const struct { uint8_t op; bool (*f)(intptr_t, intptr_t); } ops[] = {
+        { BC_SEND_LT, NULL }, { BC_SEND_GT, NULL }, { BC_SEND_LE, NULL },
+        { BC_SEND_GE, NULL }, { BC_SEND_EQ, NULL }, { BC_SEND_NE, NULL },
+    };
+    static const intptr_t vals[] = { OOP_INT_MIN, -3, 0, 3, OOP_INT_MAX };
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+        JitMethod *jm = compile_ok(METHOD0(2, 0, BC_PUSH_ARG, 3, BC_PUSH_ARG, 2, ops[o].op, BC_RETURN_TOP));
+        for (size_t i = 0; i < 5; i++)
+            for (size_t j = 0; j < 5; j++) {
+                intptr_t a = vals[i], b = vals[j];
+                bool want = ops[o].op == BC_SEND_LT ? a < b : ops[o].op == BC_SEND_GT ? a > b
+                          : ops[o].op == BC_SEND_LE ? a <= b : ops[o].op == BC_SEND_GE ? a >= b
+                          : ops[o].op == BC_SEND_EQ ? a == b : a != b;
+                assert_int_equal(run(jm, nil, 2, I(a), I(b)), want ? tru : fals);
+            }
+        assert_int_equal(seen.sends, 0);
+        assert_int_equal(run(jm, nil, 2, nil, I(1)), I(-999));
+        assert_int_equal(seen.sends, 1);
+        assert_int_equal(seen.last_tag, jit_send_tag_special(ops[o].op));
+        seen.sends = 0;
+    }
+    JitMethod *id = compile_ok(METHOD0(2, 0, BC_PUSH_ARG, 3, BC_PUSH_ARG, 2, BC_SEND_IDENTICAL, BC_RETURN_TOP));
+    assert_int_equal(run(id, nil, 2, I(5), I(5)), tru);
+    assert_int_equal(run(id, nil, 2, I(5), I(6)), fals);
+    assert_int_equal(run(id, nil, 2, nil, nil), tru);
+    assert_int_equal(seen.sends, 0);
+    assert_int_equal(run(id, nil, 2, nil, tru), fals); /* generic */
+    assert_int_equal(seen.sends, 1);
+    assert_int_equal(seen.last_tag, jit_send_tag_special(BC_SEND_IDENTICAL));
+}
+
+/* ^ arg at: 1 put: 2 — and value, value:, length — always go generic. */
+static void other_special_sends_are_sends(void **state)
+{
+    (void)state;
+    JitMethod *jm = compile_ok(METHOD0(1, 0, BC_PUSH_ARG, 2, BC_PUSH_1, BC_PUSH_0, BC_SEND_AT_PUT, BC_PUSH_ARG, 2,
+                                       BC_SEND_LENGTH, BC_SEND_VALUE1, BC_SEND_VALUE, BC_PUSH_1, BC_SEND_AT,
+                                       BC_RETURN_TOP));
+    assert_int_equal(run(jm, nil, 1, I(9)), I(-1));
+    assert_int_equal(seen.sends, 5);
+    assert_int_equal(seen.last_tag, jit_send_tag_special(BC_SEND_AT));
+    assert_int_equal(seen.last_nargs, 1);
+    JitMapKind kind;
+    assert_int_equal(bcpc_of_last_send(jm, &kind), 11);
+}
+
+/* i := 1. sum := 0. [i <= limit] whileTrue: [sum := sum + i. i := i + 1]. ^ sum */
+static Oop loop_method(Oop limit)
+{
+    Oop lits[] = { limit };
+    return METHOD(0, 2, lits, BC_PUSH_1, BC_POP_TEMP, 0, BC_PUSH_0, BC_POP_TEMP, 1,
+                  /* 6 */ BC_PUSH_TEMP, 0, BC_PUSH_LITERAL, 0, BC_SEND_LE, /* 11 */ BC_JUMP_IF_FALSE, 16, 0,
+                  /* 14 */ BC_PUSH_TEMP, 1, BC_PUSH_TEMP, 0, BC_SEND_ADD, BC_POP_TEMP, 1,
+                  /* 21 */ BC_PUSH_TEMP, 0, BC_PUSH_1, BC_SEND_ADD, BC_POP_TEMP, 0,
+                  /* 27 */ BC_JUMP_BACK, 24, 0, /* 30 */ BC_PUSH_TEMP, 1, BC_RETURN_TOP);
+}
+
+static Oop limit_obj;
+static Oop le_limit_3(int64_t tag, int64_t nargs, Oop *args, Oop rcvr)
+{
+    assert_int_equal(jit_send_tag_bytecode(tag), BC_SEND_LE);
+    assert_int_equal(nargs, 1);
+    assert_int_equal(args[0], limit_obj);
+    return oop_int(rcvr) <= 3 ? tru : fals;
+}
+
+static void loop_with_fused_compare_and_safepoints(void **state)
+{
+    (void)state;
+    JitMethod *jm = compile_ok(loop_method(I(100)));
+    assert_int_equal(run(jm, nil, 0), I(5050));
+    assert_int_equal(seen.sends, 0);
+    assert_int_equal(seen.safepoints, 0);
+
+    gc_collect_wanted = true; /* every backward jump calls the safepoint until it clears */
+    seen.safepoints_to_clear = 60;
+    assert_int_equal(run(jm, nil, 0), I(5050));
+    assert_int_equal(seen.safepoints, 60);
+    assert_false(gc_collect_wanted);
+
+    /* The fused compare's generic path: the answer goes through the jump's test. */
+    limit_obj = gc_alloc_old(CLASS_INDEX_ARRAY, FMT_POINTERS, 1);
+    seen.hook = le_limit_3;
+    JitMethod *slow = compile_ok(loop_method(limit_obj));
+    assert_int_equal(run(slow, nil, 0), I(6));
+    assert_int_equal(seen.sends, 4);
+    JitMapKind kind;
+    assert_int_equal(bcpc_of_last_send(slow, &kind), 10);
+    assert_int_equal(kind, JIT_MAP_SEND);
+    /* The map has the fused branch (bcpc 11) and the backward jump (27). */
+    JitMapEntry e;
+    assert_true(jit_map_mcpc_for(jit_method_map(slow), 11, &e));
+    assert_int_equal(e.kind, JIT_MAP_BRANCH);
+    assert_true(jit_map_mcpc_for(jit_method_map(slow), 27, &e));
+    assert_int_equal(e.kind, JIT_MAP_BACKJUMP);
+}
+
+static void temps_and_arguments_store(void **state)
+{
+    (void)state;
+    /* a: x  | t |  t := x. x := 5. ^ t + x  (store keeps the value: STORE_TEMP then POP) */
+    JitMethod *jm = compile_ok(METHOD0(1, 1, BC_PUSH_TEMP, 0, BC_POP, BC_PUSH_ARG, 2, BC_STORE_TEMP, 0, BC_POP,
+                                       BC_PUSH_1, BC_POP_ARG, 2, BC_PUSH_TEMP, 0, BC_PUSH_ARG, 2, BC_SEND_ADD,
+                                       BC_PUSH_1, BC_STORE_ARG, 2, BC_SEND_ADD, BC_RETURN_TOP));
+    assert_int_equal(run(jm, nil, 1, I(40)), I(42));
+    /* an unassigned temp is nil */
+    assert_int_equal(run(compile_ok(METHOD0(0, 3, BC_PUSH_TEMP, 2, BC_RETURN_TOP)), nil, 0), nil);
+}
+
+static void fields_with_write_barrier(void **state)
+{
+    (void)state;
+    /* a: v  field1 := v. ^ field0 */
+    JitMethod *pop = compile_ok(METHOD0(1, 0, BC_PUSH_ARG, 2, BC_POP_FIELD, 1, BC_PUSH_FIELD, 0, BC_RETURN_TOP));
+    /* a: v  ^ field0 := v */
+    JitMethod *store = compile_ok(METHOD0(1, 0, BC_PUSH_ARG, 2, BC_STORE_FIELD, 0, BC_RETURN_TOP));
+    Oop old = gc_alloc_old(CLASS_INDEX_ARRAY, FMT_POINTERS, 2);
+    Oop old2 = gc_alloc_old(CLASS_INDEX_ARRAY, FMT_POINTERS, 2);
+    obj_slots(old)[0] = I(11);
+    /* New old objects start remembered (gc/heap.c); a scavenge that finds no
+     * young pointer in them forgets them. No roots: nothing young survives. */
+    assert_true(gc_collect(false));
+    assert_false(obj_header(old) & OBJ_GC_REMEMBERED);
+    assert_false(obj_header(old2) & OBJ_GC_REMEMBERED);
+    Oop young = gc_alloc(CLASS_INDEX_ARRAY, FMT_POINTERS, 2);
+    assert_true(gc_is_young(young));
+    assert_true(gc_is_old(old));
+
+    assert_int_equal(run(pop, old, 1, I(3)), I(11)); /* an immediate: no barrier */
+    assert_int_equal(obj_slots(old)[1], I(3));
+    assert_int_equal(run(pop, old, 1, old2), I(11)); /* old into old: none */
+    assert_int_equal(seen.barriers, 0);
+    assert_false(obj_header(old) & OBJ_GC_REMEMBERED);
+    assert_int_equal(run(pop, old, 1, young), I(11)); /* young into old: remembered */
+    assert_int_equal(obj_slots(old)[1], young);
+    assert_int_equal(seen.barriers, 1);
+    assert_int_equal(seen.last_barrier_obj, old);
+    assert_true(obj_header(old) & OBJ_GC_REMEMBERED);
+    assert_int_equal(run(pop, old, 1, young), I(11)); /* already remembered */
+    assert_int_equal(seen.barriers, 1);
+
+    obj_slots(young)[0] = I(5);
+    assert_int_equal(run(pop, young, 1, old2), I(5)); /* a young object: none */
+    assert_int_equal(obj_slots(young)[1], old2);
+    assert_int_equal(seen.barriers, 1);
+
+    assert_int_equal(run(store, old2, 1, young), young);
+    assert_int_equal(obj_slots(old2)[0], young);
+    assert_int_equal(seen.barriers, 2);
+    assert_int_equal(seen.last_barrier_obj, old2);
+}
+
+static Oop answer_99(int64_t tag, int64_t nargs, Oop *args, Oop rcvr)
+{
+    (void)tag, (void)nargs, (void)args, (void)rcvr;
+    return I(99);
+}
+
+static void plain_send_reaches_the_runtime(void **state)
+{
+    (void)state;
+    seen.hook = answer_99;
+    /* a: x  | t |  ^ (self foo: x bar: 3) + 1 ; literal 0 the selector, 1 the 3 */
+    Oop sel = gc_alloc_old(CLASS_INDEX_ARRAY, FMT_POINTERS, 1);
+    Oop lits[] = { nil, sel, I(3) };
+    Oop m = METHOD(1, 1, lits, BC_PUSH_SELF, BC_PUSH_ARG, 2, BC_PUSH_LITERAL, 2, /* 5 */ BC_SEND, 1, 2, BC_PUSH_1,
+                   BC_SEND_ADD, BC_RETURN_TOP);
+    JitMethod *jm = compile_ok(m);
+    Oop rcvr = gc_alloc_old(CLASS_INDEX_ARRAY, FMT_POINTERS, 1);
+    assert_int_equal(run(jm, rcvr, 1, I(17)), I(100));
+    assert_int_equal(seen.sends, 1);
+    assert_int_equal(seen.last_tag, 1);
+    assert_int_equal(seen.last_nargs, 2);
+    assert_int_equal(seen.last_rcvr, rcvr);
+    assert_int_equal(seen.last_args[0], I(17));
+    assert_int_equal(seen.last_args[1], I(3));
+    assert_int_equal(seen.frame_method, m);
+    assert_int_equal(seen.frame_context, nil);
+    assert_int_equal(seen.frame_self, rcvr);
+    assert_true(oop_is_int(seen.frame_flags));
+    intptr_t flags = oop_int(seen.frame_flags);
+    assert_true(flags & JIT_FRAME_FLAG_MACHINE_CODE);
+    assert_int_equal(flags & ~JIT_FRAME_FLAG_MACHINE_CODE, FRAME_FLAGS_MAKE(1, 1, false));
+    JitMapKind kind;
+    assert_int_equal(bcpc_of_last_send(jm, &kind), 5);
+    assert_int_equal(kind, JIT_MAP_SEND);
+
+    /* SEND_W, with a 16-bit literal index. */
+    Oop wm = METHOD(0, 0, lits, BC_PUSH_SELF, BC_SEND_W, 1, 0, 0, BC_RETURN_TOP);
+    JitMethod *wj = compile_ok(wm);
+    assert_int_equal(run(wj, rcvr, 0), I(99));
+    assert_int_equal(seen.last_tag, 1);
+    assert_int_equal(seen.last_nargs, 0);
+    assert_int_equal(bcpc_of_last_send(wj, &kind), 1);
+}
+
+static Oop must_be_boolean(int64_t tag, int64_t nargs, Oop *args, Oop rcvr)
+{
+    (void)args;
+    assert_int_equal(tag, JIT_SEND_MUST_BE_BOOLEAN);
+    assert_int_equal(nargs, 0);
+    return oop_int(rcvr) > 0 ? tru : fals;
+}
+
+static void conditional_jumps_and_must_be_boolean(void **state)
+{
+    (void)state;
+    seen.hook = must_be_boolean;
+    /* a: c  c ifTrue: [^1]. ^0 */
+    JitMethod *jt = compile_ok(METHOD0(1, 0, BC_PUSH_ARG, 2, /* 2 */ BC_JUMP_IF_TRUE, 2, 0, BC_PUSH_0, BC_RETURN_TOP,
+                                       BC_PUSH_1, BC_RETURN_TOP));
+    JitMethod *jf = compile_ok(METHOD0(1, 0, BC_PUSH_ARG, 2, BC_JUMP_IF_FALSE, 2, 0, BC_PUSH_0, BC_RETURN_TOP,
+                                       BC_PUSH_1, BC_RETURN_TOP));
+    assert_int_equal(run(jt, nil, 1, tru), I(1));
+    assert_int_equal(run(jt, nil, 1, fals), I(0));
+    assert_int_equal(run(jf, nil, 1, tru), I(0));
+    assert_int_equal(run(jf, nil, 1, fals), I(1));
+    assert_int_equal(seen.sends, 0);
+    assert_int_equal(run(jt, nil, 1, I(5)), I(1));
+    assert_int_equal(seen.sends, 1);
+    assert_int_equal(seen.last_rcvr, I(5));
+    JitMapKind kind;
+    assert_int_equal(bcpc_of_last_send(jt, &kind), 2);
+    assert_int_equal(run(jf, nil, 1, I(-5)), I(1));
+    assert_int_equal(seen.sends, 2);
+
+    JitMethod *jn = compile_ok(METHOD0(1, 0, BC_PUSH_ARG, 2, BC_JUMP_IF_NIL, 2, 0, BC_PUSH_0, BC_RETURN_TOP,
+                                       BC_PUSH_1, BC_RETURN_TOP));
+    JitMethod *jnn = compile_ok(METHOD0(1, 0, BC_PUSH_ARG, 2, BC_JUMP_IF_NOT_NIL, 2, 0, BC_PUSH_0, BC_RETURN_TOP,
+                                        BC_PUSH_1, BC_RETURN_TOP));
+    JitMethod *j = compile_ok(METHOD0(0, 0, BC_JUMP, 2, 0, BC_PUSH_0, BC_RETURN_TOP, BC_PUSH_1, BC_RETURN_TOP));
+    assert_int_equal(run(jn, nil, 1, nil), I(1));
+    assert_int_equal(run(jn, nil, 1, I(0)), I(0));
+    assert_int_equal(run(jnn, nil, 1, nil), I(0));
+    assert_int_equal(run(jnn, nil, 1, fals), I(1));
+    assert_int_equal(run(j, nil, 0), I(1));
+    assert_int_equal(seen.sends, 2);
+    JitMapEntry e;
+    assert_true(jit_map_mcpc_for(jit_method_map(jn), 2, &e));
+    assert_int_equal(e.kind, JIT_MAP_BRANCH);
+}
+
+static void declines_with_a_reason(void **state)
+{
+    (void)state;
+    static const struct { uint8_t code[4]; size_t len; const char *why; } cases[] = {
+        { { BC_HALT }, 1, "HALT" },
+        { { BC_PUSH_VAR, 0, BC_RETURN_TOP }, 3, "unquickened" },
+        { { BC_PUSH_OUTER, 0, 1, BC_RETURN_TOP }, 4, "outer" },
+        { { BC_PUSH_BLOCK, 0, BC_RETURN_TOP }, 3, "block" },
+        { { BC_PUSH_1, BC_RETURN_NONLOCAL }, 2, "non-local" },
+        { { BC_PUSH_SELF, BC_SUPER_SEND, 0, 0 }, 4, "super" },
+        { { BC_PUSH_GLOBAL, 0, BC_RETURN_TOP }, 3, "global" },
+        { { BC_JUMP, 9, 0, BC_RETURN_SELF }, 4, "leaves" },
+        { { BC_PUSH_LITERAL, 3, BC_RETURN_TOP }, 3, "literal" },
+        { { BC_SEND, 0 }, 2, "malformed" },
+    };
+    Oop lits[] = { nil };
+    char why[200];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Oop m = make_method_full(0, 0, lits, 1, cases[i].code, cases[i].len, false, 0);
+        why[0] = 0;
+        size_t before = jit_zone_free_start(&zone) - jit_zone_methods_base(&zone);
+        assert_null(jit_compile(&zone, &rt, m, why, sizeof why));
+        if (!strstr(why, cases[i].why)) fail_msg("case %zu: \"%s\" lacks \"%s\"", i, why, cases[i].why);
+        assert_int_equal(jit_zone_free_start(&zone) - jit_zone_methods_base(&zone), before); /* nothing allocated */
+    }
+    static const uint8_t ret[] = { BC_RETURN_SELF };
+    assert_null(jit_compile(&zone, &rt, make_method_full(0, 0, lits, 1, ret, 1, true, 0), why, sizeof why));
+    assert_non_null(strstr(why, "block"));
+    assert_null(jit_compile(&zone, &rt, make_method_full(0, 0, lits, 1, ret, 1, false, 7), why, sizeof why));
+    assert_non_null(strstr(why, "primitive"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(constants_and_self, reset),
+        cmocka_unit_test_setup(arithmetic_fast_paths_and_overflow_sends, reset),
+        cmocka_unit_test_setup(comparisons_and_identity, reset),
+        cmocka_unit_test_setup(other_special_sends_are_sends, reset),
+        cmocka_unit_test_setup(loop_with_fused_compare_and_safepoints, reset),
+        cmocka_unit_test_setup(temps_and_arguments_store, reset),
+        cmocka_unit_test_setup(fields_with_write_barrier, reset),
+        cmocka_unit_test_setup(plain_send_reaches_the_runtime, reset),
+        cmocka_unit_test_setup(conditional_jumps_and_must_be_boolean, reset),
+        cmocka_unit_test_setup(declines_with_a_reason, reset),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
