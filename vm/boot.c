@@ -9,6 +9,7 @@
 #include "vm/class.h"
 #include "vm/globals.h"
 #include "vm/interp.h"
+#include "vm/jitglue.h"
 #include "vm/loader.h"
 #include "vm/stack.h"
 #include "vm/universe.h"
@@ -146,6 +147,10 @@ bool vm_boot(const VmOptions *opts, char *err, size_t errlen)
     vm_counters = prof_publish_open(&pub, warn, sizeof warn);
     if (warn[0]) fprintf(stderr, "stvm: warning: %s\n", warn);
 
+    if (!opts->no_jit) {
+        vm_jit_threshold = opts->jit_threshold > 0 ? opts->jit_threshold : VM_JIT_THRESHOLD_DEFAULT;
+        if (!vm_jit_init(opts->code_bytes, err, errlen)) return false;
+    }
     vm_global_put(vm_symbol_from_cstr("nil"), vm_nil);
     vm_global_put(vm_symbol_from_cstr("true"), vm_true);
     vm_global_put(vm_symbol_from_cstr("false"), vm_false);

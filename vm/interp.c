@@ -10,6 +10,9 @@
  */
 #include "vm/interp.h"
 
+#include "jit/compile.h"
+#include "vm/jitglue.h"
+
 #include "vm/bigint.h"
 #include "vm/bytecodes.h"
 #include "vm/class.h"
@@ -39,8 +42,15 @@ static size_t saved_bcpc;
 
 _Static_assert(N_SPECIAL == 15, "special selector table matches bytecodes.h");
 
+void vm_interp_set_saved_frame(Oop *sp, Oop *fp)
+{
+    saved_sp = sp;
+    saved_fp = fp;
+}
+
 void vm_interp_visit_roots(GcVisitFn visit, void *ctx)
 {
+    vm_jit_visit_roots(visit, ctx);
     for (int i = 0; i < N_SPECIAL; i++) visit(&special_sel[i], ctx);
     visit(&sym_dnu, ctx);
     visit(&sym_unknown_global, ctx);
@@ -185,6 +195,13 @@ Oop vm_interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
 
     Oop sel, m, result, rcvr, self_value;
     int n, frame_kind;
+    /* Non-zero while the interpreter performs a send for machine code: the
+     * return address into it, which becomes the callee's fp[1]. */
+    Oop mc_retaddr = 0;
+    int mc_nargs = 0; /* the argument count machine code pushed for that send */
+    JitRegs jregs;
+    JitStatus jst;
+    JitMethod *jm = NULL;
     bool passed_safepoint = false;
     static char msg[1024]; /* static: keeps the interpreter's frame small so registers stay registers */
 
@@ -584,10 +601,96 @@ send:
 
 activate : {
     if (obj_slots(m)[METHOD_PRIMITIVE] != oop_from_int(0)) goto primitive;
+    if (vm_jit_enabled) {
+        intptr_t cv = oop_int(obj_slots(m)[METHOD_COUNTER]);
+        if (cv >= 0) {
+            if (++cv >= vm_jit_threshold) cv = vm_jit_compile(m);
+            obj_slots(m)[METHOD_COUNTER] = oop_from_int(cv);
+        }
+        if (cv <= -2 && fp) {
+            intptr_t hdr = vm_method_hdr(m);
+            int need = FRAME_HEADER_WORDS + (int)((hdr >> 24) & 0xffff) + (int)((hdr >> 40) & 0xffff) + 1;
+            /* machine code never changes pages: run it only where its frame fits */
+            /* a send rewritten on the way (DNU, perform:) runs interpreted: only
+             * the interpreter can return to machine code with the caller's
+             * original argument count */
+            if (((hdr >> 16) & 0xff) == n && sp - need >= limit && (!mc_retaddr || n == mc_nargs) &&
+                ip - bytes < (1 << 19) /* the resume bcpc must fit its flags field */) {
+                jm = (JitMethod *)(-cv);
+                goto enter_machine_code;
+            }
+        }
+    }
     self_value = sp[n];
     frame_kind = 0;
     goto push_frame;
 }
+
+enter_machine_code:
+    if (mc_retaddr) {
+        /* machine code sent this: its return address goes back on the stack */
+        *--sp = mc_retaddr;
+        mc_retaddr = 0;
+        jregs = (JitRegs){sp, fp, 0};
+        jst = vm_jit_enter.return_to(&jregs, jit_method_checked_entry(jm));
+    } else {
+        fp[FRAME_FLAGS] = oop_from_int(frame_flags(fp) | ((intptr_t)n << VM_JIT_FLAG_PENDING_SHIFT) |
+                                       ((intptr_t)(ip - bytes) << VM_JIT_FLAG_BCPC_SHIFT));
+        jregs = (JitRegs){sp, fp, 0};
+        jst = vm_jit_enter.enter(&jregs, jit_method_checked_entry(jm));
+    }
+
+machine_code_status:
+    limit = vm_page->base + HEADROOM;
+    if (jst == JIT_STATUS_RETURNED) {
+        /* back in the interpreter frame that entered machine code */
+        fp = jregs.fp;
+        intptr_t fl = frame_flags(fp);
+        int pn = (int)((fl >> VM_JIT_FLAG_PENDING_SHIFT) & 0xff);
+        size_t bc = (size_t)((fl >> VM_JIT_FLAG_BCPC_SHIFT) & 0x7ffff);
+        fp[FRAME_FLAGS] = oop_from_int(fl & ~VM_JIT_FLAG_PENDING_MASK);
+        sp = jregs.sp + pn;
+        *sp = jregs.result;
+        LOAD_METHOD();
+        ip = bytes + bc;
+        DISPATCH();
+    }
+    VM_ASSERT(jst == JIT_STATUS_INTERPRET);
+    /* machine code asks for a send: receiver and args under its return address */
+    fp = jregs.fp;
+    mc_retaddr = jregs.sp[0];
+    sp = jregs.sp + 1;
+    LOAD_METHOD();
+    ip = bytes + vm_jit_resume_bcpc(mc_retaddr, fp);
+    if (UNLIKELY(gc_collect_wanted)) {
+        vm_counters->interrupt_checks++;
+        WRITE_BACK();
+        gc_collect(false);
+        LOAD_METHOD();
+        ip = bytes + saved_bcpc;
+    }
+    n = mc_nargs = vm_jit_pending_nargs;
+    if (vm_jit_pending_tag >= 0)
+        sel = lits[vm_jit_pending_tag];
+    else if (vm_jit_pending_tag == JIT_SEND_MUST_BE_BOOLEAN)
+        sel = sym_must_be_boolean;
+    else
+        sel = special_sel[jit_send_tag_bytecode(vm_jit_pending_tag) - BC_SEND_ADD];
+    goto send;
+
+prim_answer:
+    /* a primitive's answer: to machine code, or onto the stack */
+    if (mc_retaddr) {
+        Oop ra = mc_retaddr;
+        mc_retaddr = 0;
+        /* as machine code's own `ret` would leave it: its n args above the receiver */
+        jregs = (JitRegs){sp + n - mc_nargs, fp, result};
+        jst = vm_jit_enter.return_to(&jregs, (void *)ra);
+        goto machine_code_status;
+    }
+    sp += n;
+    *sp = result;
+    DISPATCH();
 
 activate_block:
     /* m = block method, the closure is the receiver slot sp[n] */
@@ -610,13 +713,15 @@ push_frame : {
         limit = nlimit;
         link = NULL;
     }
-    sp[-1] = oop_from_int(ip - bytes);
+    intptr_t caller_nargs = mc_retaddr ? (intptr_t)mc_nargs << VM_JIT_FLAG_CALLER_SHIFT : 0;
+    sp[-1] = mc_retaddr ? mc_retaddr : oop_from_int(ip - bytes);
+    mc_retaddr = 0;
     sp[-2] = (Oop)link;
     fp = sp - 2;
     if (!link) vm_page->bottom_fp = fp;
     fp[FRAME_METHOD] = m;
     fp[FRAME_CONTEXT] = vm_nil;
-    fp[FRAME_FLAGS] = oop_from_int(FRAME_FLAGS_MAKE(mnargs, ntemps, frame_kind));
+    fp[FRAME_FLAGS] = oop_from_int(FRAME_FLAGS_MAKE(mnargs, ntemps, frame_kind) | caller_nargs);
     fp[FRAME_RECEIVER] = self_value;
     sp = fp + FRAME_RECEIVER;
     for (int t = 0; t < ntemps; t++) *--sp = vm_nil;
@@ -635,6 +740,10 @@ primitive : {
         for (int i = 0; i <= n; i++) a[i] = sp[n - i];
         Oop r;
         if (LIKELY(((VmPrimFn)e->fn)(a, &r))) {
+            if (UNLIKELY(mc_retaddr)) {
+                result = r;
+                goto prim_answer;
+            }
             sp += n;
             *sp = r;
             DISPATCH();
@@ -647,6 +756,10 @@ primitive : {
         m = obj_slots(sp[n])[BLOCK_METHOD];
         goto activate_block;
     case SP_BLOCK_RESTART:
+        if (mc_retaddr) {
+            WRITE_BACK();
+            runtime_error("Block>>restart sent from compiled code (run with --no-jit)");
+        }
         /* restart the method that sent #restart (SOM's whileTrue: idiom) */
         sp = frame_stack_base(fp);
         ip = bytes;
@@ -705,16 +818,15 @@ primitive : {
         WRITE_BACK();
         fflush(stdout);
         vm_print_backtrace(stderr);
-        sp += n;
-        DISPATCH();
+        result = sp[n];
+        goto prim_answer;
     case SP_FULL_GC:
-        sp += n;
-        *sp = vm_true;
         WRITE_BACK();
         gc_collect(true);
         LOAD_METHOD();
         ip = bytes + saved_bcpc;
-        DISPATCH();
+        result = vm_true;
+        goto prim_answer;
     case SP_MISSING: {
         char cls[256], s[256];
         snprintf(msg, sizeof msg, "%s>>%s is declared primitive, but this VM has no such primitive",
@@ -758,8 +870,18 @@ op_RETURN_TOP:
 do_return : {
     if (frame_flags(fp) & FRAME_FLAG_CONTEXT) vm_context_widow(fp);
     Oop *caller = (Oop *)fp[FRAME_SAVED_FP];
-    intptr_t rbcpc = oop_int(fp[FRAME_SAVED_IP]);
-    sp = fp + 2 + frame_nargs(fp);
+    Oop saved_ip = fp[FRAME_SAVED_IP];
+    intptr_t rbcpc = oop_int(saved_ip);
+    int fn = frame_nargs(fp);
+    sp = fp + 2 + fn;
+    int caller_n = (int)((frame_flags(fp) >> VM_JIT_FLAG_CALLER_SHIFT) & 0xff);
+    if (UNLIKELY(vm_jit_is_code_address(saved_ip)) && caller) {
+        /* the caller is machine code: return as its `ret` would, its own
+         * argument count above the receiver */
+        jregs = (JitRegs){fp + 2 + fn - caller_n, caller, result};
+        jst = vm_jit_enter.return_to(&jregs, (void *)saved_ip);
+        goto machine_code_status;
+    }
     if (UNLIKELY(!caller)) {
         StackPage *pg = vm_page;
         if (pg->caller_fp) {
@@ -767,6 +889,11 @@ do_return : {
             sp = pg->caller_sp - 1;
             vm_stack_pop_page();
             limit = vm_page->base + HEADROOM;
+            if (vm_jit_is_code_address(saved_ip)) {
+                jregs = (JitRegs){sp - caller_n, caller, result};
+                jst = vm_jit_enter.return_to(&jregs, (void *)saved_ip);
+                goto machine_code_status;
+            }
         } else if (pg->caller_context) {
             size_t bc;
             Oop *nsp;

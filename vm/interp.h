@@ -17,6 +17,8 @@
 Oop vm_interpret(Oop receiver, Oop selector, Oop *args, int nargs);
 
 void vm_interp_visit_roots(GcVisitFn visit, void *ctx);
+/* The frame the GC walks from while machine code runs a runtime routine. */
+void vm_interp_set_saved_frame(Oop *sp, Oop *fp);
 
 /* Prints "Class>>selector (File.som:line)" lines, oldest first. */
 void vm_print_backtrace(FILE *out);

@@ -41,7 +41,12 @@ static void usage(FILE *out)
             "  --gc-stress            collect at every safe point\n"
             "  --print-stats          print GC and VM counters on stderr at exit\n"
             "  --no-export            do not publish counters for profilers (/dev/shm/stvm-PID)\n"
-            "  --no-jit               interpret only (this build has no JIT yet)\n"
+            "  --jit                  compile hot methods to x86-64 (experimental: methods\n"
+            "                         without blocks, globals or super sends; slower than\n"
+            "                         the interpreter until sends are linked)\n"
+            "  --no-jit               interpret only (the default for now)\n"
+            "  --jit-threshold N      compile a method when it has run N times (default 2)\n"
+            "  --code-size SIZE       machine-code zone (default 1M)\n"
             "  --help                 this text\n"
             "  --version              print the version\n",
             VM_STACK_PAGES_DEFAULT, VM_STACK_PAGES_MIN, VM_STACK_PAGES_SMALL);
@@ -103,6 +108,10 @@ static void add_classpath(VmOptions *o, const char *dirs, bool front)
 int main(int argc, char **argv)
 {
     VmOptions o = {
+        /* The JIT is opt-in until its sends are linked: today every send from
+         * machine code goes through the interpreter, which is slower than
+         * interpreting the whole method (jit/DESIGN.md). */
+        .no_jit = true,
         .heap_bytes = GC_HEAP_DEFAULT_BYTES,
         .eden_bytes = GC_EDEN_DEFAULT_BYTES,
         .stack_pages = VM_STACK_PAGES_DEFAULT,
@@ -148,6 +157,18 @@ int main(int argc, char **argv)
             o.print_stats = true;
         } else if (!strcmp(a, "--no-jit")) {
             o.no_jit = true;
+        } else if (!strcmp(a, "--jit")) {
+            o.no_jit = false;
+        } else if (!strcmp(a, "--jit-threshold")) {
+            const char *v = need_arg(argc, argv, &i);
+            char *end;
+            long t = strtol(v, &end, 10);
+            if (*end || t < 1 || t > 1000000) bad_usage("--jit-threshold needs a number from 1 to 1000000, not '%s'", v);
+            o.jit_threshold = (int)t;
+        } else if (!strcmp(a, "--code-size")) {
+            const char *v = need_arg(argc, argv, &i);
+            if (!parse_size(v, &o.code_bytes) || o.code_bytes < (64u << 10) || o.code_bytes > (1u << 30))
+                bad_usage("--code-size needs a size from 64K to 1G, like 1M, not '%s'", v);
         } else if (!strcmp(a, "--")) {
             i++;
             break;

@@ -3,6 +3,7 @@
  */
 #include "vm/stack.h"
 
+#include "vm/jitglue.h"
 #include "vm/method.h"
 #include "vm/universe.h"
 #include "vm/vm.h"
@@ -131,7 +132,7 @@ static Oop divorce_page(StackPage *p, Oop *top_fp, Oop *top_sp, intptr_t top_bcp
         Oop *f = frames[i];
         Oop ctx = vm_context_marry(f);
         Oop *sp = i == 0 ? top_sp : frames[i - 1] + 3 + frame_nargs(frames[i - 1]);
-        intptr_t bcpc = i == 0 ? top_bcpc : oop_int(frames[i - 1][FRAME_SAVED_IP]);
+        intptr_t bcpc = i == 0 ? top_bcpc : vm_jit_resume_bcpc(frames[i - 1][FRAME_SAVED_IP], f);
         Oop *stack_base = frame_stack_base(f);
         size_t depth = (size_t)(stack_base - sp);
         size_t nvars = (size_t)frame_nargs(f) + (size_t)frame_ntemps(f);
@@ -160,7 +161,8 @@ StackPage *vm_stack_overflow(Oop *top_fp, Oop *top_sp)
         StackPage *o = oldest;
         VM_ASSERT(o != vm_page && o->newer != NULL);
         StackPage *nw = o->newer;
-        Oop ctx = divorce_page(o, nw->caller_fp, nw->caller_sp, oop_int(nw->bottom_fp[FRAME_SAVED_IP]));
+        Oop ctx = divorce_page(o, nw->caller_fp, nw->caller_sp,
+                               vm_jit_resume_bcpc(nw->bottom_fp[FRAME_SAVED_IP], nw->caller_fp));
         nw->caller_context = ctx;
         nw->caller_fp = nw->caller_sp = NULL;
         unlink_page(o);
@@ -225,7 +227,7 @@ static void visit_page(StackPage *p, Oop *sp, Oop *fp, GcVisitFn visit, void *ct
     Oop *slot = sp;
     for (Oop *f = fp; f; f = (Oop *)f[FRAME_SAVED_FP]) {
         for (; slot < f; slot++) visit(slot, ctx);
-        slot = f + 1; /* skip the saved fp */
+        slot = f + 2; /* skip the saved fp and the saved ip / return address */
     }
     for (; slot < p->top; slot++) visit(slot, ctx);
     if (p->caller_context) visit(&p->caller_context, ctx);
@@ -245,8 +247,9 @@ void vm_stack_walk(Oop *fp, size_t bcpc, VmFrameFn fn, void *ctx)
     intptr_t pc = (intptr_t)bcpc;
     while (fp) {
         fn(fp[FRAME_METHOD], (size_t)pc, ctx);
-        pc = oop_int(fp[FRAME_SAVED_IP]);
         Oop *caller = (Oop *)fp[FRAME_SAVED_FP];
+        Oop *resumer = caller ? caller : (p ? p->caller_fp : NULL);
+        pc = resumer ? vm_jit_resume_bcpc(fp[FRAME_SAVED_IP], resumer) : 0;
         if (!caller && p) {
             Oop c = p->caller_context;
             caller = p->caller_fp;

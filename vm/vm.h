@@ -25,6 +25,8 @@ typedef struct VmOptions {
     int stack_pages;
     bool gc_verify, gc_stress, small;
     bool no_jit;
+    int jit_threshold;     /* invocations before a method is compiled */
+    size_t code_bytes;     /* machine-code zone */
     bool print_stats; /* --print-stats: counters on stderr at exit */
     bool no_export;   /* --no-export: no /dev/shm/stvm-<pid> segment */
 } VmOptions;

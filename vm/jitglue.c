@@ -1,0 +1,110 @@
+/*
+ * vm/jitglue.c — compiling hot methods and the runtime routines machine
+ * code calls through jit/enter's trampolines.
+ */
+#include "vm/jitglue.h"
+
+#include "jit/compile.h"
+#include "jit/map.h"
+#include "jit/zone.h"
+#include "vm/bytecodes.h"
+#include "vm/frame.h"
+#include "vm/interp.h"
+#include "vm/method.h"
+#include "vm/universe.h"
+#include "vm/vm.h"
+
+#include <stdio.h>
+
+bool vm_jit_enabled;
+int vm_jit_threshold = VM_JIT_THRESHOLD_DEFAULT;
+JitEnter vm_jit_enter;
+int64_t vm_jit_pending_tag;
+int vm_jit_pending_nargs;
+
+uintptr_t vm_jit_zone_start, vm_jit_zone_end;
+static JitZone zone;
+static JitCompileRuntime runtime;
+
+/* -- Runtime routines (run on the C stack) ---------------------------------- */
+
+static uint64_t rt_send(int64_t tag, int64_t nargs, int64_t unused)
+{
+    (void)unused;
+    vm_jit_pending_tag = tag;
+    vm_jit_pending_nargs = (int)nargs;
+    jit_enter_request_exit(JIT_STATUS_INTERPRET);
+    return 0;
+}
+
+static uint64_t rt_safepoint(void)
+{
+    vm_counters->interrupt_checks++;
+    /* st_sp points at the return address into the method: not an Oop */
+    vm_interp_set_saved_frame(jit_cstate.st_sp + 1, jit_cstate.st_fp);
+    gc_collect(false);
+    return 0;
+}
+
+static uint64_t rt_barrier(Oop obj)
+{
+    if (!(obj_header(obj) & OBJ_GC_REMEMBERED)) gc_remember(obj);
+    return 0;
+}
+
+bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
+{
+    JitZoneConfig cfg = {
+        .zone_bytes = code_bytes,
+        .trampoline_bytes = 4096, /* enilopmarts + three trampolines need < 1 KiB */
+        .near = (const void *)vm_jit_init,
+    };
+    if (!jit_zone_init(&zone, &cfg, err, errlen)) return false;
+    if (!jit_enter_init(&vm_jit_enter, &zone, err, errlen)) return false;
+    vm_jit_zone_start = (uintptr_t)jit_zone_base(&zone);
+    vm_jit_zone_end = (uintptr_t)jit_zone_end(&zone);
+    runtime.send = jit_enter_runtime_trampoline(&zone, (const void *)rt_send, 3);
+    runtime.safepoint = jit_enter_runtime_trampoline(&zone, (const void *)rt_safepoint, 0);
+    runtime.barrier = jit_enter_runtime_trampoline(&zone, (const void *)rt_barrier, 1);
+    if (!runtime.send || !runtime.safepoint || !runtime.barrier) {
+        snprintf(err, errlen, "the code zone's trampoline area is too small");
+        return false;
+    }
+    runtime.collect_wanted = &gc_collect_wanted;
+    runtime.old_start = &gc_old_start;
+    runtime.nil = vm_nil;
+    runtime.true_obj = vm_true;
+    runtime.false_obj = vm_false;
+    vm_jit_enabled = true;
+    return true;
+}
+
+intptr_t vm_jit_compile(Oop method)
+{
+    char why[256];
+    JitMethod *jm = jit_compile(&zone, &runtime, method, why, sizeof why);
+    if (!jm) return -1;
+    return -(intptr_t)jm;
+}
+
+intptr_t vm_jit_resume_bcpc(Oop saved, Oop *frame)
+{
+    if (!vm_jit_is_code_address(saved)) return oop_int(saved);
+    if ((uint8_t *)saved == vm_jit_enter.return_to_interpreter)
+        return (oop_int(frame[FRAME_FLAGS]) >> VM_JIT_FLAG_BCPC_SHIFT) & 0x7ffff;
+    JitMethod *jm = jit_zone_find(&zone, (void *)saved);
+    VM_ASSERT(jm != NULL);
+    JitMapEntry e;
+    bool found = jit_map_bcpc_at(jit_method_map(jm), (uint32_t)((uint8_t *)saved - (uint8_t *)jm), &e);
+    VM_ASSERT(found);
+    /* the map names the send; the frame resumes after it */
+    const uint8_t *code = vm_method_bytecodes(jm->method);
+    return (intptr_t)e.bcpc + vm_bytecode_length[code[e.bcpc]];
+}
+
+void vm_jit_visit_roots(GcVisitFn visit, void *ctx)
+{
+    if (!vm_jit_enabled) return;
+    for (JitMethod *m = jit_zone_first(&zone); m; m = jit_zone_next(&zone, m))
+        if (m->kind == JIT_KIND_METHOD) visit(&m->method, ctx);
+}
