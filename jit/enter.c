@@ -120,7 +120,10 @@ static void emit_return_to(X64Buf *b)
 }
 
 /* A runtime call: rdi, rsi, rdx are fn's arguments and stay untouched. */
-static void emit_runtime_call(X64Buf *b, const void *fn)
+/* dispatch: on a normal return the routine answers an entry address, and
+ * the trampoline jumps there with the caller's return address still on the
+ * stack (a send machine code makes straight into a compiled callee). */
+static void emit_runtime_call(X64Buf *b, const void *fn, bool dispatch)
 {
     X64Label leave = JIT_X64_LABEL("leave");
     emit_load_cstate(b);
@@ -135,7 +138,10 @@ static void emit_runtime_call(X64Buf *b, const void *fn)
     jit_x64_jcc_label(b, JIT_X64_CC_NE, &leave);
     jit_x64_mov_rm(b, RSP, cstate(offsetof(JitCState, st_sp)));
     jit_x64_mov_rm(b, RBP, cstate(offsetof(JitCState, st_fp)));
-    jit_x64_ret(b);
+    if (dispatch)
+        jit_x64_jmp_r(b, RAX);
+    else
+        jit_x64_ret(b);
 
     jit_x64_label_bind(b, &leave);
     jit_x64_mov_rm(b, RCX, cstate(offsetof(JitCState, regs)));
@@ -178,6 +184,16 @@ uint8_t *jit_enter_runtime_trampoline(JitZone *z, const void *fn, int nargs)
               JIT_ENTER_MAX_RUNTIME_ARGS, nargs);
     Piece p;
     if (!piece_begin(&p, z)) return NULL;
-    emit_runtime_call(&p.buf, fn);
+    emit_runtime_call(&p.buf, fn, false);
+    return piece_end(&p, z, (uint8_t)nargs);
+}
+
+uint8_t *jit_enter_dispatch_trampoline(JitZone *z, const void *fn, int nargs)
+{
+    VM_ASSERT(nargs >= 0 && nargs <= JIT_ENTER_MAX_RUNTIME_ARGS, "a runtime routine takes 0..%d arguments, not %d",
+              JIT_ENTER_MAX_RUNTIME_ARGS, nargs);
+    Piece p;
+    if (!piece_begin(&p, z)) return NULL;
+    emit_runtime_call(&p.buf, fn, true);
     return piece_end(&p, z, (uint8_t)nargs);
 }

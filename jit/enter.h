@@ -134,4 +134,10 @@ uint8_t *jit_enter_runtime_trampoline(JitZone *z, const void *fn, int nargs);
  * from the enilopmart with `status` (INTERPRET or RESUME). */
 void jit_enter_request_exit(JitStatus status);
 
+/* Like jit_enter_runtime_trampoline, but the routine answers the address to
+ * continue at (a compiled callee's entry) and the trampoline jumps there
+ * with the machine-code caller's return address on top of the stack; or it
+ * requests an exit (and its answer is ignored). */
+uint8_t *jit_enter_dispatch_trampoline(JitZone *z, const void *fn, int nargs);
+
 #endif

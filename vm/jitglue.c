@@ -8,6 +8,8 @@
 #include "jit/map.h"
 #include "jit/zone.h"
 #include "vm/bytecodes.h"
+#include "vm/class.h"
+#include "vm/stack.h"
 #include "vm/frame.h"
 #include "vm/interp.h"
 #include "vm/method.h"
@@ -37,6 +39,30 @@ static uint64_t rt_send(int64_t tag, int64_t nargs, int64_t unused)
     return 0;
 }
 
+/* A send from machine code: straight into a compiled callee when there is
+ * one and its frame fits this page, else the interpreter performs it. */
+static uint64_t rt_send_dispatch(int64_t tag, int64_t nargs, int64_t unused)
+{
+    Oop *sp = jit_cstate.st_sp; /* [0] return address, [1] last arg, [nargs+1] receiver */
+    Oop *fp = jit_cstate.st_fp;
+    if (tag >= 0 && !gc_collect_wanted) {
+        Oop rcvr = sp[1 + nargs];
+        Oop sel = vm_method_literals(fp[FRAME_METHOD])[tag];
+        Oop m = vm_lookup_cached(vm_class_index_of(rcvr), sel);
+        if (m && obj_slots(m)[METHOD_PRIMITIVE] == oop_from_int(0) && vm_method_nargs(m) == nargs) {
+            intptr_t cv = oop_int(obj_slots(m)[METHOD_COUNTER]);
+            if (cv >= 0) {
+                if (++cv >= vm_jit_threshold) cv = vm_jit_compile(m);
+                obj_slots(m)[METHOD_COUNTER] = oop_from_int(cv);
+            }
+            int need = FRAME_HEADER_WORDS + vm_method_ntemps(m) + vm_method_max_stack(m) + 1;
+            if (cv <= -2 && sp - need >= vm_page->base + VM_STACK_HEADROOM_WORDS)
+                return (uint64_t)(uintptr_t)jit_method_checked_entry((JitMethod *)(-cv));
+        }
+    }
+    return rt_send(tag, nargs, unused);
+}
+
 static uint64_t rt_safepoint(void)
 {
     vm_counters->interrupt_checks++;
@@ -63,7 +89,7 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     if (!jit_enter_init(&vm_jit_enter, &zone, err, errlen)) return false;
     vm_jit_zone_start = (uintptr_t)jit_zone_base(&zone);
     vm_jit_zone_end = (uintptr_t)jit_zone_end(&zone);
-    runtime.send = jit_enter_runtime_trampoline(&zone, (const void *)rt_send, 3);
+    runtime.send = jit_enter_dispatch_trampoline(&zone, (const void *)rt_send_dispatch, 3);
     runtime.safepoint = jit_enter_runtime_trampoline(&zone, (const void *)rt_safepoint, 0);
     runtime.barrier = jit_enter_runtime_trampoline(&zone, (const void *)rt_barrier, 1);
     if (!runtime.send || !runtime.safepoint || !runtime.barrier) {
