@@ -9,6 +9,9 @@
 #include "jit/zone.h"
 #include "vm/bytecodes.h"
 #include "vm/class.h"
+#include "vm/loader.h"
+#include "vm/primitive.h"
+#include "jit/x64.h"
 #include "vm/stack.h"
 #include "vm/frame.h"
 #include "vm/interp.h"
@@ -25,8 +28,19 @@ int64_t vm_jit_pending_tag;
 int vm_jit_pending_nargs;
 
 uintptr_t vm_jit_zone_start, vm_jit_zone_end;
+#define JIT_MAX_PRIM_ARGS 8 /* sends to primitives with more arguments take the interpreter's path */
 static JitZone zone;
 static JitCompileRuntime runtime;
+
+/* A primitive's answer on its way back to machine code: the dispatch
+ * trampoline jumps to prim_return, which loads it and returns to the
+ * caller (whose return address is on top of the stack). */
+static Oop prim_answer;
+static uint8_t *prim_return;
+/* The special sends' selectors (GC roots: symbols move in a full GC). */
+#define N_SPECIAL (BC_SEND_LENGTH - BC_SEND_ADD + 1)
+static Oop special_selectors[N_SPECIAL];
+static const int special_nargs[N_SPECIAL] = {BC_SPECIAL_NARGS};
 
 /* -- Runtime routines (run on the C stack) ---------------------------------- */
 
@@ -45,11 +59,24 @@ static uint64_t rt_send_dispatch(int64_t tag, int64_t nargs, int64_t unused)
 {
     Oop *sp = jit_cstate.st_sp; /* [0] return address, [1] last arg, [nargs+1] receiver */
     Oop *fp = jit_cstate.st_fp;
-    if (tag >= 0 && !gc_collect_wanted) {
+    Oop sel = 0;
+    if (tag >= 0)
+        sel = vm_method_literals(fp[FRAME_METHOD])[tag];
+    else if (jit_send_tag_is_special(tag) && special_nargs[jit_send_tag_bytecode(tag) - BC_SEND_ADD] == nargs)
+        sel = special_selectors[jit_send_tag_bytecode(tag) - BC_SEND_ADD];
+    if (sel && !gc_collect_wanted) {
         Oop rcvr = sp[1 + nargs];
-        Oop sel = vm_method_literals(fp[FRAME_METHOD])[tag];
         Oop m = vm_lookup_cached(vm_class_index_of(rcvr), sel);
-        if (m && obj_slots(m)[METHOD_PRIMITIVE] == oop_from_int(0) && vm_method_nargs(m) == nargs) {
+        intptr_t p = m ? oop_int(obj_slots(m)[METHOD_PRIMITIVE]) : 0;
+        if (p > 1 && vm_prim_table[p].special == SP_NONE) {
+            /* a plain primitive: run it here; a failure (which has no side
+             * effects) is left to the interpreter, which reports it */
+            Oop args[JIT_MAX_PRIM_ARGS + 1];
+            if (nargs <= JIT_MAX_PRIM_ARGS) {
+                for (int i = 0; i <= nargs; i++) args[i] = sp[1 + nargs - i];
+                if (((VmPrimFn)vm_prim_table[p].fn)(args, &prim_answer)) return (uint64_t)(uintptr_t)prim_return;
+            }
+        } else if (m && p == 0 && vm_method_nargs(m) == nargs) {
             intptr_t cv = oop_int(obj_slots(m)[METHOD_COUNTER]);
             if (cv >= 0) {
                 if (++cv >= vm_jit_threshold) cv = vm_jit_compile(m);
@@ -90,6 +117,25 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     vm_jit_zone_start = (uintptr_t)jit_zone_base(&zone);
     vm_jit_zone_end = (uintptr_t)jit_zone_end(&zone);
     runtime.send = jit_enter_dispatch_trampoline(&zone, (const void *)rt_send_dispatch, 3);
+    /* prim_return: mov rax, [&prim_answer]; ret */
+    JitMethod *pr = jit_zone_alloc(&zone, JIT_KIND_TRAMPOLINE, 64);
+    if (!pr) {
+        snprintf(err, errlen, "the code zone's trampoline area is too small");
+        return false;
+    }
+    X64Buf b;
+    jit_x64_buf_init(&b, jit_method_code(pr), 32);
+    jit_x64_mov_ri64(&b, JIT_X64_RAX, (uint64_t)(uintptr_t)&prim_answer);
+    jit_x64_mov_rm(&b, JIT_X64_RAX, jit_x64_mem(JIT_X64_RAX, 0));
+    jit_x64_ret(&b);
+    const char *why = NULL;
+    if (!jit_x64_finish(&b, &why)) {
+        snprintf(err, errlen, "cannot generate prim_return: %s", why ? why : "?");
+        return false;
+    }
+    prim_return = jit_method_code(pr);
+    static const char *const names[N_SPECIAL] = {BC_SPECIAL_SELECTORS};
+    for (int i = 0; i < N_SPECIAL; i++) special_selectors[i] = vm_symbol_from_cstr(names[i]);
     runtime.safepoint = jit_enter_runtime_trampoline(&zone, (const void *)rt_safepoint, 0);
     runtime.barrier = jit_enter_runtime_trampoline(&zone, (const void *)rt_barrier, 1);
     if (!runtime.send || !runtime.safepoint || !runtime.barrier) {
@@ -131,6 +177,7 @@ intptr_t vm_jit_resume_bcpc(Oop saved, Oop *frame)
 void vm_jit_visit_roots(GcVisitFn visit, void *ctx)
 {
     if (!vm_jit_enabled) return;
+    for (int i = 0; i < N_SPECIAL; i++) visit(&special_selectors[i], ctx);
     for (JitMethod *m = jit_zone_first(&zone); m; m = jit_zone_next(&zone, m))
         if (m->kind == JIT_KIND_METHOD) visit(&m->method, ctx);
 }
