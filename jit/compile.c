@@ -90,7 +90,9 @@ static size_t template_bound(uint8_t op)
 {
     switch (op) {
     case BC_SEND:
-    case BC_SEND_W: return BOUND_SEND;
+    case BC_SEND_W:
+    case BC_PUSH_GLOBAL:
+    case BC_PUSH_GLOBAL_W: return BOUND_SEND;
     case BC_STORE_FIELD:
     case BC_POP_FIELD: return BOUND_FIELD_STORE;
     case BC_JUMP_IF_TRUE:
@@ -119,8 +121,6 @@ static const char *declined_bytecode(uint8_t op)
     case BC_RETURN_NONLOCAL: return "a non-local return";
     case BC_SUPER_SEND:
     case BC_SUPER_SEND_W: return "a super send";
-    case BC_PUSH_GLOBAL:
-    case BC_PUSH_GLOBAL_W: return "a global";
     default: return NULL;
     }
 }
@@ -194,6 +194,16 @@ static void emit_send(Compiler *c, int64_t tag, int nargs, size_t bcpc)
     jit_x64_call_rel32(&c->b, c->rt->send);
     jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_SEND);
     jit_x64_lea_rm(&c->b, RSP, jit_x64_mem(RSP, 8 * (nargs + 1)));
+    jit_x64_push_r(&c->b, RAX);
+}
+
+/* A global's value from the runtime (which may hand an unknown one to the
+ * interpreter for #unknownGlobal:); mapped like a send. */
+static void emit_global(Compiler *c, int64_t literal, size_t bcpc)
+{
+    jit_x64_mov_ri(&c->b, RDI, literal);
+    jit_x64_call_rel32(&c->b, c->rt->global);
+    jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_SEND);
     jit_x64_push_r(&c->b, RAX);
 }
 
@@ -457,6 +467,8 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
     case BC_PUSH_TEMP: jit_x64_mov_rm(b, RAX, temp_slot(p[1])); jit_x64_push_r(b, RAX); break;
     case BC_STORE_TEMP: jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 0)); jit_x64_mov_mr(b, temp_slot(p[1]), RAX); break;
     case BC_POP_TEMP: jit_x64_pop_r(b, RAX); jit_x64_mov_mr(b, temp_slot(p[1]), RAX); break;
+    case BC_PUSH_GLOBAL: emit_global(c, p[1], pc); break;
+    case BC_PUSH_GLOBAL_W: emit_global(c, operand_w(p + 1), pc); break;
     case BC_SEND: emit_send(c, p[1], p[2], pc); break;
     case BC_SEND_W: emit_send(c, operand_w(p + 1), p[3], pc); break;
     case BC_RETURN_TOP: jit_x64_pop_r(b, RAX); epilogue(c); break;

@@ -78,6 +78,7 @@ typedef struct JitCompileRuntime {
     const uint8_t *send;      /* trampoline: fn(tag, nargs, 0) answers the send's result */
     const uint8_t *safepoint; /* trampoline: fn() collects if wanted */
     const uint8_t *barrier;   /* trampoline: fn(object) remembers it */
+    const uint8_t *global;    /* trampoline: fn(literal index) answers the global's value */
     const volatile bool *collect_wanted; /* &gc_collect_wanted */
     const uintptr_t *old_start;          /* &gc_old_start: young objects lie below it */
     Oop nil, true_obj, false_obj;        /* never move */

@@ -670,6 +670,16 @@ machine_code_status:
         ip = bytes + saved_bcpc;
     }
     n = mc_nargs = vm_jit_pending_nargs;
+    if (vm_jit_pending_tag == VM_JIT_PENDING_UNKNOWN_GLOBAL) {
+        /* machine code pushed nothing: send unknownGlobal: on its behalf */
+        Oop gsym = lits[vm_jit_pending_nargs];
+        *--sp = SELF;
+        *--sp = gsym;
+        n = 1;
+        mc_nargs = -1;
+        sel = sym_unknown_global;
+        goto send;
+    }
     if (vm_jit_pending_tag >= 0)
         sel = lits[vm_jit_pending_tag];
     else if (vm_jit_pending_tag == JIT_SEND_MUST_BE_BOOLEAN)
@@ -713,7 +723,7 @@ push_frame : {
         limit = nlimit;
         link = NULL;
     }
-    intptr_t caller_nargs = mc_retaddr ? (intptr_t)mc_nargs << VM_JIT_FLAG_CALLER_SHIFT : 0;
+    intptr_t caller_nargs = mc_retaddr ? (intptr_t)(mc_nargs & 0xff) << VM_JIT_FLAG_CALLER_SHIFT : 0;
     sp[-1] = mc_retaddr ? mc_retaddr : oop_from_int(ip - bytes);
     mc_retaddr = 0;
     sp[-2] = (Oop)link;
@@ -875,6 +885,7 @@ do_return : {
     int fn = frame_nargs(fp);
     sp = fp + 2 + fn;
     int caller_n = (int)((frame_flags(fp) >> VM_JIT_FLAG_CALLER_SHIFT) & 0xff);
+    if (caller_n == VM_JIT_CALLER_PUSHED_NOTHING) caller_n = -1;
     if (UNLIKELY(vm_jit_is_code_address(saved_ip)) && caller) {
         /* the caller is machine code: return as its `ret` would, its own
          * argument count above the receiver */

@@ -9,6 +9,7 @@
 #include "jit/zone.h"
 #include "vm/bytecodes.h"
 #include "vm/class.h"
+#include "vm/globals.h"
 #include "vm/loader.h"
 #include "vm/primitive.h"
 #include "jit/x64.h"
@@ -90,6 +91,21 @@ static uint64_t rt_send_dispatch(int64_t tag, int64_t nargs, int64_t unused)
     return rt_send(tag, nargs, unused);
 }
 
+static uint64_t rt_global(int64_t literal)
+{
+    Oop sym = vm_method_literals(jit_cstate.st_fp[FRAME_METHOD])[literal];
+    Oop v = vm_global_get(sym);
+    if (!v) {
+        char name[512];
+        v = vm_load_class(vm_string_cstr(sym, name, sizeof name));
+    }
+    if (v) return v;
+    vm_jit_pending_tag = VM_JIT_PENDING_UNKNOWN_GLOBAL;
+    vm_jit_pending_nargs = (int)literal;
+    jit_enter_request_exit(JIT_STATUS_INTERPRET);
+    return 0;
+}
+
 static uint64_t rt_safepoint(void)
 {
     vm_counters->interrupt_checks++;
@@ -138,7 +154,8 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     for (int i = 0; i < N_SPECIAL; i++) special_selectors[i] = vm_symbol_from_cstr(names[i]);
     runtime.safepoint = jit_enter_runtime_trampoline(&zone, (const void *)rt_safepoint, 0);
     runtime.barrier = jit_enter_runtime_trampoline(&zone, (const void *)rt_barrier, 1);
-    if (!runtime.send || !runtime.safepoint || !runtime.barrier) {
+    runtime.global = jit_enter_runtime_trampoline(&zone, (const void *)rt_global, 1);
+    if (!runtime.send || !runtime.safepoint || !runtime.barrier || !runtime.global) {
         snprintf(err, errlen, "the code zone's trampoline area is too small");
         return false;
     }

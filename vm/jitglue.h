@@ -38,6 +38,10 @@ extern bool vm_jit_enabled;
 extern int vm_jit_threshold;
 extern JitEnter vm_jit_enter;
 extern int64_t vm_jit_pending_tag; /* the send machine code handed over */
+/* pending tag of an unknown global: vm_jit_pending_nargs is its literal index */
+#define VM_JIT_PENDING_UNKNOWN_GLOBAL ((int64_t)-1000)
+/* caller-nargs field value: machine code pushed nothing (a global fetch) */
+#define VM_JIT_CALLER_PUSHED_NOTHING 0xff
 extern int vm_jit_pending_nargs;
 
 extern uintptr_t vm_jit_zone_start, vm_jit_zone_end;

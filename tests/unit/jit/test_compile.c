@@ -542,7 +542,6 @@ static void declines_with_a_reason(void **state)
         { { BC_PUSH_BLOCK, 0, BC_RETURN_TOP }, 3, "block" },
         { { BC_PUSH_1, BC_RETURN_NONLOCAL }, 2, "non-local" },
         { { BC_PUSH_SELF, BC_SUPER_SEND, 0, 0 }, 4, "super" },
-        { { BC_PUSH_GLOBAL, 0, BC_RETURN_TOP }, 3, "global" },
         { { BC_JUMP, 9, 0, BC_RETURN_SELF }, 4, "leaves" },
         { { BC_PUSH_LITERAL, 3, BC_RETURN_TOP }, 3, "literal" },
         { { BC_SEND, 0 }, 2, "malformed" },
