@@ -197,3 +197,13 @@ uint8_t *jit_enter_dispatch_trampoline(JitZone *z, const void *fn, int nargs)
     emit_runtime_call(&p.buf, fn, true);
     return piece_end(&p, z, (uint8_t)nargs);
 }
+
+uint8_t *jit_enter_answer_trampoline(JitZone *z, const uint64_t *slot)
+{
+    Piece p;
+    if (!piece_begin(&p, z)) return NULL;
+    jit_x64_mov_ri64(&p.buf, JIT_X64_RAX, (uint64_t)(uintptr_t)slot); /* mov rax, slot */
+    jit_x64_mov_rm(&p.buf, JIT_X64_RAX, jit_x64_mem(JIT_X64_RAX, 0));   /* mov rax, [rax] */
+    jit_x64_ret(&p.buf);
+    return piece_end(&p, z, 0);
+}

@@ -140,4 +140,8 @@ void jit_enter_request_exit(JitStatus status);
  * requests an exit (and its answer is ignored). */
 uint8_t *jit_enter_dispatch_trampoline(JitZone *z, const void *fn, int nargs);
 
+/* `mov rax, [slot]; ret`: where a dispatch routine sends machine code when
+ * it computed the send's answer itself (a primitive) and left it in *slot. */
+uint8_t *jit_enter_answer_trampoline(JitZone *z, const uint64_t *slot);
+
 #endif

@@ -12,7 +12,6 @@
 #include "vm/globals.h"
 #include "vm/loader.h"
 #include "vm/primitive.h"
-#include "jit/x64.h"
 #include "vm/stack.h"
 #include "vm/frame.h"
 #include "vm/interp.h"
@@ -133,23 +132,11 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     vm_jit_zone_start = (uintptr_t)jit_zone_base(&zone);
     vm_jit_zone_end = (uintptr_t)jit_zone_end(&zone);
     runtime.send = jit_enter_dispatch_trampoline(&zone, (const void *)rt_send_dispatch, 3);
-    /* prim_return: mov rax, [&prim_answer]; ret */
-    JitMethod *pr = jit_zone_alloc(&zone, JIT_KIND_TRAMPOLINE, 64);
-    if (!pr) {
+    prim_return = jit_enter_answer_trampoline(&zone, &prim_answer);
+    if (!prim_return) {
         snprintf(err, errlen, "the code zone's trampoline area is too small");
         return false;
     }
-    X64Buf b;
-    jit_x64_buf_init(&b, jit_method_code(pr), 32);
-    jit_x64_mov_ri64(&b, JIT_X64_RAX, (uint64_t)(uintptr_t)&prim_answer);
-    jit_x64_mov_rm(&b, JIT_X64_RAX, jit_x64_mem(JIT_X64_RAX, 0));
-    jit_x64_ret(&b);
-    const char *why = NULL;
-    if (!jit_x64_finish(&b, &why)) {
-        snprintf(err, errlen, "cannot generate prim_return: %s", why ? why : "?");
-        return false;
-    }
-    prim_return = jit_method_code(pr);
     static const char *const names[N_SPECIAL] = {BC_SPECIAL_SELECTORS};
     for (int i = 0; i < N_SPECIAL; i++) special_selectors[i] = vm_symbol_from_cstr(names[i]);
     runtime.safepoint = jit_enter_runtime_trampoline(&zone, (const void *)rt_safepoint, 0);

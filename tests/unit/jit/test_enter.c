@@ -185,6 +185,76 @@ static uint8_t *method_calling(intptr_t id, const uint8_t *tramp, int nargs, Met
 
 /* -- Tests ------------------------------------------------------------------------------ */
 
+/* -- Dispatch and answer trampolines ---------------------------------------------------- */
+
+static uint8_t *dispatch_target;  /* what rt_dispatch answers */
+static uint64_t answer_slot;      /* the answer trampoline's value */
+
+static uint64_t rt_dispatch(Oop *fp, Oop arg, Oop three)
+{
+    (void)arg;
+    seen.args_ok = fp == jit_cstate.st_fp && oop_int(three) == 3;
+    return (uint64_t)(uintptr_t)dispatch_target;
+}
+
+static uint64_t rt_dispatch_exit(void)
+{
+    jit_enter_request_exit(JIT_STATUS_INTERPRET);
+    return 0;
+}
+
+/* A one-argument method answering a constant. */
+static uint8_t *method_answering(intptr_t id, Oop value, Method *mt)
+{
+    method_begin(mt, id);
+    jit_x64_mov_ri64(&mt->b, RAX, value);
+    return method_end(mt);
+}
+
+static void dispatch_jumps_into_the_callee_which_returns_to_the_caller(void **state)
+{
+    (void)state;
+    Method callee, caller;
+    dispatch_target = method_answering(20, oop_from_int(42), &callee);
+    uint8_t *tramp = jit_enter_dispatch_trampoline(&zone, (const void *)rt_dispatch, 3);
+    assert_non_null(tramp);
+    uint8_t *entry = method_calling(21, tramp, 3, &caller);
+    memset(&seen, 0, sizeof seen);
+    JitRegs regs = interp_regs();
+    assert_int_equal(jit.enter(&regs, entry), JIT_STATUS_RETURNED);
+    assert_int_equal(regs.result, oop_from_int(42)); /* the callee's answer reached the caller */
+    assert_true(seen.args_ok);
+    assert_ptr_equal(regs.sp, interp_sp);
+    assert_ptr_equal(regs.fp, interp_fp);
+}
+
+static void answer_trampoline_returns_the_slot_to_the_caller(void **state)
+{
+    (void)state;
+    Method caller;
+    dispatch_target = jit_enter_answer_trampoline(&zone, &answer_slot);
+    assert_non_null(dispatch_target);
+    answer_slot = oop_from_int(-7);
+    uint8_t *tramp = jit_enter_dispatch_trampoline(&zone, (const void *)rt_dispatch, 3);
+    uint8_t *entry = method_calling(22, tramp, 3, &caller);
+    JitRegs regs = interp_regs();
+    assert_int_equal(jit.enter(&regs, entry), JIT_STATUS_RETURNED);
+    assert_int_equal(regs.result, oop_from_int(-7));
+    assert_ptr_equal(regs.fp, interp_fp);
+}
+
+static void dispatch_can_still_exit_to_the_interpreter(void **state)
+{
+    (void)state;
+    Method caller;
+    uint8_t *tramp = jit_enter_dispatch_trampoline(&zone, (const void *)rt_dispatch_exit, 0);
+    uint8_t *entry = method_calling(23, tramp, 0, &caller);
+    JitRegs regs = interp_regs();
+    assert_int_equal(jit.enter(&regs, entry), JIT_STATUS_INTERPRET);
+    assert_ptr_equal(regs.fp, method_fp());
+    assert_true(jit_method_contains(caller.m, (void *)*regs.sp)); /* the return address into it */
+}
+
 static void constant_method_returns_to_the_interpreter(void **state)
 {
     (void)state;
@@ -331,6 +401,9 @@ int main(void)
         cmocka_unit_test(exit_request_leaves_to_the_interpreter_and_return_to_resumes),
         cmocka_unit_test(resume_request_answers_resume),
         cmocka_unit_test(callee_saved_registers_survive_enter_exit_and_return),
+        cmocka_unit_test(dispatch_jumps_into_the_callee_which_returns_to_the_caller),
+        cmocka_unit_test(answer_trampoline_returns_the_slot_to_the_caller),
+        cmocka_unit_test(dispatch_can_still_exit_to_the_interpreter),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
