@@ -322,6 +322,11 @@ uint32_t gc_identity_hash(Oop o)
 /* -- Sizes and walks ---------------------------------------------------- */
 
 size_t gc_eden_bytes(void) { return gc_space.eden_bytes; }
+bool gc_heap_contains(const void *p)
+{
+    return gc_space.base && (uintptr_t)p >= gc_space.base && (uintptr_t)p < gc_space.old_top;
+}
+
 size_t gc_old_used_bytes(void) { return gc_space.base ? gc_space.old_top - gc_old_start : 0; }
 size_t gc_old_free_bytes(void) { return gc_space.base ? gc_space.end - gc_space.old_top : 0; }
 

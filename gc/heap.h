@@ -147,6 +147,9 @@ static inline bool gc_wants_collect(void) { return gc_collect_wanted; }
 
 static inline bool gc_is_young(Oop o) { return oop_is_ptr(o) && o != 0 && o < gc_old_start; }
 static inline bool gc_is_old(Oop o) { return o >= gc_old_start; }
+/* p lies in the heap's mapping (an object or not): for tools that must not
+ * dereference an arbitrary word. */
+bool gc_heap_contains(const void *p);
 
 /* Write barrier: every store of an Oop into a heap object's slot goes
  * through here (stores into brand-new objects may skip it only if no

@@ -14,8 +14,10 @@
 #include "jit/compile.h"
 
 #include "jit/map.h"
+#include "jit/sendsite.h"
 #include "jit/x64.h"
 #include "vm/frame.h"
+#include "vm/universe.h"
 #include "vm/method.h"
 #include "vm/vm.h"
 
@@ -34,15 +36,17 @@
 
 /* Code-size bounds, in bytes, of each template (measured from the encodings
  * below with margin; an underestimate only makes jit_compile decline). */
-#define BOUND_PROLOGUE 64
+#define BOUND_PROLOGUE 160 /* checked entry, checks, frame, slow paths */
 #define BOUND_PER_TEMP 2
 #define BOUND_SIMPLE 24        /* pushes, stores, returns, plain jumps */
 #define BOUND_SEND 40          /* argument registers, call, drop, push */
 #define BOUND_FIELD_STORE 80   /* store + inline barrier check + call */
-#define BOUND_SPECIAL 120      /* inline SmallInteger path + generic send */
+#define BOUND_SPECIAL 200      /* inline SmallInteger or Array path + generic send */
 #define BOUND_COND_JUMP 96     /* two compares + mustBeBoolean send */
 #define BOUND_BACK_JUMP 48     /* safepoint check + call + jmp */
 #define BOUND_TAIL 16
+#define BOUND_OUTER 160      /* inline chain walk + runtime fallback */
+#define BOUND_RETURN 48     /* widow check + call + epilogue */
 #define MAP_ENTRIES_PER_BYTECODE 3
 
 typedef struct Compiler {
@@ -51,6 +55,8 @@ typedef struct Compiler {
     const uint8_t *code;
     size_t len;
     int nargs, ntemps;
+    bool is_block;
+    bool makes_blocks; /* PUSH_BLOCK: its frame may get a context, widowed on return */
     bool *target;     /* [len + 1]: some jump lands here */
     X64Label *labels; /* [len + 1]: bytecode pc -> its code */
     X64Buf b;
@@ -91,8 +97,18 @@ static size_t template_bound(uint8_t op)
     switch (op) {
     case BC_SEND:
     case BC_SEND_W:
+    case BC_SUPER_SEND:
+    case BC_SUPER_SEND_W:
     case BC_PUSH_GLOBAL:
-    case BC_PUSH_GLOBAL_W: return BOUND_SEND;
+    case BC_PUSH_GLOBAL_W:
+    case BC_PUSH_BLOCK:
+    case BC_PUSH_BLOCK_W:
+    case BC_PUSH_OUTER:
+    case BC_STORE_OUTER:
+    case BC_POP_OUTER: return BOUND_OUTER;
+    case BC_RETURN_NONLOCAL: return BOUND_SEND;
+    case BC_RETURN_TOP:
+    case BC_RETURN_SELF: return BOUND_RETURN;
     case BC_STORE_FIELD:
     case BC_POP_FIELD: return BOUND_FIELD_STORE;
     case BC_JUMP_IF_TRUE:
@@ -113,14 +129,6 @@ static const char *declined_bytecode(uint8_t op)
     case BC_PUSH_VAR:
     case BC_STORE_VAR:
     case BC_POP_VAR: return "an unquickened variable access";
-    case BC_PUSH_OUTER:
-    case BC_STORE_OUTER:
-    case BC_POP_OUTER: return "an outer variable";
-    case BC_PUSH_BLOCK:
-    case BC_PUSH_BLOCK_W: return "a block";
-    case BC_RETURN_NONLOCAL: return "a non-local return";
-    case BC_SUPER_SEND:
-    case BC_SUPER_SEND_W: return "a super send";
     default: return NULL;
     }
 }
@@ -137,6 +145,7 @@ static size_t scan(Compiler *c, char *why, size_t whylen)
             say(why, whylen, "bytecode %zu is malformed", pc);
             return 0;
         }
+        if (op == BC_PUSH_BLOCK || op == BC_PUSH_BLOCK_W) c->makes_blocks = true;
         const char *no = declined_bytecode(op);
         if (no) {
             say(why, whylen, "it has %s (%s at bytecode %zu)", no, vm_bytecode_name[op], pc);
@@ -150,10 +159,10 @@ static size_t scan(Compiler *c, char *why, size_t whylen)
             }
             c->target[t] = true;
         }
-        size_t lit = op == BC_PUSH_LITERAL || op == BC_SEND ? c->code[pc + 1]
-                     : op == BC_PUSH_LITERAL_W || op == BC_SEND_W ? operand_w(c->code + pc + 1)
-                                                                  : 0;
-        if (lit >= nlits && (op == BC_PUSH_LITERAL || op == BC_SEND || op == BC_PUSH_LITERAL_W || op == BC_SEND_W)) {
+        bool narrow = op == BC_PUSH_LITERAL || op == BC_SEND || op == BC_SUPER_SEND || op == BC_PUSH_BLOCK;
+        bool wide = op == BC_PUSH_LITERAL_W || op == BC_SEND_W || op == BC_SUPER_SEND_W || op == BC_PUSH_BLOCK_W;
+        size_t lit = narrow ? c->code[pc + 1] : wide ? operand_w(c->code + pc + 1) : 0;
+        if (lit >= nlits && (narrow || wide)) {
             say(why, whylen, "bytecode %zu names literal %zu of %zu", pc, lit, nlits);
             return 0;
         }
@@ -188,10 +197,7 @@ static X64Mem field_of_rax(int i) { return jit_x64_mem(RAX, (int32_t)(8 + 8 * i)
  * return address. */
 static void emit_send(Compiler *c, int64_t tag, int nargs, size_t bcpc)
 {
-    jit_x64_mov_ri(&c->b, RDI, tag);
-    jit_x64_mov_ri(&c->b, RSI, nargs);
-    jit_x64_xor_rr(&c->b, RDX, RDX);
-    jit_x64_call_rel32(&c->b, c->rt->send);
+    jit_sendsite_emit(&c->b, jit_sendsite_unlinked_tag(tag, nargs), c->rt->send);
     jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_SEND);
     jit_x64_lea_rm(&c->b, RSP, jit_x64_mem(RSP, 8 * (nargs + 1)));
     jit_x64_push_r(&c->b, RAX);
@@ -203,8 +209,16 @@ static void emit_global(Compiler *c, int64_t literal, size_t bcpc)
 {
     jit_x64_mov_ri(&c->b, RDI, literal);
     jit_x64_call_rel32(&c->b, c->rt->global);
-    jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_SEND);
+    jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_OTHER);
     jit_x64_push_r(&c->b, RAX);
+}
+
+/* A call of a runtime trampoline for the bytecode at bcpc: mapped so the
+ * return address finds its bytecode (and compaction the call). */
+static void runtime_call(Compiler *c, const uint8_t *trampoline, size_t bcpc)
+{
+    jit_x64_call_rel32(&c->b, trampoline);
+    jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_OTHER);
 }
 
 static void jcc_to(Compiler *c, X64Cond cc, X64Label *l, size_t bcpc)
@@ -213,8 +227,21 @@ static void jcc_to(Compiler *c, X64Cond cc, X64Label *l, size_t bcpc)
     jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_BRANCH);
 }
 
+/* rax = the answer. A frame that made blocks may have a context, which
+ * must take its variables before the frame goes (vm/stack.c's widow). */
 static void epilogue(Compiler *c)
 {
+    if (c->makes_blocks) {
+        X64Label no_context = JIT_X64_LABEL("no context");
+        jit_x64_mov_rm(&c->b, RCX, jit_x64_mem(RBP, 8 * FRAME_FLAGS));
+        jit_x64_bt_ri(&c->b, RCX, 1 + 9); /* FRAME_FLAG_CONTEXT of the tagged flags */
+        jit_x64_jcc_label32(&c->b, JIT_X64_CC_NC, &no_context);
+        jit_x64_push_r(&c->b, RAX);
+        jit_x64_call_rel32(&c->b, c->rt->widow);
+        jit_map_add(&c->map, mcpc(c), 0, JIT_MAP_OTHER);
+        jit_x64_pop_r(&c->b, RAX);
+        jit_x64_label_bind(&c->b, &no_context);
+    }
     jit_x64_mov_rr(&c->b, RSP, RBP);
     jit_x64_pop_r(&c->b, RBP);
     jit_x64_ret(&c->b);
@@ -222,9 +249,48 @@ static void epilogue(Compiler *c)
 
 /* -- Templates -------------------------------------------------------------------------- */
 
-static void emit_prologue(Compiler *c, X64Label *header)
+/* The checked entry: the receiver's class against the site's tag (edi). */
+static void emit_checked_entry(X64Buf *b, int nargs, X64Label *abort)
+{
+    jit_sendsite_emit_receiver_class(b, 8 * (1 + nargs));
+    jit_x64_cmp_rr(b, RCX, RDI);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NE, abort);
+}
+
+/* Out of line: a class miss, and the entry checks' slow path. Their jumps
+ * leave the piece, so they get map entries (bcpc 0): compaction finds every
+ * rel32 that leaves a piece through its map. */
+static void emit_entry_exits(X64Buf *b, JitMapBuilder *map, const JitCompileRuntime *rt, X64Label *header,
+                             X64Label *abort, X64Label *slow, X64Label *checked)
+{
+    jit_x64_label_bind(b, abort);
+    jit_x64_lea_rl(b, RSI, header);
+    jit_x64_jmp_rel32(b, rt->method_abort);
+    jit_map_add(map, (uint32_t)jit_x64_size(b), 0, JIT_MAP_OTHER);
+    if (slow) {
+        jit_x64_label_bind(b, slow);
+        jit_x64_lea_rl(b, RSI, checked);
+        jit_x64_jmp_rel32(b, rt->entry_slow);
+        jit_map_add(map, (uint32_t)jit_x64_size(b), 0, JIT_MAP_OTHER);
+    }
+}
+
+static void emit_prologue(Compiler *c, X64Label *header, X64Label *slow, X64Label *checked)
 {
     X64Buf *b = &c->b;
+    /* interrupts (a GC wanted), then room for the frame on this page */
+    jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->collect_wanted);
+    jit_x64_movzx_rm8(b, RAX, jit_x64_mem(R11, 0));
+    jit_x64_test_rr(b, RAX, RAX);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, slow);
+    int words = FRAME_HEADER_WORDS + c->ntemps + vm_method_max_stack(c->method) + 1 + c->rt->headroom_words;
+    jit_x64_lea_rm(b, RAX, jit_x64_mem(RSP, 8 - 8 * words)); /* rsp + 8: the interpreter's sp (vm/interp.c, activate) */
+    jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->page);
+    jit_x64_mov_rm(b, R11, jit_x64_mem(R11, 0));
+    jit_x64_cmp_rm(b, RAX, jit_x64_mem(R11, 0));
+    jit_x64_jcc_label32(b, JIT_X64_CC_B, slow);
+    jit_x64_label_bind(b, checked);
+
     jit_x64_push_r(b, RBP);
     jit_x64_mov_rr(b, RBP, RSP);
     jit_x64_lea_rl(b, RAX, header);
@@ -232,10 +298,13 @@ static void emit_prologue(Compiler *c, X64Label *header)
     jit_x64_push_r(b, RAX); /* fp[-1] method */
     jit_x64_mov_ri(b, R11, (int64_t)c->rt->nil);
     jit_x64_push_r(b, R11); /* fp[-2] context */
-    int64_t flags = (int64_t)oop_from_int(FRAME_FLAGS_MAKE(c->nargs, c->ntemps, false) | JIT_FRAME_FLAG_MACHINE_CODE);
+    int64_t flags = (int64_t)oop_from_int(FRAME_FLAGS_MAKE(c->nargs, c->ntemps, c->is_block) |
+                                          JIT_FRAME_FLAG_MACHINE_CODE |
+                                          (intptr_t)c->nargs << JIT_FRAME_CALLER_NARGS_SHIFT);
     jit_x64_mov_ri(b, RAX, flags);
     jit_x64_push_r(b, RAX); /* fp[-3] flags */
     jit_x64_mov_rm(b, RAX, jit_x64_mem(RBP, 8 * (2 + c->nargs)));
+    if (c->is_block) jit_x64_mov_rm(b, RAX, field_of_rax(BLOCK_RECEIVER)); /* the receiver slot holds the closure */
     jit_x64_push_r(b, RAX); /* fp[-4] self */
     for (int t = 0; t < c->ntemps; t++) jit_x64_push_r(b, R11);
 }
@@ -331,6 +400,8 @@ static void emit_cond_jump(Compiler *c, size_t pc)
     jit_x64_label_bind(b, &not_taken);
 }
 
+static bool emit_array_fast_path(Compiler *c, uint8_t op, size_t pc, X64Label *slow, X64Label *done);
+
 /* A special send at pc. Answers the bytes it consumed: its own, or with the
  * conditional jump it fused. */
 static size_t emit_special(Compiler *c, size_t pc)
@@ -379,6 +450,8 @@ static size_t emit_special(Compiler *c, size_t pc)
         jit_x64_label_bind(b, &identical); /* ZF: set when identical, clear for two different SmallIntegers */
         push_boolean(c, JIT_X64_CC_E);
         jit_x64_jmp_label32(b, &done);
+    } else {
+        emit_array_fast_path(c, op, pc, &slow, &done);
     }
     jit_x64_label_bind(b, &slow);
     emit_send(c, jit_send_tag_special(op), nargs, pc);
@@ -386,14 +459,13 @@ static size_t emit_special(Compiler *c, size_t pc)
     return 1;
 }
 
-/* Stores rcx into field i of self with the generational write barrier:
- * old object, young pointer, not yet remembered -> the barrier runtime. */
-static void store_field(Compiler *c, int i, size_t bcpc)
+/* The generational write barrier after rcx was stored into object rax:
+ * old object, young pointer, not yet remembered -> the barrier runtime.
+ * Clobbers rdx and r11 (and everything when it calls). */
+static void barrier(Compiler *c, size_t bcpc)
 {
     X64Buf *b = &c->b;
     X64Label done = JIT_X64_LABEL("barrier done");
-    jit_x64_mov_rm(b, RAX, self_slot());
-    jit_x64_mov_mr(b, field_of_rax(i), RCX);
     jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->old_start);
     jit_x64_cmp_rm(b, RAX, jit_x64_mem(R11, 0));
     jit_x64_jcc_label32(b, JIT_X64_CC_B, &done); /* young object */
@@ -411,6 +483,144 @@ static void store_field(Compiler *c, int i, size_t bcpc)
     jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_OTHER);
     jit_x64_label_bind(b, &done);
 }
+
+/* Stores rcx into field i of self, with the barrier. */
+static void store_field(Compiler *c, int i, size_t bcpc)
+{
+    jit_x64_mov_rm(&c->b, RAX, self_slot());
+    jit_x64_mov_mr(&c->b, field_of_rax(i), RCX);
+    barrier(c, bcpc);
+}
+
+/* -- Outer variables and Arrays, inline ----------------------------------------------- */
+
+/* rax := the address of outer variable v `level` contexts out, when that
+ * context's frame is alive; to `slow` when it was widowed. The enclosing
+ * methods are known statically (METHOD_OUTER), so is the frame's nargs. */
+static void outer_var_address(Compiler *c, int level, int v, X64Label *slow)
+{
+    X64Buf *b = &c->b;
+    Oop outer = obj_slots(c->method)[METHOD_OUTER];
+    jit_x64_mov_rm(b, RAX, jit_x64_mem(RBP, 8 * (2 + c->nargs))); /* the closure */
+    jit_x64_mov_rm(b, RAX, field_of_rax(BLOCK_OUTER_CONTEXT));
+    for (int l = level; l > 1; l--) {
+        jit_x64_mov_rm(b, RAX, field_of_rax(CTX_CLOSURE));
+        jit_x64_mov_rm(b, RAX, field_of_rax(BLOCK_OUTER_CONTEXT));
+        outer = obj_slots(outer)[METHOD_OUTER];
+    }
+    jit_x64_mov_rm(b, RCX, field_of_rax(CTX_FRAME));
+    jit_x64_test_ri(b, RCX, 1); /* a live frame is a tagged pointer (vm/frame.h, ctx_frame) */
+    jit_x64_jcc_label32(b, JIT_X64_CC_Z, slow);
+    int on = vm_method_nargs(outer);
+    int32_t disp = v < on ? 8 * (1 + on - v) : 8 * (FRAME_FIRST_TEMP - (v - on)); /* frame_var */
+    jit_x64_lea_rm(b, RAX, jit_x64_mem(RCX, disp - 1));
+}
+
+/* Whether outer variables can be inlined: every enclosing method known. */
+static bool outer_known(const Compiler *c, int level)
+{
+    Oop outer = obj_slots(c->method)[METHOD_OUTER];
+    for (int l = level; l > 1 && oop_is_ptr(outer) && outer != c->rt->nil; l--) outer = obj_slots(outer)[METHOD_OUTER];
+    return oop_is_ptr(outer) && outer != c->rt->nil;
+}
+
+static void emit_outer(Compiler *c, const uint8_t *p, size_t pc)
+{
+    X64Buf *b = &c->b;
+    uint8_t op = p[0];
+    X64Label slow = JIT_X64_LABEL("widowed context"), done = JIT_X64_LABEL("outer done");
+    bool inline_ok = outer_known(c, p[2]);
+    if (inline_ok) {
+        outer_var_address(c, p[2], p[1], &slow);
+        if (op == BC_PUSH_OUTER) {
+            jit_x64_mov_rm(b, RAX, jit_x64_mem(RAX, 0));
+            jit_x64_push_r(b, RAX);
+        } else {
+            jit_x64_mov_rm(b, RDX, jit_x64_mem(RSP, 0));
+            jit_x64_mov_mr(b, jit_x64_mem(RAX, 0), RDX); /* a stack slot: no barrier */
+            if (op == BC_POP_OUTER) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8));
+        }
+        jit_x64_jmp_label32(b, &done);
+        jit_x64_label_bind(b, &slow);
+    }
+    if (op == BC_PUSH_OUTER) {
+        jit_x64_mov_r32i(b, RDI, (uint32_t)(p[2] << 8 | p[1]));
+        runtime_call(c, c->rt->outer_get, pc);
+        jit_x64_push_r(b, RAX);
+    } else {
+        if (op == BC_STORE_OUTER) jit_x64_mov_rm(b, RSI, jit_x64_mem(RSP, 0));
+        else jit_x64_pop_r(b, RSI);
+        jit_x64_mov_r32i(b, RDI, (uint32_t)(p[2] << 8 | p[1]));
+        runtime_call(c, c->rt->outer_set, pc);
+    }
+    if (inline_ok) jit_x64_label_bind(b, &done);
+}
+
+/* rax := the Array receiver at [rsp + disp], rdx := its slot count, or to
+ * slow (not an Array, or one with an overflow slot count). */
+static void array_or(Compiler *c, int32_t disp, X64Label *slow)
+{
+    X64Buf *b = &c->b;
+    jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, disp));
+    jit_x64_test_ri(b, RAX, 7);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, slow);
+    jit_x64_mov_rm(b, RDX, jit_x64_mem(RAX, 0));
+    jit_x64_mov_rr(b, R11, RDX);
+    jit_x64_and_ri(b, R11, (int32_t)OBJ_CLASS_MASK);
+    jit_x64_cmp_ri(b, R11, CLASS_INDEX_ARRAY);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NE, slow);
+    jit_x64_shr_ri(b, RDX, OBJ_SLOTS_SHIFT);
+    jit_x64_cmp_ri(b, RDX, OBJ_SLOTS_OVERFLOW);
+    jit_x64_jcc_label32(b, JIT_X64_CC_E, slow);
+}
+
+/* rcx := the 0-based index from the SmallInteger at [rsp + disp], to slow
+ * unless 1 <= it <= rdx. */
+static void index_or(Compiler *c, int32_t disp, X64Label *slow)
+{
+    X64Buf *b = &c->b;
+    jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, disp));
+    jit_x64_test_ri(b, RCX, 1);
+    jit_x64_jcc_label32(b, JIT_X64_CC_Z, slow);
+    jit_x64_sar_ri(b, RCX, 1);
+    jit_x64_sub_ri(b, RCX, 1);
+    jit_x64_cmp_rr(b, RCX, RDX);
+    jit_x64_jcc_label32(b, JIT_X64_CC_AE, slow); /* unsigned: also catches index < 1 */
+}
+
+/* Array at:, at:put:, length inline when Array's own primitives answer
+ * them (the interpreter's rule); anything else is the generic send. */
+static bool emit_array_fast_path(Compiler *c, uint8_t op, size_t pc, X64Label *slow, X64Label *done)
+{
+    X64Buf *b = &c->b;
+    if (op == BC_SEND_AT && c->rt->array_at_inline && *c->rt->array_at_inline) {
+        array_or(c, 8, slow);
+        index_or(c, 0, slow);
+        jit_x64_mov_rm(b, RAX, jit_x64_mem_index(RAX, RCX, 8, 8));
+        jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8));
+        jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RAX);
+    } else if (op == BC_SEND_AT_PUT && c->rt->array_at_put_inline && *c->rt->array_at_put_inline) {
+        array_or(c, 16, slow);
+        index_or(c, 8, slow);
+        jit_x64_lea_rm(b, RAX, jit_x64_mem_index(RAX, RCX, 8, 0)); /* the slot is at rax + 8 */
+        jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 0));
+        jit_x64_mov_mr(b, jit_x64_mem(RAX, 8), RCX);
+        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 16)); /* the barrier wants the object */
+        barrier(c, pc);
+        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 0));
+        jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 16));
+        jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RAX);
+    } else if (op == BC_SEND_LENGTH && c->rt->array_length_inline && *c->rt->array_length_inline) {
+        array_or(c, 0, slow);
+        jit_x64_lea_rm(b, RDX, jit_x64_mem_index(RDX, RDX, 1, 1)); /* tag it */
+        jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RDX);
+    } else {
+        return false;
+    }
+    jit_x64_jmp_label32(b, done);
+    return true;
+}
+
 _Static_assert(OBJ_GC_REMEMBERED == (uint64_t)1 << OBJ_GC_SHIFT, "the barrier tests bit OBJ_GC_SHIFT");
 
 static void emit_back_jump(Compiler *c, size_t pc)
@@ -470,6 +680,30 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
     case BC_PUSH_GLOBAL: emit_global(c, p[1], pc); break;
     case BC_PUSH_GLOBAL_W: emit_global(c, operand_w(p + 1), pc); break;
     case BC_SEND: emit_send(c, p[1], p[2], pc); break;
+    case BC_SUPER_SEND:
+    case BC_SUPER_SEND_W: {
+        unsigned lit = op == BC_SUPER_SEND ? p[1] : operand_w(p + 1);
+        int n = op == BC_SUPER_SEND ? p[2] : p[3];
+        jit_x64_mov_r32i(b, RDI, jit_sendsite_unlinked_tag(lit, n));
+        runtime_call(c, c->rt->super_send, pc);
+        jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * (n + 1)));
+        jit_x64_push_r(b, RAX);
+        break;
+    }
+    case BC_PUSH_BLOCK:
+    case BC_PUSH_BLOCK_W:
+        jit_x64_mov_r32i(b, RDI, op == BC_PUSH_BLOCK ? p[1] : operand_w(p + 1));
+        runtime_call(c, c->rt->push_block, pc);
+        jit_x64_push_r(b, RAX);
+        break;
+    case BC_PUSH_OUTER:
+    case BC_STORE_OUTER:
+    case BC_POP_OUTER: emit_outer(c, p, pc); break;
+    case BC_RETURN_NONLOCAL: /* the interpreter unwinds (and knows every case of it) */
+        jit_x64_mov_r32i(b, RDI, (uint32_t)pc);
+        runtime_call(c, c->rt->interpret, pc);
+        jit_x64_ud2(b);
+        break;
     case BC_SEND_W: emit_send(c, operand_w(p + 1), p[3], pc); break;
     case BC_RETURN_TOP: jit_x64_pop_r(b, RAX); epilogue(c); break;
     case BC_RETURN_SELF: jit_x64_mov_rm(b, RAX, self_slot()); epilogue(c); break;
@@ -489,13 +723,18 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
 
 /* -- The compiler ------------------------------------------------------------------------ */
 
-/* Emits the whole method into c->b (which starts at the header copy). */
-static void emit_method(Compiler *c, const JitMethod *header_copy)
+/* Emits the whole method into c->b (which starts at the header copy);
+ * binds the two entry labels. */
+static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *checked_entry, X64Label *unchecked_entry)
 {
-    X64Label header = JIT_X64_LABEL("header");
+    X64Label header = JIT_X64_LABEL("header"), abort = JIT_X64_LABEL("class miss"),
+             slow = JIT_X64_LABEL("entry slow path"), checked = JIT_X64_LABEL("entry checks passed");
     jit_x64_label_bind(&c->b, &header);
     jit_x64_data(&c->b, header_copy, JIT_METHOD_CODE);
-    emit_prologue(c, &header);
+    jit_x64_label_bind(&c->b, checked_entry);
+    emit_checked_entry(&c->b, c->nargs, &abort);
+    jit_x64_label_bind(&c->b, unchecked_entry);
+    emit_prologue(c, &header, &slow, &checked);
     for (size_t pc = 0; pc < c->len;) {
         jit_x64_label_bind(&c->b, &c->labels[pc]);
         size_t used = emit_bytecode(c, pc);
@@ -505,6 +744,7 @@ static void emit_method(Compiler *c, const JitMethod *header_copy)
     }
     jit_x64_label_bind(&c->b, &c->labels[c->len]);
     jit_x64_ud2(&c->b); /* the compiler ends every method with a return */
+    emit_entry_exits(&c->b, &c->map, c->rt, &header, &abort, &slow, &checked);
 }
 
 static JitMethod *fail(JitZone *z, JitMethod *m, char *why, size_t whylen, const char *reason)
@@ -519,11 +759,11 @@ static JitMethod *fail(JitZone *z, JitMethod *m, char *why, size_t whylen, const
 
 JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char *why, size_t whylen)
 {
-    if (vm_method_is_block(method)) return fail(z, NULL, why, whylen, "it is a block");
-    if (obj_slots(method)[METHOD_PRIMITIVE] != oop_from_int(0)) return fail(z, NULL, why, whylen, "it is a primitive");
+    if (obj_slots(method)[METHOD_PRIMITIVE] != oop_from_int(0))
+        return fail(z, NULL, why, whylen, "it is a primitive (jit_compile_primitive makes its stub)");
     Compiler c = { .rt = rt, .method = method, .code = vm_method_bytecodes(method),
                    .len = vm_method_bytecode_length(method), .nargs = vm_method_nargs(method),
-                   .ntemps = vm_method_ntemps(method) };
+                   .ntemps = vm_method_ntemps(method), .is_block = vm_method_is_block(method) };
     c.target = calloc(c.len + 1, sizeof *c.target);
     c.labels = malloc((c.len + 1) * sizeof *c.labels);
     if (!c.target || !c.labels) {
@@ -536,9 +776,9 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
     size_t bound = scan(&c, why, whylen);
     if (!bound) goto out;
     size_t map_bound = MAP_ENTRIES_PER_BYTECODE * JIT_MAP_ENTRY_MAX_BYTES * (c.len + 1);
-    m = jit_zone_alloc(z, JIT_KIND_METHOD, bound + map_bound + JIT_METHOD_ALIGN);
+    m = jit_zone_alloc(z, c.is_block ? JIT_KIND_BLOCK : JIT_KIND_METHOD, bound + map_bound + JIT_METHOD_ALIGN);
     if (!m) {
-        fail(z, NULL, why, whylen, "the code zone is full");
+        fail(z, NULL, why, whylen, JIT_COMPILE_ZONE_FULL);
         goto out;
     }
     m->nargs = (uint8_t)c.nargs;
@@ -546,7 +786,8 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
     JitMethod copy = *m;
     jit_x64_buf_init(&c.b, m, m->size);
     jit_map_builder_init(&c.map);
-    emit_method(&c, &copy);
+    X64Label checked = JIT_X64_LABEL("checked entry"), unchecked = JIT_X64_LABEL("unchecked entry");
+    emit_method(&c, &copy, &checked, &unchecked);
     const char *err = NULL;
     JitMethodLayout l;
     if (!jit_x64_finish(&c.b, &err)) {
@@ -561,6 +802,7 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
         m = fail(z, m, why, whylen, "the map does not fit after the code");
     } else {
         jit_method_apply_layout(m, &l);
+        jit_method_set_entries(m, jit_x64_label_address(&c.b, &checked), jit_x64_label_address(&c.b, &unchecked));
         jit_map_encode(&c.map, jit_method_map_bytes(m), m->size - l.map_offset);
         jit_zone_shrink(z, m, l.size);
     }
@@ -569,4 +811,98 @@ out:
     free(c.target);
     free(c.labels);
     return m;
+}
+
+/* The end every stub shares: the class-miss exit, then the map after the
+ * code and the entries in the header. Stubs are small and fixed: a failure
+ * here is a bug in this file. */
+static JitMethod *finish_stub(JitZone *z, const JitCompileRuntime *rt, JitMethod *m, X64Buf *b, JitMapBuilder *map,
+                              X64Label *header, X64Label *abort, X64Label *checked, X64Label *unchecked)
+{
+    emit_entry_exits(b, map, rt, header, abort, NULL, NULL);
+    const char *err = NULL;
+    if (!jit_x64_finish(b, &err)) vm_panic("a JIT stub did not assemble: %s", err ? err : "?");
+    JitMethodLayout l;
+    if (!jit_map_builder_ok(map) ||
+        !jit_method_layout(&l, jit_x64_size(b) - JIT_METHOD_CODE, jit_map_builder_bytes(map),
+                           jit_map_builder_count(map), 0) ||
+        l.size > m->size)
+        vm_panic("a JIT stub's map does not fit its piece");
+    jit_method_apply_layout(m, &l);
+    jit_method_set_entries(m, jit_x64_label_address(b, checked), jit_x64_label_address(b, unchecked));
+    jit_map_encode(map, jit_method_map_bytes(m), m->size - l.map_offset);
+    jit_map_builder_release(map);
+    jit_zone_shrink(z, m, l.size);
+    return m;
+}
+
+JitMethod *jit_compile_primitive(JitZone *z, const JitCompileRuntime *rt, Oop method, int index)
+{
+    enum { STUB_BOUND = 128 + 2 * JIT_MAP_ENTRY_MAX_BYTES };
+    JitMethod *m = jit_zone_alloc(z, JIT_KIND_METHOD, JIT_METHOD_CODE + STUB_BOUND);
+    if (!m) return NULL;
+    int nargs = vm_method_nargs(method);
+    m->nargs = (uint8_t)nargs;
+    m->method = method;
+    JitMethod copy = *m;
+    X64Buf b;
+    JitMapBuilder map;
+    jit_x64_buf_init(&b, m, m->size);
+    jit_map_builder_init(&map);
+    X64Label header = JIT_X64_LABEL("header"), abort = JIT_X64_LABEL("class miss"),
+             checked = JIT_X64_LABEL("checked entry"), unchecked = JIT_X64_LABEL("unchecked entry");
+    jit_x64_label_bind(&b, &header);
+    jit_x64_data(&b, &copy, JIT_METHOD_CODE);
+    jit_x64_label_bind(&b, &checked);
+    emit_checked_entry(&b, nargs, &abort);
+    jit_x64_label_bind(&b, &unchecked);
+    jit_x64_mov_r32i(&b, RDI, (uint32_t)index);
+    jit_x64_mov_r32i(&b, RSI, (uint32_t)nargs);
+    jit_x64_lea_rl(&b, RDX, &header);
+    jit_x64_call_rel32(&b, rt->primitive);
+    jit_map_add(&map, (uint32_t)jit_x64_size(&b), 0, JIT_MAP_OTHER);
+    jit_x64_ret(&b);
+    return finish_stub(z, rt, m, &b, &map, &header, &abort, &checked, &unchecked);
+}
+
+JitMethod *jit_compile_block_value(JitZone *z, const JitCompileRuntime *rt, Oop method)
+{
+    enum { STUB_BOUND = 192 + 2 * JIT_MAP_ENTRY_MAX_BYTES };
+    JitMethod *m = jit_zone_alloc(z, JIT_KIND_METHOD, JIT_METHOD_CODE + STUB_BOUND);
+    if (!m) return NULL;
+    int nargs = vm_method_nargs(method);
+    m->nargs = (uint8_t)nargs;
+    m->method = method;
+    JitMethod copy = *m;
+    X64Buf b;
+    JitMapBuilder map;
+    jit_x64_buf_init(&b, m, m->size);
+    jit_map_builder_init(&map);
+    X64Label header = JIT_X64_LABEL("header"), abort = JIT_X64_LABEL("class miss"),
+             checked = JIT_X64_LABEL("checked entry"), unchecked = JIT_X64_LABEL("unchecked entry"),
+             miss = JIT_X64_LABEL("block not compiled");
+    jit_x64_label_bind(&b, &header);
+    jit_x64_data(&b, &copy, JIT_METHOD_CODE);
+    jit_x64_label_bind(&b, &checked);
+    emit_checked_entry(&b, nargs, &abort);
+    jit_x64_label_bind(&b, &unchecked);
+    /* closure -> block method -> its counter: -(JitMethod) once compiled (vm/jitglue.h) */
+    jit_x64_mov_rm(&b, RAX, jit_x64_mem(RSP, 8 * (1 + nargs)));
+    jit_x64_mov_rm(&b, RAX, field_of_rax(BLOCK_METHOD));
+    jit_x64_mov_rm(&b, RAX, field_of_rax(METHOD_COUNTER));
+    jit_x64_sar_ri(&b, RAX, 1);
+    jit_x64_cmp_ri(&b, RAX, -2);
+    jit_x64_jcc_label32(&b, JIT_X64_CC_G, &miss);
+    jit_x64_neg_r(&b, RAX);
+    jit_x64_movzx_rm8(&b, RCX, jit_x64_mem(RAX, offsetof(JitMethod, nargs)));
+    jit_x64_cmp_ri(&b, RCX, nargs);
+    jit_x64_jcc_label32(&b, JIT_X64_CC_NE, &miss); /* the interpreter reports the wrong count */
+    jit_x64_mov_rm32(&b, RCX, jit_x64_mem(RAX, offsetof(JitMethod, unchecked_entry)));
+    jit_x64_add_rr(&b, RAX, RCX);
+    jit_x64_jmp_r(&b, RAX);
+    jit_x64_label_bind(&b, &miss);
+    jit_x64_lea_rl(&b, RSI, &header);
+    jit_x64_jmp_rel32(&b, rt->block_value_miss);
+    jit_map_add(&map, (uint32_t)jit_x64_size(&b), 0, JIT_MAP_OTHER);
+    return finish_stub(z, rt, m, &b, &map, &header, &abort, &checked, &unchecked);
 }

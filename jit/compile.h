@@ -18,19 +18,34 @@
  *   [rbp - 40 - 8*t]      temp t, nil on entry
  *   ...                   operand stack, rsp -> top
  *
- * Runtime calls (all through jit/enter.h's trampolines; no Oop lives in a
+ * Entries (jit/sendsite.h draws the send site that calls them):
+ *   checked     ecx := receiver class index, compared with edi (the site's
+ *               tag); a mismatch jumps to rt->method_abort with rsi = the
+ *               header (the site's return address still on top).
+ *   unchecked   where the interpreter, PICs and a freshly linked send enter:
+ *               the interrupt check (*collect_wanted) and the stack check
+ *               (the frame plus the interpreter's headroom must fit above the
+ *               current page's base); either failing jumps to rt->entry_slow
+ *               with rsi = the address just past the checks.
+ *
+ * Runtime calls (through jit/enter.h's trampolines; no Oop lives in a
  * register across one):
- *   send      rdi = selector tag (below), rsi = argument count, rdx = 0.
- *             Receiver and arguments are on the stack just above the return
- *             address (jit_cstate.st_sp[1 + nargs] is the receiver,
- *             st_sp[1] the last argument); the routine answers the result in
- *             rax and machine code drops receiver and arguments itself
- *             (lea rsp, [rsp + 8*(nargs+1)]; push rax).
+ *   send      (dispatch) the unlinked send: edi = jit_sendsite_unlinked_tag
+ *             (selector tag, nargs). Receiver and arguments are on the stack
+ *             just above the return address (jit_cstate.st_sp[1 + nargs] is
+ *             the receiver, st_sp[1] the last argument); the callee answers
+ *             the result in rax and machine code drops receiver and arguments
+ *             itself (lea rsp, [rsp + 8*(nargs+1)]; push rax).
+ *   method_abort, entry_slow (dispatch) as above.
+ *   primitive a primitive method's stub calls it with edi = primitive index,
+ *             esi = nargs, rdx = the stub's header: the answer in rax (the
+ *             stub returns it), or the routine exits to the interpreter.
  *   safepoint no arguments: called at a backward jump when *collect_wanted.
  *   barrier   rdi = the old object a young pointer was just stored into
  *             (its OBJ_GC_REMEMBERED bit was clear): remember it.
+ *   global    rdi = the literal index of a global's name: its value.
  *
- * Selector tags: rdi >= 0 is the index of the selector in the method's
+ * Selector tags: >= 0 is the index of the selector in the method's
  * literal frame (SEND, SEND_W); JIT_SEND_MUST_BE_BOOLEAN is #mustBeBoolean
  * (nargs 0, the receiver the non-Boolean a conditional jump popped; its
  * answer is tested again by the same jump); jit_send_tag_special(bc) is the
@@ -41,12 +56,11 @@
  * move, so the code embeds them; every other Oop is read through the frame's
  * method slot (literals) or the stack. The literal-site table is empty.
  *
- * Declined (answer NULL, reason in why): block methods, primitives, methods
- * with blocks or outer variables (PUSH_BLOCK*, *_OUTER, RETURN_NONLOCAL),
- * SUPER_SEND*, PUSH_GLOBAL*, unquickened *_VAR, HALT, malformed bytecode, a
- * full zone. No stack-overflow check is emitted: whoever activates a
- * compiled method makes sure the page has room (jit/DESIGN.md: an activation
- * needing a new page runs interpreted in the first increment).
+ * Declined (answer NULL, reason in why): block methods, methods with blocks
+ * or outer variables (PUSH_BLOCK*, *_OUTER, RETURN_NONLOCAL), SUPER_SEND*,
+ * unquickened *_VAR, HALT, sends of more than JIT_SENDSITE_MAX_NARGS
+ * arguments, malformed bytecode, a full zone. Primitive methods get a stub
+ * (jit_compile_primitive).
  *
  * Who may call: the VM's JIT glue (when a method's counter trips) and tests.
  */
@@ -66,6 +80,11 @@
 #define JIT_FRAME_FLAG_MACHINE_CODE ((intptr_t)1 << 26)
 _Static_assert(JIT_FRAME_FLAG_MACHINE_CODE > ((intptr_t)0xffff << 10), "above the ntemps field");
 
+/* Flags bits 35..42 of every machine-code frame: its caller pushed nargs
+ * arguments (vm/jitglue.h's caller-nargs field; the interpreter reads it
+ * when it returns from a frame it took over from machine code). */
+#define JIT_FRAME_CALLER_NARGS_SHIFT 35
+
 #define JIT_SEND_MUST_BE_BOOLEAN ((int64_t)-1)
 #define JIT_SEND_SPECIAL_BASE ((int64_t)-2) /* tag of BC_SEND_ADD's generic path; others count down */
 
@@ -75,12 +94,27 @@ static inline bool jit_send_tag_is_special(int64_t tag) { return tag <= JIT_SEND
 static inline int jit_send_tag_bytecode(int64_t tag) { return BC_SEND_ADD + (int)(JIT_SEND_SPECIAL_BASE - tag); }
 
 typedef struct JitCompileRuntime {
-    const uint8_t *send;      /* trampoline: fn(tag, nargs, 0) answers the send's result */
+    const uint8_t *send;         /* dispatch trampoline: fn(unlinked tag) */
+    const uint8_t *method_abort; /* dispatch trampoline: fn(_, callee header) */
+    const uint8_t *entry_slow;   /* dispatch trampoline: fn(_, address past the checks) */
+    const uint8_t *primitive;    /* trampoline: fn(index, nargs, stub header) */
     const uint8_t *safepoint; /* trampoline: fn() collects if wanted */
     const uint8_t *barrier;   /* trampoline: fn(object) remembers it */
     const uint8_t *global;    /* trampoline: fn(literal index) answers the global's value */
+    const uint8_t *push_block;   /* trampoline: fn(literal index of the block method): a new closure */
+    const uint8_t *outer_get;    /* trampoline: fn(level << 8 | var): an outer variable's value */
+    const uint8_t *outer_set;    /* trampoline: fn(level << 8 | var, value) */
+    const uint8_t *widow;        /* trampoline: fn(): the returning frame's context outlives it */
+    const uint8_t *super_send;   /* dispatch trampoline: fn(unlinked tag) */
+    const uint8_t *interpret;    /* trampoline: fn(bcpc): the interpreter continues this frame there */
+    const uint8_t *block_value_miss; /* dispatch trampoline: fn(_, value stub header) */
+    /* Inline Array at:, at:put:, length while these say Array's own
+     * primitives answer them (NULL: never inline). */
+    const bool *array_at_inline, *array_at_put_inline, *array_length_inline;
     const volatile bool *collect_wanted; /* &gc_collect_wanted */
     const uintptr_t *old_start;          /* &gc_old_start: young objects lie below it */
+    void *const *page;                   /* &vm_page: its first word is the page's base */
+    int headroom_words;                  /* the interpreter's stack headroom */
     Oop nil, true_obj, false_obj;        /* never move */
 } JitCompileRuntime;
 
@@ -88,6 +122,19 @@ typedef struct JitCompileRuntime {
  * first code byte, with the mcpc -> bcpc map after the code. NULL with the
  * reason in why (a NUL-terminated sentence, truncated to whylen) when the
  * method is declined or the zone is full. */
+/* The `why` of a compile that failed only for want of room. */
+#define JIT_COMPILE_ZONE_FULL "the code zone is full"
+
 JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char *why, size_t whylen);
+
+/* The stub of a block-evaluation primitive (value, value:, ...): jumps to
+ * the receiver closure's compiled block when there is one taking nargs
+ * arguments, else to rt->block_value_miss. NULL when the zone is full. */
+JitMethod *jit_compile_block_value(JitZone *z, const JitCompileRuntime *rt, Oop method);
+
+/* A stub for primitive method `method` (primitive `index`): the checked
+ * entry, then a call of rt->primitive and a return. NULL when the zone is
+ * full. */
+JitMethod *jit_compile_primitive(JitZone *z, const JitCompileRuntime *rt, Oop method, int index);
 
 #endif

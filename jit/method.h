@@ -137,6 +137,12 @@ static inline void jit_method_set_entries(JitMethod *m, const void *checked, con
     m->unchecked_entry = jit_method_offset(m, unchecked);
 }
 
+/* A compiled method or block: has a frame, a map and send sites. */
+static inline bool jit_method_is_compiled(const JitMethod *m)
+{
+    return m->kind == JIT_KIND_METHOD || m->kind == JIT_KIND_BLOCK;
+}
+
 static inline bool jit_method_is_pic(const JitMethod *m)
 {
     return m->kind == JIT_KIND_CLOSED_PIC || m->kind == JIT_KIND_OPEN_PIC;

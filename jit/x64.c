@@ -394,6 +394,15 @@ void jit_x64_movzx_rr8(X64Buf *b, X64Reg dst, X64Reg src) { op_rr(b, 0, BYTE_B, 
 /* REX.W 8D /r */
 void jit_x64_lea_rm(X64Buf *b, X64Reg dst, X64Mem src) { op_mem(b, 0, REXW, 0x8D, dst, src, 0, 0); }
 
+/* B8+rd id */
+void jit_x64_mov_r32i(X64Buf *b, X64Reg dst, uint32_t imm)
+{
+    Ins in = { .n = 0 };
+    form_o(&in, 0, 0xB8, dst);
+    put32(&in, imm);
+    emit(b, &in);
+}
+
 /* REX.W B8+rd io */
 void jit_x64_mov_ri64(X64Buf *b, X64Reg dst, uint64_t imm)
 {
@@ -525,6 +534,8 @@ void jit_x64_xor_mi(X64Buf *b, X64Mem dst, int32_t imm) { alu_mi(b, ALU_XOR, dst
 void jit_x64_cmp_rr(X64Buf *b, X64Reg dst, X64Reg src) { alu_rr(b, ALU_CMP, dst, src); }
 /* REX.W 83 /7 ib | REX.W 3D id | REX.W 81 /7 id */
 void jit_x64_cmp_ri(X64Buf *b, X64Reg dst, int32_t imm) { alu_ri(b, ALU_CMP, dst, imm); }
+/* 81 /7 id with a 32-bit operand */
+void jit_x64_cmp_r32i(X64Buf *b, X64Reg dst, uint32_t imm) { op_rr(b, 0, 0, 0x81, ALU_CMP, dst, 4, (int32_t)imm); }
 /* REX.W 3B /r */
 void jit_x64_cmp_rm(X64Buf *b, X64Reg dst, X64Mem src) { alu_rm(b, ALU_CMP, dst, src); }
 /* REX.W 39 /r */
@@ -829,4 +840,53 @@ bool jit_x64_patch_imm64(uint8_t *site, uint64_t value)
     for (int i = 0; i < 8; i++) site[JIT_X64_MOVABS_IMM_OFFSET + i] = (uint8_t)(value >> (8 * i));
     uint64_t back;
     return jit_x64_read_imm64(site, &back) && back == value;
+}
+
+/* Optional REX.B (41), then B8+rd. */
+static int mov32_imm_offset(const uint8_t *site)
+{
+    int k = site[0] == 0x41 ? 1 : 0;
+    return (site[k] & 0xF8) == 0xB8 ? k + 1 : -1;
+}
+
+/* Optional REX.B (41), then 81 with ModRM mod=11 reg=/7. */
+static int cmp32_imm_offset(const uint8_t *site)
+{
+    int k = site[0] == 0x41 ? 1 : 0;
+    return site[k] == 0x81 && (site[k + 1] & 0xF8) == 0xF8 ? k + 2 : -1;
+}
+
+static bool read_imm32_at(const uint8_t *site, int off, uint32_t *value)
+{
+    if (off < 0) return false;
+    *value = (uint32_t)load32(site + off);
+    return true;
+}
+
+bool jit_x64_read_mov_imm32(const uint8_t *site, uint32_t *value)
+{
+    return read_imm32_at(site, mov32_imm_offset(site), value);
+}
+
+bool jit_x64_patch_mov_imm32(uint8_t *site, uint32_t value)
+{
+    int off = mov32_imm_offset(site);
+    if (off < 0) return false;
+    store32(site + off, (int32_t)value);
+    uint32_t back;
+    return jit_x64_read_mov_imm32(site, &back) && back == value;
+}
+
+bool jit_x64_read_cmp_imm32(const uint8_t *site, uint32_t *value)
+{
+    return read_imm32_at(site, cmp32_imm_offset(site), value);
+}
+
+bool jit_x64_patch_cmp_imm32(uint8_t *site, uint32_t value)
+{
+    int off = cmp32_imm_offset(site);
+    if (off < 0) return false;
+    store32(site + off, (int32_t)value);
+    uint32_t back;
+    return jit_x64_read_cmp_imm32(site, &back) && back == value;
 }

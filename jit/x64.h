@@ -138,6 +138,7 @@ void jit_x64_mov_ri64(X64Buf *buf, X64Reg dst, uint64_t imm); /* always movabs: 
 void jit_x64_mov_ri32(X64Buf *buf, X64Reg dst, int32_t imm);
 void jit_x64_mov_ri(X64Buf *buf, X64Reg dst, int64_t imm);    /* shortest of the three */
 void jit_x64_mov_mi32(X64Buf *buf, X64Mem dst, int32_t imm);
+void jit_x64_mov_r32i(X64Buf *buf, X64Reg dst, uint32_t imm); /* always B8+rd id: patchable (send-site tags) */
 void jit_x64_mov_rm32(X64Buf *buf, X64Reg dst, X64Mem src);   /* zero-extends */
 void jit_x64_mov_mr32(X64Buf *buf, X64Mem dst, X64Reg src);
 void jit_x64_mov_mr8(X64Buf *buf, X64Mem dst, X64Reg src);
@@ -181,6 +182,7 @@ void jit_x64_xor_mr(X64Buf *buf, X64Mem dst, X64Reg src);
 void jit_x64_xor_mi(X64Buf *buf, X64Mem dst, int32_t imm);
 void jit_x64_cmp_rr(X64Buf *buf, X64Reg dst, X64Reg src);
 void jit_x64_cmp_ri(X64Buf *buf, X64Reg dst, int32_t imm);
+void jit_x64_cmp_r32i(X64Buf *buf, X64Reg dst, uint32_t imm); /* always 81 /7 id, 32-bit: patchable (PIC cases) */
 void jit_x64_cmp_rm(X64Buf *buf, X64Reg dst, X64Mem src);
 void jit_x64_cmp_mr(X64Buf *buf, X64Mem dst, X64Reg src);
 void jit_x64_cmp_mi(X64Buf *buf, X64Mem dst, int32_t imm);
@@ -285,9 +287,20 @@ _Static_assert(JIT_X64_CALL_REL32_SIZE == 1 + JIT_X64_REL32_BYTES, "call rel32: 
 _Static_assert(JIT_X64_JMP_REL32_SIZE == 1 + JIT_X64_REL32_BYTES, "jmp rel32: E9 cd");
 _Static_assert(JIT_X64_JCC_REL32_SIZE == 2 + JIT_X64_REL32_BYTES, "jcc rel32: 0F 8x cd");
 
+/*
+ *   mov r32, imm32 (B8+rd id, REX.B for r8..r15) and cmp r32, imm32
+ *   (81 /7 id): the send-site tag and the PIC case class; `site` is the
+ *   instruction's first byte, the imm32 its last four.
+ */
 bool jit_x64_read_rel32(const uint8_t *site, uint8_t **target);
 bool jit_x64_patch_rel32(uint8_t *site, const void *target);
 bool jit_x64_read_imm64(const uint8_t *site, uint64_t *value);
 bool jit_x64_patch_imm64(uint8_t *site, uint64_t value);
+bool jit_x64_read_mov_imm32(const uint8_t *site, uint32_t *value);
+bool jit_x64_patch_mov_imm32(uint8_t *site, uint32_t value);
+bool jit_x64_read_cmp_imm32(const uint8_t *site, uint32_t *value);
+bool jit_x64_patch_cmp_imm32(uint8_t *site, uint32_t value);
+#define JIT_X64_MOV32_SIZE_LOW 5 /* mov r32, imm32 for rax..rdi */
+#define JIT_X64_CMP32_SIZE_LOW 6 /* cmp r32, imm32 for rax..rdi (not the short eax form) */
 
 #endif

@@ -330,7 +330,7 @@ size_t jit_zone_compact(JitZone *z, const JitZoneRelocate *cb)
         cb->on_move(header(z, i), header_at(z, z->scratch[i]), cb->ctx);
         moved++;
     }
-    if (moved && cb->before_slide) cb->before_slide(cb->ctx);
+    if (cb->before_slide) cb->before_slide(cb->ctx); /* also when only frees happened: sites must unlink */
     for (uint32_t i = 0; i < z->young_count; i++) {
         JitMethod *to = jit_zone_forward(z, *young_slot(z, i));
         VM_ASSERT(to, "a freed method left on the young referrers");

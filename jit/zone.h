@@ -170,7 +170,7 @@ typedef struct JitZoneRelocate {
      * the old bytes travel with them. */
     void (*on_move)(JitMethod *m, JitMethod *new_m, void *ctx);
     /* Optional: called once after the on_move calls and before any byte
-     * moves, if anything moves: the place to walk all survivors' send sites
+     * moves (also when nothing moves): the place to walk all survivors' send sites
      * (moved or not, jit_zone_first/next still see the old layout) and the
      * return addresses on the stack pages, rewriting each zone address p as
      * jit_zone_forward(z, p). */

@@ -61,10 +61,19 @@ void vm_print_stats(FILE *out)
             (unsigned long long)c->process_switches);
 }
 
+static void print_exit_reports(void)
+{
+    if (vm_options.print_stats) vm_print_stats(stderr);
+    if (vm_options.code_zone_stats) {
+        if (vm_jit_enabled) vm_jit_print_zone_stats(stderr);
+        else fprintf(stderr, "code zone: none (the JIT is off: --no-jit)\n");
+    }
+}
+
 noreturn void vm_exit(int status)
 {
     fflush(stdout);
-    if (vm_options.print_stats) vm_print_stats(stderr);
+    print_exit_reports();
     fflush(stderr);
     exit(status);
 }
@@ -147,9 +156,10 @@ bool vm_boot(const VmOptions *opts, char *err, size_t errlen)
     vm_counters = prof_publish_open(&pub, warn, sizeof warn);
     if (warn[0]) fprintf(stderr, "stvm: warning: %s\n", warn);
 
-    if (!opts->no_jit) {
+    if (!opts->no_jit || opts->disassemble) {
         vm_jit_threshold = opts->jit_threshold > 0 ? opts->jit_threshold : VM_JIT_THRESHOLD_DEFAULT;
         if (!vm_jit_init(opts->code_bytes, err, errlen)) return false;
+        vm_jit_verify = opts->jit_verify;
     }
     vm_global_put(vm_symbol_from_cstr("nil"), vm_nil);
     vm_global_put(vm_symbol_from_cstr("true"), vm_true);
@@ -169,6 +179,6 @@ int vm_run(int argc, char **argv)
     }
     vm_interpret(vm_system, vm_symbol_from_cstr("initialize:"), &args, 1);
     fflush(stdout);
-    if (vm_options.print_stats) vm_print_stats(stderr);
+    print_exit_reports();
     return 0;
 }

@@ -34,7 +34,11 @@
 static Oop special_sel[N_SPECIAL];
 static const int special_nargs[N_SPECIAL] = {BC_SPECIAL_NARGS};
 static Oop sym_dnu, sym_unknown_global, sym_escaped_block, sym_must_be_boolean;
-static bool array_at_is_prim, array_at_put_is_prim, array_length_is_prim, string_length_is_prim;
+bool vm_array_at_is_prim, vm_array_at_put_is_prim, vm_array_length_is_prim;
+static bool string_length_is_prim;
+#define array_at_is_prim vm_array_at_is_prim
+#define array_at_put_is_prim vm_array_at_put_is_prim
+#define array_length_is_prim vm_array_length_is_prim
 
 /* Registers as of the last write-back (GC roots, backtraces). */
 static Oop *saved_sp, *saved_fp;
@@ -47,6 +51,8 @@ void vm_interp_set_saved_frame(Oop *sp, Oop *fp)
     saved_sp = sp;
     saved_fp = fp;
 }
+
+Oop *vm_interp_saved_fp(void) { return saved_fp; }
 
 void vm_interp_visit_roots(GcVisitFn visit, void *ctx)
 {
@@ -283,11 +289,9 @@ op_POP_TEMP:
     DISPATCH();
 
 op_PUSH_OUTER : {
-    Oop ctx = obj_slots(fp[2 + nargs])[BLOCK_OUTER_CONTEXT];
-    for (int l = ip[2]; l > 1; l--) ctx = obj_slots(obj_slots(ctx)[CTX_CLOSURE])[BLOCK_OUTER_CONTEXT];
-    Oop *f = ctx_frame(ctx);
-    int v = ip[1];
-    *--sp = f ? *frame_var(f, frame_nargs(f), v) : obj_slots(ctx)[CTX_FIRST_VAR + v];
+    Oop ctx;
+    Oop *var = vm_outer_var(fp, ip[2], ip[1], &ctx);
+    *--sp = var ? *var : obj_slots(ctx)[CTX_FIRST_VAR + ip[1]];
     ip += 3;
     DISPATCH();
 }
@@ -372,13 +376,7 @@ op_PUSH_BLOCK_W:
     m = lits[U16(ip + 1)];
     ip += 3;
 push_block : {
-    Oop ctx = vm_context_marry(fp);
-    int bn = vm_method_nargs(m);
-    Oop closure = gc_alloc(CLASS_INDEX_BLOCK1 + (uint32_t)(bn > 2 ? 2 : bn), FMT_POINTERS, BLOCK_SLOTS);
-    if (!closure) vm_out_of_memory("block");
-    obj_slots(closure)[BLOCK_OUTER_CONTEXT] = ctx;
-    obj_slots(closure)[BLOCK_METHOD] = m;
-    obj_slots(closure)[BLOCK_RECEIVER] = SELF;
+    Oop closure = vm_block_new(fp, m);
     *--sp = closure;
     DISPATCH();
 }
@@ -395,14 +393,12 @@ op_POP_VAR:
 
 op_STORE_OUTER:
 op_POP_OUTER : {
-    Oop ctx = obj_slots(fp[2 + nargs])[BLOCK_OUTER_CONTEXT];
-    for (int l = ip[2]; l > 1; l--) ctx = obj_slots(obj_slots(ctx)[CTX_CLOSURE])[BLOCK_OUTER_CONTEXT];
-    Oop *f = ctx_frame(ctx);
-    int v = ip[1];
-    if (f)
-        *frame_var(f, frame_nargs(f), v) = *sp;
+    Oop ctx;
+    Oop *var = vm_outer_var(fp, ip[2], ip[1], &ctx);
+    if (var)
+        *var = *sp;
     else
-        gc_store(ctx, CTX_FIRST_VAR + (size_t)v, *sp);
+        gc_store(ctx, CTX_FIRST_VAR + (size_t)ip[1], *sp);
     if (*ip == BC_POP_OUTER) sp++;
     ip += 3;
     DISPATCH();
@@ -604,7 +600,10 @@ activate : {
     if (vm_jit_enabled) {
         intptr_t cv = oop_int(obj_slots(m)[METHOD_COUNTER]);
         if (cv >= 0) {
-            if (++cv >= vm_jit_threshold) cv = vm_jit_compile(m);
+            if (++cv >= vm_jit_threshold) {
+                WRITE_BACK(); /* compaction walks the frames from here */
+                cv = vm_jit_compile(m, &mc_retaddr);
+            }
             obj_slots(m)[METHOD_COUNTER] = oop_from_int(cv);
         }
         if (cv <= -2 && fp) {
@@ -632,12 +631,12 @@ enter_machine_code:
         *--sp = mc_retaddr;
         mc_retaddr = 0;
         jregs = (JitRegs){sp, fp, 0};
-        jst = vm_jit_enter.return_to(&jregs, jit_method_checked_entry(jm));
+        jst = vm_jit_enter.return_to(&jregs, jit_method_unchecked_entry(jm));
     } else {
         fp[FRAME_FLAGS] = oop_from_int(frame_flags(fp) | ((intptr_t)n << VM_JIT_FLAG_PENDING_SHIFT) |
                                        ((intptr_t)(ip - bytes) << VM_JIT_FLAG_BCPC_SHIFT));
         jregs = (JitRegs){sp, fp, 0};
-        jst = vm_jit_enter.enter(&jregs, jit_method_checked_entry(jm));
+        jst = vm_jit_enter.enter(&jregs, jit_method_unchecked_entry(jm));
     }
 
 machine_code_status:
@@ -670,7 +669,7 @@ machine_code_status:
         ip = bytes + saved_bcpc;
     }
     n = mc_nargs = vm_jit_pending_nargs;
-    if (vm_jit_pending_tag == VM_JIT_PENDING_UNKNOWN_GLOBAL) {
+    if (vm_jit_pending_kind == VM_JIT_PENDING_UNKNOWN_GLOBAL) {
         /* machine code pushed nothing: send unknownGlobal: on its behalf */
         Oop gsym = lits[vm_jit_pending_nargs];
         *--sp = SELF;
@@ -680,12 +679,21 @@ machine_code_status:
         sel = sym_unknown_global;
         goto send;
     }
-    if (vm_jit_pending_tag >= 0)
-        sel = lits[vm_jit_pending_tag];
-    else if (vm_jit_pending_tag == JIT_SEND_MUST_BE_BOOLEAN)
-        sel = sym_must_be_boolean;
-    else
-        sel = special_sel[jit_send_tag_bytecode(vm_jit_pending_tag) - BC_SEND_ADD];
+    if (vm_jit_pending_kind == VM_JIT_PENDING_BYTECODE) {
+        /* the interpreter takes over this machine-code frame from here */
+        mc_retaddr = 0;
+        mc_nargs = 0;
+        ip = bytes + vm_jit_pending_nargs;
+        DISPATCH();
+    }
+    if (vm_jit_pending_kind == VM_JIT_PENDING_METHOD) {
+        m = vm_jit_pending_oop;
+        vm_jit_pending_oop = 0;
+        if (vm_method_is_block(m)) goto activate_block; /* a compiled block whose frame needs a new page */
+        goto activate;
+    }
+    sel = vm_jit_pending_oop;
+    vm_jit_pending_oop = 0;
     goto send;
 
 prim_answer:

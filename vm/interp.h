@@ -19,6 +19,11 @@ Oop vm_interpret(Oop receiver, Oop selector, Oop *args, int nargs);
 void vm_interp_visit_roots(GcVisitFn visit, void *ctx);
 /* The frame the GC walks from while machine code runs a runtime routine. */
 void vm_interp_set_saved_frame(Oop *sp, Oop *fp);
+/* The frame the last write-back or vm_interp_set_saved_frame recorded. */
+Oop *vm_interp_saved_fp(void);
+/* Array's at:, at:put:, length are its primitives (not redefined): the
+ * interpreter and machine code then do them inline. */
+extern bool vm_array_at_is_prim, vm_array_at_put_is_prim, vm_array_length_is_prim;
 
 /* Prints "Class>>selector (File.som:line)" lines, oldest first. */
 void vm_print_backtrace(FILE *out);

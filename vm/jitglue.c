@@ -5,6 +5,8 @@
 #include "vm/jitglue.h"
 
 #include "jit/compile.h"
+#include "jit/sendsite.h"
+#include "jit/x64.h"
 #include "jit/map.h"
 #include "jit/zone.h"
 #include "vm/bytecodes.h"
@@ -20,17 +22,22 @@
 #include "vm/vm.h"
 
 #include <stdio.h>
+#include <string.h>
 
 bool vm_jit_enabled;
 int vm_jit_threshold = VM_JIT_THRESHOLD_DEFAULT;
 JitEnter vm_jit_enter;
-int64_t vm_jit_pending_tag;
+VmJitPending vm_jit_pending_kind;
+Oop vm_jit_pending_oop;
 int vm_jit_pending_nargs;
 
 uintptr_t vm_jit_zone_start, vm_jit_zone_end;
+bool vm_jit_verify;
+VmJitStats vm_jit_stats;
 #define JIT_MAX_PRIM_ARGS 8 /* sends to primitives with more arguments take the interpreter's path */
 static JitZone zone;
 static JitCompileRuntime runtime;
+static JitPicRuntime pic_runtime;
 
 /* A primitive's answer on its way back to machine code: the dispatch
  * trampoline jumps to prim_return, which loads it and returns to the
@@ -40,54 +47,235 @@ static uint8_t *prim_return;
 /* The special sends' selectors (GC roots: symbols move in a full GC). */
 #define N_SPECIAL (BC_SEND_LENGTH - BC_SEND_ADD + 1)
 static Oop special_selectors[N_SPECIAL];
-static const int special_nargs[N_SPECIAL] = {BC_SPECIAL_NARGS};
+static Oop sym_must_be_boolean;
 
-/* -- Runtime routines (run on the C stack) ---------------------------------- */
+_Static_assert(offsetof(StackPage, base) == 0, "the prologue's stack check reads the page base at 0");
 
-static uint64_t rt_send(int64_t tag, int64_t nargs, int64_t unused)
+/* -- Handing sends to the interpreter ----------------------------------------- */
+
+static uint64_t exit_to_interpreter(VmJitPending kind, Oop oop, int nargs)
 {
-    (void)unused;
-    vm_jit_pending_tag = tag;
-    vm_jit_pending_nargs = (int)nargs;
+    vm_jit_pending_kind = kind;
+    vm_jit_pending_oop = oop;
+    vm_jit_pending_nargs = nargs;
     jit_enter_request_exit(JIT_STATUS_INTERPRET);
     return 0;
 }
 
-/* A send from machine code: straight into a compiled callee when there is
- * one and its frame fits this page, else the interpreter performs it. */
-static uint64_t rt_send_dispatch(int64_t tag, int64_t nargs, int64_t unused)
+static Oop selector_of_tag(int64_t tag, Oop *fp)
+{
+    if (tag >= 0) return vm_method_literals(fp[FRAME_METHOD])[tag];
+    if (tag == JIT_SEND_MUST_BE_BOOLEAN) return sym_must_be_boolean;
+    return special_selectors[jit_send_tag_bytecode(tag) - BC_SEND_ADD];
+}
+
+static uint32_t receiver_class(int nargs) { return vm_class_index_of(jit_cstate.st_sp[1 + nargs]); }
+
+/* -- Compiled code for a method --------------------------------------------------- */
+
+static JitMethod *compile_primitive_stub(Oop m, int index);
+
+/* Compiling from a runtime routine: a compaction walks the frames from the
+ * machine-code caller and relocates its return address. */
+static intptr_t compile_here(Oop m)
+{
+    vm_interp_set_saved_frame(jit_cstate.st_sp + 1, jit_cstate.st_fp);
+    return vm_jit_compile(m, jit_cstate.st_sp);
+}
+
+/* The code to run method m with nargs arguments: its compiled method or
+ * primitive stub, compiling it when it has become hot. NULL: interpret it.
+ * May compact the zone (jit_cstate.st_sp[0] is relocated). */
+static JitMethod *callable(Oop m, int nargs)
+{
+    if (vm_method_nargs(m) != nargs) return NULL;
+    intptr_t p = oop_int(obj_slots(m)[METHOD_PRIMITIVE]);
+    intptr_t cv = oop_int(obj_slots(m)[METHOD_COUNTER]);
+    if (p != 0) {
+        bool value = p > 1 && vm_prim_table[p].special == SP_BLOCK_VALUE;
+        if (!value && (p <= 1 || vm_prim_table[p].special != SP_NONE || nargs > JIT_MAX_PRIM_ARGS)) return NULL;
+        if (cv == 0) return compile_primitive_stub(m, (int)p);
+        return vm_jit_method_of(m);
+    }
+    if (cv >= 0) {
+        if (++cv >= vm_jit_threshold) cv = compile_here(m);
+        obj_slots(m)[METHOD_COUNTER] = oop_from_int(cv);
+    }
+    return vm_jit_method_of(m);
+}
+
+static uint64_t unchecked(JitMethod *jm)
+{
+    jit_zone_touch(&zone, jm);
+    return (uint64_t)(uintptr_t)jit_method_unchecked_entry(jm);
+}
+
+/* A send without linking: into compiled code, a primitive run here, or the
+ * interpreter. */
+static uint64_t dispatch(Oop sel, int nargs)
 {
     Oop *sp = jit_cstate.st_sp; /* [0] return address, [1] last arg, [nargs+1] receiver */
-    Oop *fp = jit_cstate.st_fp;
-    Oop sel = 0;
-    if (tag >= 0)
-        sel = vm_method_literals(fp[FRAME_METHOD])[tag];
-    else if (jit_send_tag_is_special(tag) && special_nargs[jit_send_tag_bytecode(tag) - BC_SEND_ADD] == nargs)
-        sel = special_selectors[jit_send_tag_bytecode(tag) - BC_SEND_ADD];
-    if (sel && !gc_collect_wanted) {
-        Oop rcvr = sp[1 + nargs];
-        Oop m = vm_lookup_cached(vm_class_index_of(rcvr), sel);
-        intptr_t p = m ? oop_int(obj_slots(m)[METHOD_PRIMITIVE]) : 0;
-        if (p > 1 && vm_prim_table[p].special == SP_NONE) {
+    Oop m = vm_lookup_cached(receiver_class(nargs), sel);
+    if (m) {
+        intptr_t p = oop_int(obj_slots(m)[METHOD_PRIMITIVE]);
+        if (p > 1 && vm_prim_table[p].special == SP_NONE && nargs <= JIT_MAX_PRIM_ARGS) {
             /* a plain primitive: run it here; a failure (which has no side
              * effects) is left to the interpreter, which reports it */
             Oop args[JIT_MAX_PRIM_ARGS + 1];
-            if (nargs <= JIT_MAX_PRIM_ARGS) {
-                for (int i = 0; i <= nargs; i++) args[i] = sp[1 + nargs - i];
-                if (((VmPrimFn)vm_prim_table[p].fn)(args, &prim_answer)) return (uint64_t)(uintptr_t)prim_return;
-            }
-        } else if (m && p == 0 && vm_method_nargs(m) == nargs) {
-            intptr_t cv = oop_int(obj_slots(m)[METHOD_COUNTER]);
-            if (cv >= 0) {
-                if (++cv >= vm_jit_threshold) cv = vm_jit_compile(m);
-                obj_slots(m)[METHOD_COUNTER] = oop_from_int(cv);
-            }
-            int need = FRAME_HEADER_WORDS + vm_method_ntemps(m) + vm_method_max_stack(m) + 1;
-            if (cv <= -2 && sp - need >= vm_page->base + VM_STACK_HEADROOM_WORDS)
-                return (uint64_t)(uintptr_t)jit_method_checked_entry((JitMethod *)(-cv));
+            for (int i = 0; i <= nargs; i++) args[i] = sp[1 + nargs - i];
+            if (((VmPrimFn)vm_prim_table[p].fn)(args, &prim_answer)) return (uint64_t)(uintptr_t)prim_return;
+        } else if (p == 0) {
+            JitMethod *jm = callable(m, nargs);
+            if (jm) return unchecked(jm);
         }
     }
-    return rt_send(tag, nargs, unused);
+    return exit_to_interpreter(VM_JIT_PENDING_SEND, sel, nargs);
+}
+
+/* -- Linking ------------------------------------------------------------------------- */
+
+static void verify_site(const uint8_t *ra)
+{
+    if (vm_jit_verify) vm_jit_verify_site(ra, "after linking");
+}
+
+static void link_site(uint32_t tag, const void *target)
+{
+    uint8_t *ra = (uint8_t *)jit_cstate.st_sp[0];
+    if (!jit_sendsite_write(ra, tag, target)) vm_panic("send site at %p did not take its new target", (void *)ra);
+    verify_site(ra);
+}
+
+/* ceSend: an unlinked site. Links it to the callee when there is compiled
+ * code for it (monomorphic), else just performs the send. */
+static uint64_t rt_send_unlinked(uint64_t tag64)
+{
+    uint32_t tag = (uint32_t)tag64;
+    int64_t stag = jit_sendsite_tag_selector(tag);
+    int nargs = jit_sendsite_tag_nargs(tag);
+    Oop sel = selector_of_tag(stag, jit_cstate.st_fp);
+    if (stag == JIT_SEND_MUST_BE_BOOLEAN) return dispatch(sel, nargs); /* never linked: rare by nature */
+    uint32_t cls = receiver_class(nargs);
+    Oop m = vm_lookup_cached(cls, sel);
+    if (!m) return exit_to_interpreter(VM_JIT_PENDING_SEND, sel, nargs);
+    JitMethod *jm = callable(m, nargs);
+    if (!jm) return dispatch(sel, nargs);
+    link_site(cls, jit_method_checked_entry(jm));
+    vm_jit_stats.links++;
+    return unchecked(jm);
+}
+
+static void *alloc_or_compact(JitMethod *(*make)(JitZone *, const JitPicRuntime *, Oop, int), Oop sel, int nargs);
+
+/* ceMethodAbort: a monomorphic site met another class. It becomes a closed
+ * PIC with the old and the new class. */
+static uint64_t rt_method_abort(uint64_t unused, JitMethod *callee)
+{
+    (void)unused;
+    int nargs = callee->nargs;
+    Oop sel = obj_slots(callee->method)[METHOD_SIGNATURE];
+    uint32_t cls = receiver_class(nargs);
+    Oop m = vm_lookup_cached(cls, sel);
+    if (!m) return exit_to_interpreter(VM_JIT_PENDING_SEND, sel, nargs);
+    if (!callable(m, nargs)) return dispatch(sel, nargs);
+    JitMethod *pic = alloc_or_compact(jit_sendsite_closed_pic_new, sel, nargs);
+    /* allocating may have compacted: everything from here is read afresh */
+    JitMethod *jm = vm_jit_method_of(m);
+    JitSendSite s;
+    JitMethod *old = jit_sendsite_read((uint8_t *)jit_cstate.st_sp[0], &s) ? jit_zone_find(&zone, s.target) : NULL;
+    if (pic && jm && old && old->kind == JIT_KIND_METHOD && s.target == jit_method_checked_entry(old)) {
+        bool ok = jit_sendsite_pic_case_write(pic, 0, s.tag, jit_method_unchecked_entry(old)) &&
+                  jit_sendsite_pic_case_write(pic, 1, cls, jit_method_unchecked_entry(jm));
+        if (!ok) vm_panic("closed PIC at %p did not take its cases", (void *)pic);
+        link_site(s.tag, jit_method_code(pic));
+        vm_jit_stats.pics_closed++;
+    } else if (pic) {
+        jit_zone_free(&zone, pic);
+    }
+    return jm ? unchecked(jm) : dispatch(sel, nargs);
+}
+
+static JitMethod *open_pic_for(Oop sel, int nargs)
+{
+    for (JitMethod *p = jit_zone_first(&zone); p; p = jit_zone_next(&zone, p))
+        if (p->kind == JIT_KIND_OPEN_PIC && p->method == sel && p->nargs == nargs) return p;
+    JitMethod *p = alloc_or_compact(jit_sendsite_open_pic_new, sel, nargs);
+    if (p) vm_jit_stats.pics_open++;
+    return p;
+}
+
+/* ceClosedPICMiss: one more case, or after the sixth class the selector's
+ * shared open PIC. */
+static uint64_t rt_closed_pic_miss(uint64_t unused, JitMethod *pic)
+{
+    (void)unused;
+    int nargs = pic->nargs;
+    Oop sel = pic->method;
+    uint32_t cls = receiver_class(nargs);
+    Oop m = vm_lookup_cached(cls, sel);
+    if (!m) return exit_to_interpreter(VM_JIT_PENDING_SEND, sel, nargs);
+    if (!callable(m, nargs)) return dispatch(sel, nargs);
+    JitSendSite s;
+    if (!jit_sendsite_read((uint8_t *)jit_cstate.st_sp[0], &s)) vm_panic("a PIC miss from no send site");
+    pic = jit_zone_find(&zone, s.target);
+    int n = pic && pic->kind == JIT_KIND_CLOSED_PIC ? jit_sendsite_pic_case_count(pic) : -1;
+    if (n >= 0 && n < JIT_MAX_PIC_CASES) {
+        if (!jit_sendsite_pic_case_write(pic, n, cls, jit_method_unchecked_entry(vm_jit_method_of(m))))
+            vm_panic("closed PIC at %p did not take case %d", (void *)pic, n);
+        verify_site((uint8_t *)jit_cstate.st_sp[0]);
+    } else if (n == JIT_MAX_PIC_CASES) {
+        JitMethod *open = open_pic_for(sel, nargs);
+        if (open && jit_sendsite_read((uint8_t *)jit_cstate.st_sp[0], &s)) {
+            JitMethod *closed = jit_zone_find(&zone, s.target); /* re-read: making the open PIC may compact */
+            link_site(s.tag, jit_method_code(open));
+            /* a closed PIC serves one site: nothing else jumps into it, and
+             * the trampoline we return through goes elsewhere */
+            if (closed && closed->kind == JIT_KIND_CLOSED_PIC) jit_zone_free(&zone, closed);
+            vm_jit_stats.megamorphic_links++;
+        }
+    }
+    JitMethod *jm = vm_jit_method_of(m);
+    return jm ? unchecked(jm) : dispatch(sel, nargs);
+}
+
+/* ceOpenPICMiss: the lookup cache had no compiled method; the full send
+ * refills the cache. */
+static uint64_t rt_open_pic_miss(uint64_t unused, JitMethod *pic)
+{
+    (void)unused;
+    return dispatch(pic->method, pic->nargs);
+}
+
+/* The unchecked entry's checks failed: a GC is wanted, or the frame does not
+ * fit the page (the interpreter then activates the method on a new page). */
+static uint64_t rt_entry_slow(uint64_t unused, uint8_t *resume)
+{
+    (void)unused;
+    JitMethod *jm = jit_zone_find(&zone, resume);
+    VM_ASSERT(jm && jit_method_is_compiled(jm));
+    if (gc_collect_wanted) {
+        vm_counters->interrupt_checks++;
+        /* st_sp points at the return address into the caller: not an Oop */
+        vm_interp_set_saved_frame(jit_cstate.st_sp + 1, jit_cstate.st_fp);
+        gc_collect(false);
+    }
+    Oop m = jm->method;
+    int words = FRAME_HEADER_WORDS + vm_method_ntemps(m) + vm_method_max_stack(m) + 1 + VM_STACK_HEADROOM_WORDS;
+    if (jit_cstate.st_sp + 1 - words >= vm_page->base) return (uint64_t)(uintptr_t)resume; /* as the prologue */
+    return exit_to_interpreter(VM_JIT_PENDING_METHOD, m, jm->nargs);
+}
+
+/* A primitive stub's call: the primitive's answer, or on failure the
+ * interpreter activates the method (and reports the failure). */
+static uint64_t rt_primitive(uint64_t index, uint64_t nargs, JitMethod *stub)
+{
+    Oop *sp = jit_cstate.st_sp; /* [0] into the stub, [1] the send site's return address, [2] last arg */
+    Oop args[JIT_MAX_PRIM_ARGS + 1];
+    for (int i = 0; i <= (int)nargs; i++) args[i] = sp[2 + nargs - i];
+    Oop r;
+    if (((VmPrimFn)vm_prim_table[index].fn)(args, &r)) return r;
+    jit_cstate.st_sp = sp + 1; /* leave as if the site had called the interpreter */
+    return exit_to_interpreter(VM_JIT_PENDING_METHOD, stub->method, (int)nargs);
 }
 
 static uint64_t rt_global(int64_t literal)
@@ -99,10 +287,86 @@ static uint64_t rt_global(int64_t literal)
         v = vm_load_class(vm_string_cstr(sym, name, sizeof name));
     }
     if (v) return v;
-    vm_jit_pending_tag = VM_JIT_PENDING_UNKNOWN_GLOBAL;
-    vm_jit_pending_nargs = (int)literal;
-    jit_enter_request_exit(JIT_STATUS_INTERPRET);
+    return exit_to_interpreter(VM_JIT_PENDING_UNKNOWN_GLOBAL, 0, (int)literal);
+}
+
+/* -- Blocks, outer variables, super sends, the interpreter's bytecodes -------- */
+
+static uint64_t rt_push_block(uint64_t literal)
+{
+    Oop *fp = jit_cstate.st_fp;
+    return vm_block_new(fp, vm_method_literals(fp[FRAME_METHOD])[literal]);
+}
+
+static uint64_t rt_outer_get(uint64_t operands)
+{
+    Oop ctx;
+    int v = (int)(operands & 0xff);
+    Oop *var = vm_outer_var(jit_cstate.st_fp, (int)(operands >> 8), v, &ctx);
+    return var ? *var : obj_slots(ctx)[CTX_FIRST_VAR + v];
+}
+
+static uint64_t rt_outer_set(uint64_t operands, Oop value)
+{
+    Oop ctx;
+    int v = (int)(operands & 0xff);
+    Oop *var = vm_outer_var(jit_cstate.st_fp, (int)(operands >> 8), v, &ctx);
+    if (var) *var = value;
+    else gc_store(ctx, CTX_FIRST_VAR + (size_t)v, value);
     return 0;
+}
+
+static uint64_t rt_widow(void)
+{
+    vm_context_widow(jit_cstate.st_fp);
+    return 0;
+}
+
+/* The interpreter takes this frame over at bcpc (a non-local return, a
+ * super send it must report as not understood). */
+static uint64_t rt_interpret(uint64_t bcpc)
+{
+    return exit_to_interpreter(VM_JIT_PENDING_BYTECODE, 0, (int)bcpc);
+}
+
+static uint64_t rt_super_send(uint64_t tag64)
+{
+    uint32_t tag = (uint32_t)tag64;
+    int nargs = jit_sendsite_tag_nargs(tag);
+    Oop method = jit_cstate.st_fp[FRAME_METHOD];
+    Oop sel = vm_method_literals(method)[jit_sendsite_tag_selector(tag)];
+    Oop super = obj_slots(obj_slots(method)[METHOD_HOLDER])[CLASS_SUPERCLASS];
+    Oop m = super == vm_nil ? 0 : vm_lookup_cached(vm_class_instance_index(super), sel);
+    if (!m) {
+        /* not understood: the interpreter re-runs the send and reports it */
+        JitMapEntry e;
+        JitMethod *jm = jit_zone_find(&zone, (void *)jit_cstate.st_sp[0]);
+        if (!jm || !jit_map_bcpc_at(jit_method_map(jm), jit_method_offset(jm, (void *)jit_cstate.st_sp[0]), &e))
+            vm_panic("a super send from unmapped machine code");
+        return exit_to_interpreter(VM_JIT_PENDING_BYTECODE, 0, (int)e.bcpc);
+    }
+    JitMethod *jm = callable(m, nargs);
+    if (jm) return unchecked(jm);
+    return exit_to_interpreter(VM_JIT_PENDING_METHOD, m, nargs);
+}
+
+/* A block-evaluation stub found the closure's block not compiled (or not
+ * taking that many arguments): count it toward compiling, else the
+ * interpreter runs the primitive. */
+static uint64_t rt_block_value_miss(uint64_t unused, JitMethod *stub)
+{
+    (void)unused;
+    int nargs = stub->nargs;
+    Oop value_method = stub->method;
+    Oop bm = obj_slots(jit_cstate.st_sp[1 + nargs])[BLOCK_METHOD];
+    intptr_t cv = oop_int(obj_slots(bm)[METHOD_COUNTER]);
+    if (cv >= 0 && vm_method_nargs(bm) == nargs) {
+        if (++cv >= vm_jit_threshold) cv = compile_here(bm);
+        obj_slots(bm)[METHOD_COUNTER] = oop_from_int(cv);
+    }
+    JitMethod *jm = vm_jit_method_of(bm);
+    if (jm && jm->nargs == nargs) return unchecked(jm);
+    return exit_to_interpreter(VM_JIT_PENDING_METHOD, value_method, nargs);
 }
 
 static uint64_t rt_safepoint(void)
@@ -120,47 +384,261 @@ static uint64_t rt_barrier(Oop obj)
     return 0;
 }
 
+/* -- Compaction (jit/zone.h's JitZoneRelocate) ---------------------------------------- */
+
+/* A return address the caller of a compile holds outside the stack pages. */
+static Oop *live_ra;
+
+#define F_ON_STACK (1u << 1) /* has an activation: compaction keeps it */
+
+static void for_each_return_address(void (*fn)(Oop *slot, void *ctx), void *ctx)
+{
+    vm_stack_visit_saved_ips(vm_interp_saved_fp(), fn, ctx);
+    if (live_ra && vm_jit_is_code_address(*live_ra)) fn(live_ra, ctx);
+}
+
+static void mark_on_stack(Oop *slot, void *ctx)
+{
+    (void)ctx;
+    if (!vm_jit_is_code_address(*slot)) return;
+    JitMethod *m = jit_zone_find(&zone, (void *)*slot);
+    if (m) m->flags |= F_ON_STACK;
+}
+
+static bool can_free(const JitMethod *m, void *ctx)
+{
+    (void)ctx;
+    return !(m->flags & F_ON_STACK);
+}
+
+static void on_free(JitMethod *m, void *ctx)
+{
+    (void)ctx;
+    /* the heap method forgets it; sites and PIC cases are unlinked in before_slide */
+    if (jit_method_is_compiled(m) && vm_jit_method_of(m->method) == m) obj_slots(m->method)[METHOD_COUNTER] = oop_from_int(0);
+}
+
+static void on_move(JitMethod *m, JitMethod *new_m, void *ctx)
+{
+    (void)ctx;
+    if (jit_method_is_compiled(m) && vm_jit_method_of(m->method) == m)
+        obj_slots(m->method)[METHOD_COUNTER] = oop_from_int(-(intptr_t)new_m);
+}
+
+/* The unlinked tag of the send whose map entry names bcpc of method. */
+static uint32_t unlinked_tag_at(Oop method, uint32_t bcpc)
+{
+    const uint8_t *p = vm_method_bytecodes(method) + bcpc;
+    switch (p[0]) {
+    case BC_SEND: return jit_sendsite_unlinked_tag(p[1], p[2]);
+    case BC_SEND_W: return jit_sendsite_unlinked_tag((int64_t)(p[1] | p[2] << 8), p[3]);
+    default:
+        if (p[0] >= BC_SEND_ADD && p[0] <= BC_SEND_LENGTH)
+            return jit_sendsite_unlinked_tag(jit_send_tag_special(p[0]), vm_special_nargs[p[0] - BC_SEND_ADD]);
+        return jit_sendsite_unlinked_tag(JIT_SEND_MUST_BE_BOOLEAN, 0); /* a conditional jump's */
+    }
+}
+
+/* Rewrites the rel32 ending at `end` in piece m (moving by `delta`) so that
+ * after the slide it reaches where its target will be; `target` NULL keeps
+ * the current target. Answers false when the target is being freed. */
+static bool relocate_rel32(const JitMethod *m, uint8_t *end, ptrdiff_t delta)
+{
+    uint8_t *t;
+    if (!jit_x64_read_rel32(end, &t)) vm_panic("compaction: no rel32 ending at %p", (void *)end);
+    if (jit_method_contains(m, t)) return true; /* moves with it */
+    uint8_t *nt = jit_zone_forward(&zone, t);
+    if (!nt) return false;
+    if (nt == t && delta == 0) return true;
+    if (!jit_x64_patch_rel32(end, nt - delta)) vm_panic("compaction: rel32 at %p not patched", (void *)end);
+    return true;
+}
+
+static void relocate_method(JitMethod *m, ptrdiff_t delta)
+{
+    JitMapIter it;
+    JitMapEntry e;
+    jit_map_iter_init(&it, jit_method_map(m));
+    while (jit_map_iter_next(&it, &e)) {
+        if (e.kind == JIT_MAP_BRANCH) continue; /* inside the method */
+        uint8_t *end = jit_method_at(m, e.mcpc);
+        if (end[-JIT_X64_CALL_REL32_SIZE] != 0xE8 && end[-JIT_X64_JMP_REL32_SIZE] != 0xE9) continue;
+        if (relocate_rel32(m, end, delta)) continue;
+        /* a send linked to a freed method or PIC: back to unlinked */
+        VM_ASSERT(e.kind == JIT_MAP_SEND, "only send sites reach freed code");
+        if (!jit_sendsite_write(end, unlinked_tag_at(m->method, e.bcpc), (uint8_t *)runtime.send - delta))
+            vm_panic("compaction: send site at %p not unlinked", (void *)end);
+        vm_jit_stats.unlinked_by_compaction++;
+    }
+}
+
+static void relocate_pic(JitMethod *pic, ptrdiff_t delta)
+{
+    if (pic->kind == JIT_KIND_CLOSED_PIC) {
+        for (int i = 0; i < JIT_MAX_PIC_CASES; i++) {
+            uint32_t cls;
+            uint8_t *t;
+            if (!jit_sendsite_pic_case_read(pic, i, &cls, &t)) vm_panic("compaction: PIC %p case %d", (void *)pic, i);
+            if (cls == JIT_SENDSITE_NO_CLASS) {
+                jit_sendsite_pic_case_write(pic, i, cls, NULL); /* the miss moves with the PIC */
+                continue;
+            }
+            uint8_t *nt = jit_zone_forward(&zone, t);
+            if (!nt) {
+                jit_sendsite_pic_case_write(pic, i, JIT_SENDSITE_NO_CLASS, NULL);
+                continue;
+            }
+            /* a jcc's rel32 is relative to its own end, which moves by delta */
+            if (!jit_sendsite_pic_case_write(pic, i, cls, nt - delta)) vm_panic("compaction: PIC case not patched");
+        }
+    }
+    relocate_rel32(pic, jit_method_at(pic, pic->map_offset), delta); /* the miss jump ends the code */
+}
+
+static void relocate_ra(Oop *slot, void *ctx)
+{
+    (void)ctx;
+    if (!vm_jit_is_code_address(*slot)) return;
+    uint8_t *n = jit_zone_forward(&zone, (void *)*slot);
+    VM_ASSERT(n, "a return address into freed code (its method was on the stack)");
+    *slot = (Oop)(uintptr_t)n;
+}
+
+static void before_slide(void *ctx)
+{
+    (void)ctx;
+    for (JitMethod *m = jit_zone_first(&zone); m; m = jit_zone_next(&zone, m)) {
+        if (m->kind == JIT_KIND_TRAMPOLINE) continue;
+        ptrdiff_t delta = (uint8_t *)jit_zone_forward(&zone, m) - (uint8_t *)m;
+        if (jit_method_is_compiled(m)) relocate_method(m, delta);
+        else relocate_pic(m, delta);
+    }
+    for_each_return_address(relocate_ra, NULL);
+}
+
+static void clear_on_stack(void)
+{
+    for (JitMethod *m = jit_zone_first(&zone); m; m = jit_zone_next(&zone, m)) m->flags &= (uint16_t)~F_ON_STACK;
+}
+
+static void compact(void)
+{
+    for_each_return_address(mark_on_stack, NULL);
+    JitZoneRelocate cb = { .can_free = can_free, .on_free = on_free, .on_move = on_move, .before_slide = before_slide };
+    jit_zone_compact(&zone, &cb);
+    clear_on_stack();
+    if (vm_jit_verify) vm_jit_verify_zone("after a compaction");
+}
+
+static void *alloc_or_compact(JitMethod *(*make)(JitZone *, const JitPicRuntime *, Oop, int), Oop sel, int nargs)
+{
+    JitMethod *p = make(&zone, &pic_runtime, sel, nargs);
+    if (p) return p;
+    vm_interp_set_saved_frame(jit_cstate.st_sp + 1, jit_cstate.st_fp);
+    live_ra = jit_cstate.st_sp;
+    compact();
+    live_ra = NULL;
+    return make(&zone, &pic_runtime, sel, nargs);
+}
+
+/* -- Compiling ------------------------------------------------------------------------ */
+
+intptr_t vm_jit_compile(Oop method, Oop *ra)
+{
+    char why[256];
+    JitMethod *jm = jit_compile(&zone, &runtime, method, why, sizeof why);
+    if (!jm && !strcmp(why, JIT_COMPILE_ZONE_FULL)) {
+        live_ra = ra;
+        compact();
+        live_ra = NULL;
+        jm = jit_compile(&zone, &runtime, method, why, sizeof why);
+    }
+    if (!jm) {
+        vm_jit_stats.declined++;
+        return -1;
+    }
+    vm_jit_stats.compiled++;
+    obj_slots(method)[METHOD_COUNTER] = oop_from_int(-(intptr_t)jm); /* the caller stores it too */
+    if (vm_jit_verify) vm_jit_verify_method(jm, "after compiling");
+    return -(intptr_t)jm;
+}
+
+static JitMethod *make_stub(Oop m, int index)
+{
+    if (vm_prim_table[index].special == SP_BLOCK_VALUE) return jit_compile_block_value(&zone, &runtime, m);
+    return jit_compile_primitive(&zone, &runtime, m, index);
+}
+
+static JitMethod *compile_primitive_stub(Oop m, int index)
+{
+    JitMethod *jm = make_stub(m, index);
+    if (!jm) {
+        vm_interp_set_saved_frame(jit_cstate.st_sp + 1, jit_cstate.st_fp);
+        live_ra = jit_cstate.st_sp;
+        compact();
+        live_ra = NULL;
+        jm = make_stub(m, index);
+    }
+    if (!jm) return NULL;
+    vm_jit_stats.stubs++;
+    obj_slots(m)[METHOD_COUNTER] = oop_from_int(-(intptr_t)jm);
+    return jm;
+}
+
+/* -- Start-up -------------------------------------------------------------------------- */
+
 bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
 {
     JitZoneConfig cfg = {
         .zone_bytes = code_bytes,
-        .trampoline_bytes = 4096, /* enilopmarts + three trampolines need < 1 KiB */
+        .trampoline_bytes = 4096, /* enilopmarts + a dozen trampolines need < 2 KiB */
         .near = (const void *)vm_jit_init,
     };
     if (!jit_zone_init(&zone, &cfg, err, errlen)) return false;
     if (!jit_enter_init(&vm_jit_enter, &zone, err, errlen)) return false;
     vm_jit_zone_start = (uintptr_t)jit_zone_base(&zone);
     vm_jit_zone_end = (uintptr_t)jit_zone_end(&zone);
-    runtime.send = jit_enter_dispatch_trampoline(&zone, (const void *)rt_send_dispatch, 3);
-    prim_return = jit_enter_answer_trampoline(&zone, &prim_answer);
-    if (!prim_return) {
-        snprintf(err, errlen, "the code zone's trampoline area is too small");
-        return false;
-    }
     static const char *const names[N_SPECIAL] = {BC_SPECIAL_SELECTORS};
     for (int i = 0; i < N_SPECIAL; i++) special_selectors[i] = vm_symbol_from_cstr(names[i]);
+    sym_must_be_boolean = vm_symbol_from_cstr("mustBeBoolean");
+    prim_return = jit_enter_answer_trampoline(&zone, &prim_answer);
+    runtime.send = jit_enter_dispatch_trampoline(&zone, (const void *)rt_send_unlinked, 1);
+    runtime.method_abort = jit_enter_dispatch_trampoline(&zone, (const void *)rt_method_abort, 2);
+    runtime.entry_slow = jit_enter_dispatch_trampoline(&zone, (const void *)rt_entry_slow, 2);
+    runtime.primitive = jit_enter_runtime_trampoline(&zone, (const void *)rt_primitive, 3);
     runtime.safepoint = jit_enter_runtime_trampoline(&zone, (const void *)rt_safepoint, 0);
     runtime.barrier = jit_enter_runtime_trampoline(&zone, (const void *)rt_barrier, 1);
     runtime.global = jit_enter_runtime_trampoline(&zone, (const void *)rt_global, 1);
-    if (!runtime.send || !runtime.safepoint || !runtime.barrier || !runtime.global) {
+    runtime.push_block = jit_enter_runtime_trampoline(&zone, (const void *)rt_push_block, 1);
+    runtime.outer_get = jit_enter_runtime_trampoline(&zone, (const void *)rt_outer_get, 1);
+    runtime.outer_set = jit_enter_runtime_trampoline(&zone, (const void *)rt_outer_set, 2);
+    runtime.widow = jit_enter_runtime_trampoline(&zone, (const void *)rt_widow, 0);
+    runtime.interpret = jit_enter_runtime_trampoline(&zone, (const void *)rt_interpret, 1);
+    runtime.super_send = jit_enter_dispatch_trampoline(&zone, (const void *)rt_super_send, 1);
+    runtime.block_value_miss = jit_enter_dispatch_trampoline(&zone, (const void *)rt_block_value_miss, 2);
+    pic_runtime.closed_miss = jit_enter_dispatch_trampoline(&zone, (const void *)rt_closed_pic_miss, 2);
+    pic_runtime.open_miss = jit_enter_dispatch_trampoline(&zone, (const void *)rt_open_pic_miss, 2);
+    pic_runtime.lookup_cache = vm_lookup_cache;
+    if (!prim_return || !runtime.send || !runtime.method_abort || !runtime.entry_slow || !runtime.primitive ||
+        !runtime.safepoint || !runtime.barrier || !runtime.global || !pic_runtime.closed_miss ||
+        !runtime.push_block || !runtime.outer_get || !runtime.outer_set || !runtime.widow || !runtime.interpret ||
+        !runtime.super_send || !runtime.block_value_miss ||
+        !pic_runtime.open_miss) {
         snprintf(err, errlen, "the code zone's trampoline area is too small");
         return false;
     }
     runtime.collect_wanted = &gc_collect_wanted;
     runtime.old_start = &gc_old_start;
+    runtime.page = (void *const *)&vm_page;
+    runtime.array_at_inline = &vm_array_at_is_prim;
+    runtime.array_at_put_inline = &vm_array_at_put_is_prim;
+    runtime.array_length_inline = &vm_array_length_is_prim;
+    runtime.headroom_words = VM_STACK_HEADROOM_WORDS;
     runtime.nil = vm_nil;
     runtime.true_obj = vm_true;
     runtime.false_obj = vm_false;
     vm_jit_enabled = true;
     return true;
-}
-
-intptr_t vm_jit_compile(Oop method)
-{
-    char why[256];
-    JitMethod *jm = jit_compile(&zone, &runtime, method, why, sizeof why);
-    if (!jm) return -1;
-    return -(intptr_t)jm;
 }
 
 intptr_t vm_jit_resume_bcpc(Oop saved, Oop *frame)
@@ -182,6 +660,69 @@ void vm_jit_visit_roots(GcVisitFn visit, void *ctx)
 {
     if (!vm_jit_enabled) return;
     for (int i = 0; i < N_SPECIAL; i++) visit(&special_selectors[i], ctx);
+    visit(&sym_must_be_boolean, ctx);
+    if (vm_jit_pending_oop) visit(&vm_jit_pending_oop, ctx);
+    /* methods' heap methods and PICs' selectors */
     for (JitMethod *m = jit_zone_first(&zone); m; m = jit_zone_next(&zone, m))
-        if (m->kind == JIT_KIND_METHOD) visit(&m->method, ctx);
+        if (m->kind != JIT_KIND_TRAMPOLINE) visit(&m->method, ctx);
+}
+
+JitZone *vm_jit_zone(void) { return &zone; }
+const JitCompileRuntime *vm_jit_runtime(void) { return &runtime; }
+
+const char *vm_jit_trampoline_name(const void *addr)
+{
+    const struct {
+        const void *addr;
+        const char *name;
+    } known[] = {
+        { runtime.send, "ceSend" },
+        { runtime.method_abort, "ceMethodAbort" },
+        { runtime.entry_slow, "ceStackOverflow" }, /* Cog's name: also its interrupt check */
+        { runtime.primitive, "cePrimitive" },
+        { runtime.safepoint, "ceCheckForInterrupts" },
+        { runtime.barrier, "ceStoreCheck" },
+        { runtime.global, "ceGlobal" },
+        { runtime.push_block, "ceClosure" },
+        { runtime.outer_get, "ceOuterGet" },
+        { runtime.outer_set, "ceOuterSet" },
+        { runtime.widow, "ceWidowContext" },
+        { runtime.interpret, "ceInterpretHere" },
+        { runtime.super_send, "ceSuperSend" },
+        { runtime.block_value_miss, "ceBlockValueMiss" },
+        { pic_runtime.closed_miss, "ceClosedPICMiss" },
+        { pic_runtime.open_miss, "ceOpenPICMiss" },
+        { prim_return, "cePrimitiveAnswer" },
+        { vm_jit_enter.return_to_interpreter, "ceReturnToInterpreter" },
+        { (const void *)vm_jit_enter.enter, "enilopmart: enter" },
+        { (const void *)vm_jit_enter.return_to, "enilopmart: return to" },
+        { (const void *)&gc_collect_wanted, "&gc_collect_wanted" },
+        { (const void *)&gc_old_start, "&gc_old_start" },
+        { (const void *)&vm_page, "&vm_page" },
+        { (const void *)vm_lookup_cache, "vm_lookup_cache" },
+    };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (known[i].addr && known[i].addr == addr) return known[i].name;
+    return NULL;
+}
+
+JitMethod *vm_jit_compile_now(Oop m, char *why, size_t whylen)
+{
+    JitMethod *jm = vm_jit_method_of(m);
+    if (jm) return jm;
+    intptr_t p = oop_int(obj_slots(m)[METHOD_PRIMITIVE]);
+    if (p != 0) {
+        if (p <= 1 || vm_prim_table[p].special != SP_NONE) {
+            snprintf(why, whylen, "%s>>%s is a primitive the interpreter runs itself", vm_prim_table[p].class_name,
+                     vm_prim_table[p].selector);
+            return NULL;
+        }
+        jm = jit_compile_primitive(&zone, &runtime, m, (int)p);
+        if (jm) obj_slots(m)[METHOD_COUNTER] = oop_from_int(-(intptr_t)jm);
+    } else {
+        jm = jit_compile(&zone, &runtime, m, why, whylen);
+        if (jm) obj_slots(m)[METHOD_COUNTER] = oop_from_int(-(intptr_t)jm);
+    }
+    if (!jm && p) snprintf(why, whylen, "%s", JIT_COMPILE_ZONE_FULL);
+    return jm;
 }

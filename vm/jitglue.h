@@ -12,12 +12,15 @@
 #define VM_JITGLUE_H
 
 #include "gc/heap.h"
+#include "jit/compile.h"
 #include "jit/enter.h"
 #include "jit/method.h"
+#include "vm/method.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define VM_JIT_THRESHOLD_DEFAULT 2 /* Cog compiles a method the second time it runs */
 
@@ -31,18 +34,25 @@
  *           (different when the send was rewritten: DNU, perform:) */
 #define VM_JIT_FLAG_PENDING_SHIFT 27
 #define VM_JIT_FLAG_CALLER_SHIFT 35
+_Static_assert(VM_JIT_FLAG_CALLER_SHIFT == JIT_FRAME_CALLER_NARGS_SHIFT, "machine-code frames fill the caller field");
 #define VM_JIT_FLAG_BCPC_SHIFT 43
 #define VM_JIT_FLAG_PENDING_MASK (((intptr_t)0xff << VM_JIT_FLAG_PENDING_SHIFT) | ((intptr_t)0x7ffff << VM_JIT_FLAG_BCPC_SHIFT))
 
 extern bool vm_jit_enabled;
 extern int vm_jit_threshold;
 extern JitEnter vm_jit_enter;
-extern int64_t vm_jit_pending_tag; /* the send machine code handed over */
-/* pending tag of an unknown global: vm_jit_pending_nargs is its literal index */
-#define VM_JIT_PENDING_UNKNOWN_GLOBAL ((int64_t)-1000)
+/* What machine code handed the interpreter with JIT_STATUS_INTERPRET. */
+typedef enum VmJitPending {
+    VM_JIT_PENDING_SEND,           /* send vm_jit_pending_oop (a selector), nargs arguments */
+    VM_JIT_PENDING_METHOD,         /* activate vm_jit_pending_oop (a method) on the receiver and args */
+    VM_JIT_PENDING_UNKNOWN_GLOBAL, /* send #unknownGlobal:; vm_jit_pending_nargs is the name's literal index */
+    VM_JIT_PENDING_BYTECODE,       /* interpret the frame from bcpc vm_jit_pending_nargs on */
+} VmJitPending;
+extern VmJitPending vm_jit_pending_kind;
+extern Oop vm_jit_pending_oop; /* a GC root */
+extern int vm_jit_pending_nargs;
 /* caller-nargs field value: machine code pushed nothing (a global fetch) */
 #define VM_JIT_CALLER_PUSHED_NOTHING 0xff
-extern int vm_jit_pending_nargs;
 
 extern uintptr_t vm_jit_zone_start, vm_jit_zone_end;
 
@@ -53,10 +63,51 @@ static inline bool vm_jit_is_code_address(Oop saved)
     return saved >= vm_jit_zone_start && saved < vm_jit_zone_end;
 }
 
-bool vm_jit_init(size_t code_bytes, char *err, size_t errlen);
+/* What the runtime did, for --code-zone-stats (the zone counts the rest). */
+typedef struct VmJitStats {
+    uint64_t compiled, declined, stubs;   /* methods compiled, declined; primitive stubs */
+    uint64_t links;                       /* unlinked -> monomorphic */
+    uint64_t pics_closed, pics_open;      /* PICs made */
+    uint64_t megamorphic_links;           /* sites sent to an open PIC */
+    uint64_t unlinked_by_compaction;      /* sites whose callee was freed */
+} VmJitStats;
+extern VmJitStats vm_jit_stats;
+extern bool vm_jit_verify; /* --jit-verify */
 
-/* Called when the counter reaches the threshold: the new counter value. */
-intptr_t vm_jit_compile(Oop method);
+bool vm_jit_init(size_t code_bytes, char *err, size_t errlen);
+struct JitCompileRuntime;
+JitZone *vm_jit_zone(void);
+const struct JitCompileRuntime *vm_jit_runtime(void);
+
+/* The name of a trampoline or of a VM variable machine code embeds; NULL
+ * for anything else. */
+const char *vm_jit_trampoline_name(const void *addr);
+/* m's compiled code (a primitive method's stub), compiling it now. NULL
+ * with the reason in why when the JIT declines it. */
+JitMethod *vm_jit_compile_now(Oop m, char *why, size_t whylen);
+/* --disassemble (vm/jitdisasm.c): spec is 'Class>>selector' or
+ * 'Class class>>selector'. */
+bool vm_jit_disassemble(const char *spec, FILE *out, char *err, size_t errlen);
+
+/* --jit-verify (vm/jitverify.c): decode and check, vm_panic on a bad one. */
+void vm_jit_verify_site(const uint8_t *ra, const char *when);
+void vm_jit_verify_method(const JitMethod *m, const char *when);
+void vm_jit_verify_zone(const char *when);
+/* --code-zone-stats (vm/jitverify.c): reference 002's Tables 1 and 2. */
+void vm_jit_print_zone_stats(FILE *out);
+
+/* Called when the counter reaches the threshold: the new counter value.
+ * Compiling may compact the code zone: machine-code addresses the caller
+ * holds are stale afterwards, except *live_ra (a return address into
+ * machine code, or 0), which is relocated. */
+intptr_t vm_jit_compile(Oop method, Oop *live_ra);
+
+/* The compiled code of a heap method, or NULL. */
+static inline JitMethod *vm_jit_method_of(Oop method)
+{
+    intptr_t cv = oop_int(obj_slots(method)[METHOD_COUNTER]);
+    return cv <= -2 ? (JitMethod *)(-cv) : NULL;
+}
 
 /* A frame's saved return (fp[1] of its callee) -> the bcpc where the frame
  * resumes. `frame` is that caller frame (its flags hold the bcpc when it

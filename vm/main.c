@@ -6,6 +6,7 @@
 #include "vm/loader.h"
 #include "vm/universe.h"
 #include "vm/vm.h"
+#include "vm/jitglue.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -47,6 +48,13 @@ static void usage(FILE *out)
             "  --no-jit               interpret only (the default for now)\n"
             "  --jit-threshold N      compile a method when it has run N times (default 2)\n"
             "  --code-size SIZE       machine-code zone (default 1M)\n"
+            "  --jit-verify           check every send site, PIC and map after each link,\n"
+            "                         unlink and compaction (slow; testing)\n"
+            "  --code-zone-stats      print the code zone analysis on stderr at exit:\n"
+            "                         methods, PICs, send sites by state, compactions\n"
+            "  --disassemble 'Class>>selector'\n"
+            "                         compile that method (or 'Class class>>selector')\n"
+            "                         and print its decorated machine code, then exit\n"
             "  --help                 this text\n"
             "  --version              print the version\n",
             VM_STACK_PAGES_DEFAULT, VM_STACK_PAGES_MIN, VM_STACK_PAGES_SMALL);
@@ -165,6 +173,15 @@ int main(int argc, char **argv)
             long t = strtol(v, &end, 10);
             if (*end || t < 1 || t > 1000000) bad_usage("--jit-threshold needs a number from 1 to 1000000, not '%s'", v);
             o.jit_threshold = (int)t;
+        } else if (!strcmp(a, "--jit-verify")) {
+            o.jit_verify = true;
+        } else if (!strcmp(a, "--code-zone-stats")) {
+            o.code_zone_stats = true;
+        } else if (!strcmp(a, "--disassemble")) {
+            o.disassemble = need_arg(argc, argv, &i);
+            if (!strstr(o.disassemble, ">>"))
+                bad_usage("--disassemble needs 'Class>>selector' (or 'Class class>>selector'), not '%s'",
+                          o.disassemble);
         } else if (!strcmp(a, "--code-size")) {
             const char *v = need_arg(argc, argv, &i);
             if (!parse_size(v, &o.code_bytes) || o.code_bytes < (64u << 10) || o.code_bytes > (1u << 30))
@@ -214,6 +231,13 @@ int main(int argc, char **argv)
     if (!vm_boot(&o, err, sizeof err)) {
         fprintf(stderr, "stvm: %s\n", err);
         return 1;
+    }
+    if (o.disassemble) {
+        if (!vm_jit_disassemble(o.disassemble, stdout, err, sizeof err)) {
+            fprintf(stderr, "stvm: %s\n", err);
+            return 1;
+        }
+        return 0;
     }
     if (!vm_load_class(cls)) {
         fprintf(stderr, "stvm: class '%s' not found: no %s.som in", cls, cls);

@@ -104,6 +104,27 @@ static void copy_vars_to_context(Oop *fp, Oop ctx)
     for (int v = 0; v < nvars; v++) gc_store(ctx, CTX_FIRST_VAR + (size_t)v, *frame_var(fp, nargs, v));
 }
 
+Oop vm_block_new(Oop *fp, Oop m)
+{
+    Oop ctx = vm_context_marry(fp);
+    int bn = vm_method_nargs(m);
+    Oop closure = gc_alloc(CLASS_INDEX_BLOCK1 + (uint32_t)(bn > 2 ? 2 : bn), FMT_POINTERS, BLOCK_SLOTS);
+    if (!closure) vm_out_of_memory("block");
+    obj_slots(closure)[BLOCK_OUTER_CONTEXT] = ctx;
+    obj_slots(closure)[BLOCK_METHOD] = m;
+    obj_slots(closure)[BLOCK_RECEIVER] = fp[FRAME_RECEIVER];
+    return closure;
+}
+
+Oop *vm_outer_var(Oop *fp, int level, int v, Oop *ctx_out)
+{
+    Oop ctx = obj_slots(fp[2 + frame_nargs(fp)])[BLOCK_OUTER_CONTEXT];
+    for (int l = level; l > 1; l--) ctx = obj_slots(obj_slots(ctx)[CTX_CLOSURE])[BLOCK_OUTER_CONTEXT];
+    Oop *f = ctx_frame(ctx);
+    *ctx_out = ctx;
+    return f ? frame_var(f, frame_nargs(f), v) : NULL;
+}
+
 void vm_context_widow(Oop *fp)
 {
     Oop ctx = fp[FRAME_CONTEXT];
@@ -239,6 +260,20 @@ void vm_stack_visit_roots(GcVisitFn visit, void *ctx, Oop *sp, Oop *fp)
     if (!p || !fp) return;
     visit_page(p, sp, fp, visit, ctx);
     for (; p->older; p = p->older) visit_page(p->older, p->caller_sp, p->caller_fp, visit, ctx);
+}
+
+void vm_stack_visit_saved_ips(Oop *fp, void (*fn)(Oop *slot, void *ctx), void *ctx)
+{
+    StackPage *p = vm_page;
+    while (fp) {
+        fn(&fp[FRAME_SAVED_IP], ctx);
+        Oop *caller = (Oop *)fp[FRAME_SAVED_FP];
+        if (!caller && p) {
+            caller = p->caller_fp;
+            p = p->older;
+        }
+        fp = caller;
+    }
 }
 
 void vm_stack_walk(Oop *fp, size_t bcpc, VmFrameFn fn, void *ctx)

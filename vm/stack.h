@@ -37,6 +37,12 @@ StackPage *vm_stack_first_page(void);
 
 Oop vm_context_marry(Oop *fp);  /* fp's context, creating it if needed */
 void vm_context_widow(Oop *fp); /* fp returns: copy its variables into its context */
+/* A closure of block method m made in frame fp (married to its context). */
+Oop vm_block_new(Oop *fp, Oop m);
+/* Outer variable v, `level` contexts out from the block running in fp
+ * (PUSH_OUTER's operands): its slot in a live frame, or NULL with *ctx set
+ * to the widowed context that holds it at CTX_FIRST_VAR + v. */
+Oop *vm_outer_var(Oop *fp, int level, int v, Oop *ctx);
 static inline bool vm_context_alive(Oop ctx, Oop nil)
 {
     return obj_slots(ctx)[CTX_FRAME] != nil || obj_slots(ctx)[CTX_PC] != nil;
@@ -48,6 +54,10 @@ Oop *vm_context_resume(Oop ctx, Oop result, Oop **sp_out, size_t *bcpc_out);
 
 /* GC roots of every page in use; sp/fp are the interpreter's registers. */
 void vm_stack_visit_roots(GcVisitFn visit, void *ctx, Oop *sp, Oop *fp);
+
+/* Calls fn on the saved-ip slot (fp[1]: a tagged bcpc or a return address
+ * into machine code) of every frame on the stack pages, from fp down. */
+void vm_stack_visit_saved_ips(Oop *fp, void (*fn)(Oop *slot, void *ctx), void *ctx);
 
 /* Walks frames and then divorced contexts from the newest: fn(method, bcpc, ctx). */
 typedef void (*VmFrameFn)(Oop method, size_t bcpc, void *ctx);

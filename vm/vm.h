@@ -27,6 +27,9 @@ typedef struct VmOptions {
     bool no_jit;
     int jit_threshold;     /* invocations before a method is compiled */
     size_t code_bytes;     /* machine-code zone */
+    bool jit_verify;       /* --jit-verify: check send sites and maps after every change */
+    bool code_zone_stats;  /* --code-zone-stats: the zone analysis on stderr at exit */
+    const char *disassemble; /* --disassemble 'Class>>selector': print and exit */
     bool print_stats; /* --print-stats: counters on stderr at exit */
     bool no_export;   /* --no-export: no /dev/shm/stvm-<pid> segment */
 } VmOptions;

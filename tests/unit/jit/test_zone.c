@@ -665,7 +665,7 @@ static void freeing_only_the_newest_moves_nothing(void **state)
     JitZoneRelocate cb = relocate_for(&o);
     jit_zone_compact(&zone, &cb);
     assert_int_equal(o.nmoved, 0);
-    assert_int_equal(o.before_slide_calls, 0);
+    assert_int_equal(o.before_slide_calls, 1); /* always: sites of freed code must unlink */
     assert_ptr_equal(jit_zone_free_start(&zone), jit_method_end(ms[1]));
     assert_pattern(ms[0], 0);
     assert_pattern(ms[1], 1);
