@@ -90,7 +90,7 @@ static const char *immediate_name(uint64_t v, char *buf, size_t len, void *ctx)
         snprintf(buf, len, "#%s", vm_string_cstr(o, s, sizeof s));
         return buf;
     }
-    if (obj_class_index(o) == CLASS_INDEX_METHOD) return method_name(o, buf, len);
+    if (obj_class_index(o) == CLASS_INDEX_METHOD || obj_class_index(o) == CLASS_INDEX_PRIMITIVE) return method_name(o, buf, len);
     return NULL;
 }
 

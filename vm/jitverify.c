@@ -10,6 +10,7 @@
 #include "jit/sendsite.h"
 #include "jit/zone.h"
 #include "vm/method.h"
+#include "vm/universe.h"
 #include "vm/vm.h"
 
 typedef enum SiteState { SITE_UNLINKED, SITE_MONO, SITE_POLY, SITE_MEGA, SITE_BAD } SiteState;
@@ -104,7 +105,7 @@ void vm_jit_print_zone_stats(FILE *out)
     uint64_t methods = 0, blocks = 0, stubs = 0, closed = 0, open = 0, method_bytes = 0, pic_bytes = 0, cases = 0;
     uint64_t sites[SITE_BAD + 1] = { 0 };
     for (JitMethod *m = jit_zone_first(z); m; m = jit_zone_next(z, m)) {
-        switch (m->kind) {
+        switch ((JitMethodKind)m->kind) {
         case JIT_KIND_BLOCK:
         case JIT_KIND_METHOD:
             if (m->kind == JIT_KIND_BLOCK) blocks++;
@@ -152,6 +153,24 @@ void vm_jit_print_zone_stats(FILE *out)
             (double)zs.compaction_usecs_max / 1000.0, (unsigned long long)zs.methods_freed,
             (unsigned long long)zs.methods_evicted, (unsigned long long)zs.methods_moved,
             (unsigned long long)vm_jit_stats.unlinked_by_compaction);
+    /* the megamorphic selectors and how many sites share each open PIC */
+    for (JitMethod *pic = jit_zone_first(z); pic; pic = jit_zone_next(z, pic)) {
+        if (pic->kind != JIT_KIND_OPEN_PIC) continue;
+        uint64_t n = 0;
+        for (JitMethod *m = jit_zone_first(z); m; m = jit_zone_next(z, m)) {
+            if (!jit_method_is_compiled(m)) continue;
+            JitMapIter it;
+            JitMapEntry e;
+            jit_map_iter_init(&it, jit_method_map(m));
+            while (jit_map_iter_next(&it, &e)) {
+                JitMethod *t = NULL;
+                if (e.kind == JIT_MAP_SEND && classify(jit_method_at(m, e.mcpc), &t) == SITE_MEGA && t == pic) n++;
+            }
+        }
+        char sel[256];
+        fprintf(out, "  open PIC #%s: %llu site%s\n", vm_string_cstr(pic->method, sel, sizeof sel),
+                (unsigned long long)n, n == 1 ? "" : "s");
+    }
     fprintf(out, "send sites: %llu\n", (unsigned long long)total);
     for (int s = SITE_UNLINKED; s <= SITE_BAD; s++) {
         if (s == SITE_BAD && !sites[s]) continue;

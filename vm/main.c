@@ -42,10 +42,8 @@ static void usage(FILE *out)
             "  --gc-stress            collect at every safe point\n"
             "  --print-stats          print GC and VM counters on stderr at exit\n"
             "  --no-export            do not publish counters for profilers (/dev/shm/stvm-PID)\n"
-            "  --jit                  compile hot methods to x86-64 (experimental: methods\n"
-            "                         without blocks or super sends; near interpreter\n"
-            "                         speed until send sites are linked)\n"
-            "  --no-jit               interpret only (the default for now)\n"
+            "  --jit                  compile hot methods to x86-64 (the default)\n"
+            "  --no-jit               interpret only\n"
             "  --jit-threshold N      compile a method when it has run N times (default 2)\n"
             "  --code-size SIZE       machine-code zone (default 1M)\n"
             "  --jit-verify           check every send site, PIC and map after each link,\n"
@@ -116,10 +114,6 @@ static void add_classpath(VmOptions *o, const char *dirs, bool front)
 int main(int argc, char **argv)
 {
     VmOptions o = {
-        /* The JIT is opt-in until its sends are linked: today every send from
-         * machine code goes through the interpreter, which is slower than
-         * interpreting the whole method (jit/DESIGN.md). */
-        .no_jit = true,
         .heap_bytes = GC_HEAP_DEFAULT_BYTES,
         .eden_bytes = GC_EDEN_DEFAULT_BYTES,
         .stack_pages = VM_STACK_PAGES_DEFAULT,
@@ -198,6 +192,16 @@ int main(int argc, char **argv)
         if (!pages_set) o.stack_pages = VM_STACK_PAGES_SMALL;
     }
     if (o.eden_bytes * 2 > o.heap_bytes) bad_usage("--eden-size must be less than half of --heap-size%s", "");
+    if (i >= argc && o.disassemble) {
+        /* nothing to run: compile, print, exit */
+        add_classpath(&o, STVM_CORE_DIR, false);
+        char err[512];
+        if (!vm_boot(&o, err, sizeof err) || !vm_jit_disassemble(o.disassemble, stdout, err, sizeof err)) {
+            fprintf(stderr, "stvm: %s\n", err);
+            return 1;
+        }
+        return 0;
+    }
     if (i >= argc) {
         fprintf(stderr, "stvm: no class to run\n");
         usage(stderr);
