@@ -34,16 +34,23 @@ void jit_sendsite_emit(X64Buf *b, uint32_t tag, const void *target)
     jit_x64_call_rel32(b, target);
 }
 
+/* Exactly mov edi, imm32 (BF) then call rel32 (E8). */
+static bool is_site(const uint8_t *ra)
+{
+    return ra[-JIT_X64_CALL_REL32_SIZE] == 0xE8 && ra[-JIT_SENDSITE_BYTES] == 0xBF;
+}
+
 bool jit_sendsite_read(const uint8_t *ra, JitSendSite *out)
 {
-    return ra[-JIT_X64_CALL_REL32_SIZE] == 0xE8 && jit_x64_read_rel32(ra, &out->target) &&
+    return is_site(ra) && jit_x64_read_rel32(ra, &out->target) &&
            jit_x64_read_mov_imm32(ra - JIT_SENDSITE_BYTES, &out->tag);
 }
 
 bool jit_sendsite_write(uint8_t *ra, uint32_t tag, const void *target)
 {
-    if (ra[-JIT_X64_CALL_REL32_SIZE] != 0xE8) return false;
-    if (!jit_x64_patch_mov_imm32(ra - JIT_SENDSITE_BYTES, tag) || !jit_x64_patch_rel32(ra, target)) return false;
+    if (!is_site(ra)) return false;
+    /* the target first: when it is out of reach nothing has changed */
+    if (!jit_x64_patch_rel32(ra, target) || !jit_x64_patch_mov_imm32(ra - JIT_SENDSITE_BYTES, tag)) return false;
     JitSendSite back;
     return jit_sendsite_read(ra, &back) && back.tag == tag && back.target == (const uint8_t *)target;
 }
@@ -140,6 +147,9 @@ JitMethod *jit_sendsite_closed_pic_new(JitZone *z, const JitPicRuntime *rt, Oop 
     return piece_end(&p, z);
 }
 
+/* Cases fill from 0 up; compaction may empty one in the middle (its callee
+ * was freed), and the next new class then takes that hole: the count is
+ * of the cases before the first empty one. */
 int jit_sendsite_pic_case_count(const JitMethod *pic)
 {
     int n = 0;

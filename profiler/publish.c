@@ -69,6 +69,8 @@ ProfCounters *prof_publish_open(const ProfPublishInit *init, char *err, size_t e
             header->start_monotonic_ns = init->start_monotonic_ns;
             header->counters_offset = sizeof(ProfExportHeader);
             header->counters_size = sizeof(ProfCounters);
+            header->code_zone_start = init->code_zone_start;
+            header->code_zone_end = init->code_zone_end;
             ssize_t n = readlink("/proc/self/exe", header->vm_path, sizeof header->vm_path - 1);
             header->vm_path[n > 0 ? n : 0] = 0;
             counters = (ProfCounters *)((char *)mem + header->counters_offset);

@@ -22,6 +22,7 @@ typedef struct ProfPublishInit {
     uint64_t eden_bytes;
     uint64_t stack_pages;
     uint64_t code_bytes;
+    uint64_t code_zone_start, code_zone_end; /* 0 without a JIT */
     uint64_t start_monotonic_ns;
 } ProfPublishInit;
 

@@ -143,24 +143,26 @@ bool vm_boot(const VmOptions *opts, char *err, size_t errlen)
     gc_set_client(&client);
     vm_prims_init();
     if (!vm_stack_init(opts->stack_pages, err, errlen)) return false;
+    if (!opts->no_jit || opts->disassemble) {
+        vm_jit_threshold = opts->jit_threshold > 0 ? opts->jit_threshold : VM_JIT_THRESHOLD_DEFAULT;
+        if (!vm_jit_init(opts->code_bytes, err, errlen)) return false;
+        vm_jit_verify = opts->jit_verify;
+    }
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     ProfPublishInit pub = {
         .enabled = !opts->no_export,
         .eden_bytes = opts->eden_bytes,
         .stack_pages = (uint64_t)opts->stack_pages,
-        .code_bytes = 0,
+        .code_bytes = vm_jit_enabled ? (uint64_t)(vm_jit_zone_end - vm_jit_zone_start) : 0,
+        .code_zone_start = vm_jit_enabled ? (uint64_t)vm_jit_zone_start : 0,
+        .code_zone_end = vm_jit_enabled ? (uint64_t)vm_jit_zone_end : 0,
         .start_monotonic_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
     };
     char warn[512];
     vm_counters = prof_publish_open(&pub, warn, sizeof warn);
     if (warn[0]) fprintf(stderr, "stvm: warning: %s\n", warn);
 
-    if (!opts->no_jit || opts->disassemble) {
-        vm_jit_threshold = opts->jit_threshold > 0 ? opts->jit_threshold : VM_JIT_THRESHOLD_DEFAULT;
-        if (!vm_jit_init(opts->code_bytes, err, errlen)) return false;
-        vm_jit_verify = opts->jit_verify;
-    }
     vm_global_put(vm_symbol_from_cstr("nil"), vm_nil);
     vm_global_put(vm_symbol_from_cstr("true"), vm_true);
     vm_global_put(vm_symbol_from_cstr("false"), vm_false);
