@@ -160,7 +160,7 @@ static bool shift_amount(Oop arg, uint64_t *n)
 
 static bool prim_shift_left(Oop *args, Oop *result)
 {
-    uint64_t n;
+    uint64_t n = 0; /* set by shift_amount when it answers true; gcc -O3 cannot see that */
     if (!shift_amount(args[1], &n)) return false;
     if (!vm_int_is_zero(args[0]) && vm_int_bit_length(args[0]) + n > SHIFT_MAX_BITS)
         return vm_prim_error("Shift too big.");
@@ -172,7 +172,7 @@ static bool prim_shift_left(Oop *args, Oop *result)
  * arithmetic (floor division by 2^n). */
 static bool prim_shift_right(Oop *args, Oop *result)
 {
-    uint64_t n;
+    uint64_t n = 0; /* set by shift_amount when it answers true; gcc -O3 cannot see that */
     if (!shift_amount(args[1], &n)) return false;
     int64_t v;
     if (vm_int_to_i64(args[0], &v) && v < 0) {

@@ -162,7 +162,10 @@ static bool open_sampler(Session *ss)
         if (o->mode == VMPROFD_MODE_PTRACE) {
             snprintf(ss->mode_reason, sizeof ss->mode_reason, "asked for with --mode ptrace");
         } else {
-            snprintf(ss->mode_reason, sizeof ss->mode_reason, "%s; using ptrace", perf_err);
+            /* perf_err may be long: a cut reason still says what failed */
+            if (snprintf(ss->mode_reason, sizeof ss->mode_reason, "%s; using ptrace", perf_err) >=
+                (int)sizeof ss->mode_reason)
+                ss->mode_reason[sizeof ss->mode_reason - 2] = '.';
             fprintf(stderr, "vmprofd: %s\n", ss->mode_reason);
         }
         return true;

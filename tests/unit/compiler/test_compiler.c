@@ -1132,7 +1132,7 @@ static Known *lib_load(Library *lib, const char *name, const char *dir)
     }
     int idx = lib->nknown++;
     lib->known[idx] = (Known){.name = strdup(name), .dir = found_dir, .busy = true};
-    size_t len;
+    size_t len = 0;
     char *src = read_file(path, &len);
     CompileError err;
     ResolveCtx rc = {lib, lib->known[idx].dir};
@@ -1203,7 +1203,7 @@ static int compile_tree(Library *lib, const char *dir, int *nfiles)
             free(path);
             continue;
         }
-        size_t len;
+        size_t len = 0;
         char *src = read_file(path, &len);
         CompileError err;
         ResolveCtx rc = {lib, dir};
