@@ -813,96 +813,98 @@ out:
     return m;
 }
 
-/* The end every stub shares: the class-miss exit, then the map after the
- * code and the entries in the header. Stubs are small and fixed: a failure
- * here is a bug in this file. */
-static JitMethod *finish_stub(JitZone *z, const JitCompileRuntime *rt, JitMethod *m, X64Buf *b, JitMapBuilder *map,
-                              X64Label *header, X64Label *abort, X64Label *checked, X64Label *unchecked)
+/* A stub: the compiled entry of a method that has no bytecodes to compile
+ * (a primitive, a block evaluation). Header, checked entry, then the
+ * caller emits the body at the unchecked entry into s->b and s->map. */
+typedef struct Stub {
+    JitMethod *m;
+    int nargs;
+    X64Buf b;
+    JitMapBuilder map;
+    X64Label header, abort, checked, unchecked;
+} Stub;
+
+static bool stub_begin(Stub *s, JitZone *z, Oop method, size_t code_bound)
 {
-    emit_entry_exits(b, map, rt, header, abort, NULL, NULL);
+    s->m = jit_zone_alloc(z, JIT_KIND_METHOD, JIT_METHOD_CODE + code_bound + 2 * JIT_MAP_ENTRY_MAX_BYTES);
+    if (!s->m) return false;
+    s->nargs = vm_method_nargs(method);
+    s->m->nargs = (uint8_t)s->nargs;
+    s->m->method = method;
+    JitMethod copy = *s->m;
+    jit_x64_buf_init(&s->b, s->m, s->m->size);
+    jit_map_builder_init(&s->map);
+    s->header = JIT_X64_LABEL("header");
+    s->abort = JIT_X64_LABEL("class miss");
+    s->checked = JIT_X64_LABEL("checked entry");
+    s->unchecked = JIT_X64_LABEL("unchecked entry");
+    jit_x64_label_bind(&s->b, &s->header);
+    jit_x64_data(&s->b, &copy, JIT_METHOD_CODE);
+    jit_x64_label_bind(&s->b, &s->checked);
+    emit_checked_entry(&s->b, s->nargs, &s->abort);
+    jit_x64_label_bind(&s->b, &s->unchecked);
+    return true;
+}
+
+/* The class-miss exit, then the map after the code and the entries in the
+ * header. Stubs are small and fixed: a failure here is a bug in this file. */
+static JitMethod *stub_end(Stub *s, JitZone *z, const JitCompileRuntime *rt)
+{
+    X64Buf *b = &s->b;
+    emit_entry_exits(b, &s->map, rt, &s->header, &s->abort, NULL, NULL);
     const char *err = NULL;
     if (!jit_x64_finish(b, &err)) vm_panic("a JIT stub did not assemble: %s", err ? err : "?");
     JitMethodLayout l;
-    if (!jit_map_builder_ok(map) ||
-        !jit_method_layout(&l, jit_x64_size(b) - JIT_METHOD_CODE, jit_map_builder_bytes(map),
-                           jit_map_builder_count(map), 0) ||
-        l.size > m->size)
+    if (!jit_map_builder_ok(&s->map) ||
+        !jit_method_layout(&l, jit_x64_size(b) - JIT_METHOD_CODE, jit_map_builder_bytes(&s->map),
+                           jit_map_builder_count(&s->map), 0) ||
+        l.size > s->m->size)
         vm_panic("a JIT stub's map does not fit its piece");
-    jit_method_apply_layout(m, &l);
-    jit_method_set_entries(m, jit_x64_label_address(b, checked), jit_x64_label_address(b, unchecked));
-    jit_map_encode(map, jit_method_map_bytes(m), m->size - l.map_offset);
-    jit_map_builder_release(map);
-    jit_zone_shrink(z, m, l.size);
-    return m;
+    jit_method_apply_layout(s->m, &l);
+    jit_method_set_entries(s->m, jit_x64_label_address(b, &s->checked), jit_x64_label_address(b, &s->unchecked));
+    jit_map_encode(&s->map, jit_method_map_bytes(s->m), s->m->size - l.map_offset);
+    jit_map_builder_release(&s->map);
+    jit_zone_shrink(z, s->m, l.size);
+    return s->m;
 }
 
 JitMethod *jit_compile_primitive(JitZone *z, const JitCompileRuntime *rt, Oop method, int index)
 {
-    enum { STUB_BOUND = 128 + 2 * JIT_MAP_ENTRY_MAX_BYTES };
-    JitMethod *m = jit_zone_alloc(z, JIT_KIND_METHOD, JIT_METHOD_CODE + STUB_BOUND);
-    if (!m) return NULL;
-    int nargs = vm_method_nargs(method);
-    m->nargs = (uint8_t)nargs;
-    m->method = method;
-    JitMethod copy = *m;
-    X64Buf b;
-    JitMapBuilder map;
-    jit_x64_buf_init(&b, m, m->size);
-    jit_map_builder_init(&map);
-    X64Label header = JIT_X64_LABEL("header"), abort = JIT_X64_LABEL("class miss"),
-             checked = JIT_X64_LABEL("checked entry"), unchecked = JIT_X64_LABEL("unchecked entry");
-    jit_x64_label_bind(&b, &header);
-    jit_x64_data(&b, &copy, JIT_METHOD_CODE);
-    jit_x64_label_bind(&b, &checked);
-    emit_checked_entry(&b, nargs, &abort);
-    jit_x64_label_bind(&b, &unchecked);
-    jit_x64_mov_r32i(&b, RDI, (uint32_t)index);
-    jit_x64_mov_r32i(&b, RSI, (uint32_t)nargs);
-    jit_x64_lea_rl(&b, RDX, &header);
-    jit_x64_call_rel32(&b, rt->primitive);
-    jit_map_add(&map, (uint32_t)jit_x64_size(&b), 0, JIT_MAP_OTHER);
-    jit_x64_ret(&b);
-    return finish_stub(z, rt, m, &b, &map, &header, &abort, &checked, &unchecked);
+    Stub s;
+    if (!stub_begin(&s, z, method, 128)) return NULL;
+    jit_x64_mov_r32i(&s.b, RDI, (uint32_t)index);
+    jit_x64_mov_r32i(&s.b, RSI, (uint32_t)s.nargs);
+    jit_x64_lea_rl(&s.b, RDX, &s.header);
+    jit_x64_call_rel32(&s.b, rt->primitive);
+    jit_map_add(&s.map, (uint32_t)jit_x64_size(&s.b), 0, JIT_MAP_OTHER);
+    jit_x64_ret(&s.b);
+    return stub_end(&s, z, rt);
 }
 
 JitMethod *jit_compile_block_value(JitZone *z, const JitCompileRuntime *rt, Oop method)
 {
-    enum { STUB_BOUND = 192 + 2 * JIT_MAP_ENTRY_MAX_BYTES };
-    JitMethod *m = jit_zone_alloc(z, JIT_KIND_METHOD, JIT_METHOD_CODE + STUB_BOUND);
-    if (!m) return NULL;
-    int nargs = vm_method_nargs(method);
-    m->nargs = (uint8_t)nargs;
-    m->method = method;
-    JitMethod copy = *m;
-    X64Buf b;
-    JitMapBuilder map;
-    jit_x64_buf_init(&b, m, m->size);
-    jit_map_builder_init(&map);
-    X64Label header = JIT_X64_LABEL("header"), abort = JIT_X64_LABEL("class miss"),
-             checked = JIT_X64_LABEL("checked entry"), unchecked = JIT_X64_LABEL("unchecked entry"),
-             miss = JIT_X64_LABEL("block not compiled");
-    jit_x64_label_bind(&b, &header);
-    jit_x64_data(&b, &copy, JIT_METHOD_CODE);
-    jit_x64_label_bind(&b, &checked);
-    emit_checked_entry(&b, nargs, &abort);
-    jit_x64_label_bind(&b, &unchecked);
+    Stub s;
+    if (!stub_begin(&s, z, method, 192)) return NULL;
+    X64Buf *b = &s.b;
+    int nargs = s.nargs;
+    X64Label miss = JIT_X64_LABEL("block not compiled");
     /* closure -> block method -> its counter: -(JitMethod) once compiled (vm/jitglue.h) */
-    jit_x64_mov_rm(&b, RAX, jit_x64_mem(RSP, 8 * (1 + nargs)));
-    jit_x64_mov_rm(&b, RAX, field_of_rax(BLOCK_METHOD));
-    jit_x64_mov_rm(&b, RAX, field_of_rax(METHOD_COUNTER));
-    jit_x64_sar_ri(&b, RAX, 1);
-    jit_x64_cmp_ri(&b, RAX, -2);
-    jit_x64_jcc_label32(&b, JIT_X64_CC_G, &miss);
-    jit_x64_neg_r(&b, RAX);
-    jit_x64_movzx_rm8(&b, RCX, jit_x64_mem(RAX, offsetof(JitMethod, nargs)));
-    jit_x64_cmp_ri(&b, RCX, nargs);
-    jit_x64_jcc_label32(&b, JIT_X64_CC_NE, &miss); /* the interpreter reports the wrong count */
-    jit_x64_mov_rm32(&b, RCX, jit_x64_mem(RAX, offsetof(JitMethod, unchecked_entry)));
-    jit_x64_add_rr(&b, RAX, RCX);
-    jit_x64_jmp_r(&b, RAX);
-    jit_x64_label_bind(&b, &miss);
-    jit_x64_lea_rl(&b, RSI, &header);
-    jit_x64_jmp_rel32(&b, rt->block_value_miss);
-    jit_map_add(&map, (uint32_t)jit_x64_size(&b), 0, JIT_MAP_OTHER);
-    return finish_stub(z, rt, m, &b, &map, &header, &abort, &checked, &unchecked);
+    jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 8 * (1 + nargs)));
+    jit_x64_mov_rm(b, RAX, field_of_rax(BLOCK_METHOD));
+    jit_x64_mov_rm(b, RAX, field_of_rax(METHOD_COUNTER));
+    jit_x64_sar_ri(b, RAX, 1);
+    jit_x64_cmp_ri(b, RAX, -2);
+    jit_x64_jcc_label32(b, JIT_X64_CC_G, &miss);
+    jit_x64_neg_r(b, RAX);
+    jit_x64_movzx_rm8(b, RCX, jit_x64_mem(RAX, offsetof(JitMethod, nargs)));
+    jit_x64_cmp_ri(b, RCX, nargs);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NE, &miss); /* the interpreter reports the wrong count */
+    jit_x64_mov_rm32(b, RCX, jit_x64_mem(RAX, offsetof(JitMethod, unchecked_entry)));
+    jit_x64_add_rr(b, RAX, RCX);
+    jit_x64_jmp_r(b, RAX);
+    jit_x64_label_bind(b, &miss);
+    jit_x64_lea_rl(b, RSI, &s.header);
+    jit_x64_jmp_rel32(b, rt->block_value_miss);
+    jit_map_add(&s.map, (uint32_t)jit_x64_size(b), 0, JIT_MAP_OTHER);
+    return stub_end(&s, z, rt);
 }
