@@ -33,6 +33,16 @@
 #define PROF_EXPORT_PATH_FMT "/dev/shm/stvm-%d"
 #define PROF_EXPORT_PATH_MAX 512
 
+/* What a piece of code is (code events, constituents). */
+typedef enum ProfCodeKind {
+    PROF_CODE_METHOD = 1,     /* a compiled method (primitive stubs too) */
+    PROF_CODE_BLOCK = 2,      /* a compiled block */
+    PROF_CODE_CLOSED_PIC = 3,
+    PROF_CODE_OPEN_PIC = 4,
+    PROF_CODE_TRAMPOLINE = 5, /* trampolines and enilopmarts */
+    PROF_CODE_BYTECODES = 6,  /* a method's bytecodes, for samples the interpreter takes */
+} ProfCodeKind;
+
 typedef struct ProfCounters {
     uint64_t seq;              /* seqlock over the GC statistics block */
     /* sizes (absolute) */

@@ -19,16 +19,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* "Foo>>bar:" for a heap method. */
-static const char *method_name(Oop m, char *buf, size_t len)
-{
-    char cls[256], sel[256];
-    Oop holder = obj_slots(m)[METHOD_HOLDER];
-    snprintf(buf, len, "%s>>%s", vm_is_class(holder) ? vm_class_name_cstr(holder, cls, sizeof cls) : "?",
-             vm_string_cstr(obj_slots(m)[METHOD_SIGNATURE], sel, sizeof sel));
-    return buf;
-}
-
 static const char *address_name(const void *addr, char *buf, size_t len, void *ctx)
 {
     (void)ctx;
@@ -38,7 +28,7 @@ static const char *address_name(const void *addr, char *buf, size_t len, void *c
     if (!m || m->kind == JIT_KIND_TRAMPOLINE) return NULL;
     char name[300], sym[256];
     if (m->kind == JIT_KIND_METHOD) {
-        method_name(m->method, name, sizeof name);
+        vm_method_name(m->method, name, sizeof name);
         const char *entry = addr == jit_method_checked_entry(m)     ? " (checked entry)"
                             : addr == jit_method_unchecked_entry(m) ? " (unchecked entry)"
                                                                     : "";
@@ -90,7 +80,7 @@ static const char *immediate_name(uint64_t v, char *buf, size_t len, void *ctx)
         snprintf(buf, len, "#%s", vm_string_cstr(o, s, sizeof s));
         return buf;
     }
-    if (obj_class_index(o) == CLASS_INDEX_METHOD || obj_class_index(o) == CLASS_INDEX_PRIMITIVE) return method_name(o, buf, len);
+    if (obj_class_index(o) == CLASS_INDEX_METHOD || obj_class_index(o) == CLASS_INDEX_PRIMITIVE) return vm_method_name(o, buf, len);
     return NULL;
 }
 

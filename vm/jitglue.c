@@ -3,6 +3,7 @@
  * code calls through jit/enter's trampolines.
  */
 #include "vm/jitglue.h"
+#include "vm/jitpublish.h"
 
 #include "jit/compile.h"
 #include "jit/sendsite.h"
@@ -167,6 +168,12 @@ static uint64_t rt_send_unlinked(uint64_t tag64)
 
 static void *alloc_or_compact(JitMethod *(*make)(JitZone *, const JitPicRuntime *, Oop, int), Oop sel, int nargs);
 
+static void free_piece(JitMethod *m)
+{
+    vm_jit_publish_free(m);
+    jit_zone_free(&zone, m);
+}
+
 /* ceMethodAbort: a monomorphic site met another class. It becomes a closed
  * PIC with the old and the new class. */
 static uint64_t rt_method_abort(uint64_t unused, JitMethod *callee)
@@ -190,7 +197,7 @@ static uint64_t rt_method_abort(uint64_t unused, JitMethod *callee)
         link_site(s.tag, jit_method_code(pic));
         vm_jit_stats.pics_closed++;
     } else if (pic) {
-        jit_zone_free(&zone, pic);
+        free_piece(pic);
     }
     return jm ? unchecked(jm) : dispatch(sel, nargs);
 }
@@ -230,7 +237,7 @@ static uint64_t rt_closed_pic_miss(uint64_t unused, JitMethod *pic)
             link_site(s.tag, jit_method_code(open));
             /* a closed PIC serves one site: nothing else jumps into it, and
              * the trampoline we return through goes elsewhere */
-            if (closed && closed->kind == JIT_KIND_CLOSED_PIC) jit_zone_free(&zone, closed);
+            if (closed && closed->kind == JIT_KIND_CLOSED_PIC) free_piece(closed);
             vm_jit_stats.megamorphic_links++;
         }
     }
@@ -414,6 +421,7 @@ static bool can_free(const JitMethod *m, void *ctx)
 static void on_free(JitMethod *m, void *ctx)
 {
     (void)ctx;
+    vm_jit_publish_free(m);
     /* the heap method forgets it; sites and PIC cases are unlinked in before_slide */
     if (jit_method_is_compiled(m) && vm_jit_method_of(m->method) == m) obj_slots(m->method)[METHOD_COUNTER] = oop_from_int(0);
 }
@@ -421,6 +429,7 @@ static void on_free(JitMethod *m, void *ctx)
 static void on_move(JitMethod *m, JitMethod *new_m, void *ctx)
 {
     (void)ctx;
+    vm_jit_publish_move(m, new_m);
     if (jit_method_is_compiled(m) && vm_jit_method_of(m->method) == m)
         obj_slots(m->method)[METHOD_COUNTER] = oop_from_int(-(intptr_t)new_m);
 }
@@ -533,12 +542,15 @@ static void compact(void)
 static void *alloc_or_compact(JitMethod *(*make)(JitZone *, const JitPicRuntime *, Oop, int), Oop sel, int nargs)
 {
     JitMethod *p = make(&zone, &pic_runtime, sel, nargs);
-    if (p) return p;
-    vm_interp_set_saved_frame(jit_cstate.st_sp + 1, jit_cstate.st_fp);
-    live_ra = jit_cstate.st_sp;
-    compact();
-    live_ra = NULL;
-    return make(&zone, &pic_runtime, sel, nargs);
+    if (!p) {
+        vm_interp_set_saved_frame(jit_cstate.st_sp + 1, jit_cstate.st_fp);
+        live_ra = jit_cstate.st_sp;
+        compact();
+        live_ra = NULL;
+        p = make(&zone, &pic_runtime, sel, nargs);
+    }
+    if (p) vm_jit_publish_load(p);
+    return p;
 }
 
 /* -- Compiling ------------------------------------------------------------------------ */
@@ -558,6 +570,7 @@ intptr_t vm_jit_compile(Oop method, Oop *ra)
         return -1;
     }
     vm_jit_stats.compiled++;
+    vm_jit_publish_load(jm);
     obj_slots(method)[METHOD_COUNTER] = oop_from_int(-(intptr_t)jm); /* the caller stores it too */
     if (vm_jit_verify) vm_jit_verify_method(jm, "after compiling");
     return -(intptr_t)jm;
@@ -581,6 +594,7 @@ static JitMethod *compile_primitive_stub(Oop m, int index)
     }
     if (!jm) return NULL;
     vm_jit_stats.stubs++;
+    vm_jit_publish_load(jm);
     obj_slots(m)[METHOD_COUNTER] = oop_from_int(-(intptr_t)jm);
     return jm;
 }
@@ -637,6 +651,7 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     runtime.nil = vm_nil;
     runtime.true_obj = vm_true;
     runtime.false_obj = vm_false;
+    vm_jit_publish_init();
     vm_jit_enabled = true;
     return true;
 }
@@ -724,5 +739,6 @@ JitMethod *vm_jit_compile_now(Oop m, char *why, size_t whylen)
         if (jm) obj_slots(m)[METHOD_COUNTER] = oop_from_int(-(intptr_t)jm);
     }
     if (!jm && p) snprintf(why, whylen, "%s", JIT_COMPILE_ZONE_FULL);
+    if (jm) vm_jit_publish_load(jm);
     return jm;
 }

@@ -180,13 +180,14 @@ static Oop make_line_table(const MethodDesc *m)
     return t;
 }
 
-int vm_method_line_at(Oop m, size_t bcpc)
+size_t vm_method_lines(Oop m, uint32_t *pairs, size_t cap)
 {
     Oop t = obj_slots(m)[METHOD_LINES];
     if (!oop_is_ptr(t) || t == vm_nil) return 0;
     const uint8_t *p = obj_bytes(t), *end = p + obj_byte_length(t);
     uint64_t pc = 0;
-    int64_t line = 0, found = 0;
+    int64_t line = 0;
+    size_t n = 0;
     while (p < end) {
         uint64_t vals[2];
         for (int k = 0; k < 2; k++) {
@@ -202,10 +203,38 @@ int vm_method_line_at(Oop m, size_t bcpc)
         }
         pc += vals[0];
         line += (int64_t)(vals[1] >> 1) ^ -(int64_t)(vals[1] & 1);
-        if (pc > bcpc) break;
-        found = line;
+        if (n < cap) {
+            pairs[2 * n] = (uint32_t)pc;
+            pairs[2 * n + 1] = (uint32_t)line;
+        }
+        n++;
     }
-    return (int)found;
+    return n;
+}
+
+int vm_method_line_at(Oop m, size_t bcpc)
+{
+    uint32_t small[64], *pairs = small;
+    size_t n = vm_method_lines(m, small, 32);
+    if (n > 32) {
+        pairs = malloc(n * 2 * sizeof *pairs);
+        if (!pairs) return 0;
+        vm_method_lines(m, pairs, n);
+    }
+    int found = 0;
+    for (size_t i = 0; i < n && pairs[2 * i] <= bcpc; i++) found = (int)pairs[2 * i + 1];
+    if (pairs != small) free(pairs);
+    return found;
+}
+
+const char *vm_method_name(Oop m, char *buf, size_t len)
+{
+    char cls[256], sel[256];
+    Oop holder = obj_slots(m)[METHOD_HOLDER];
+    snprintf(buf, len, "%s%s>>%s", vm_method_is_block(m) ? "[] in " : "",
+             vm_is_class(holder) ? vm_class_name_cstr(holder, cls, sizeof cls) : "?",
+             vm_string_cstr(obj_slots(m)[METHOD_SIGNATURE], sel, sizeof sel));
+    return buf;
 }
 
 /* Rewrites the compiler's generic variable bytecodes into forms that

@@ -60,5 +60,10 @@ static inline intptr_t vm_method_make_header(size_t pointer_slots, int nargs, in
 
 /* Source line of a bytecode pc (0 if unknown). */
 int vm_method_line_at(Oop m, size_t bcpc);
+/* The decoded line table as (bcpc, line) pairs, up to cap of them into
+ * pairs[2*cap]; answers how many there are. */
+size_t vm_method_lines(Oop m, uint32_t *pairs, size_t cap);
+/* "Foo>>bar:", or "[] in Foo>>bar:" for a block. */
+const char *vm_method_name(Oop m, char *buf, size_t len);
 
 #endif

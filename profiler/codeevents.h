@@ -1,0 +1,68 @@
+/*
+ * profiler/codeevents.h — what happens to the VM's code, told to whoever
+ * listens: the export's code event log, the perf map, the jitdump file, the
+ * in-VM profiler.
+ *
+ * The VM (vm/jitpublish.c for machine code, vm/loader.c for bytecode) calls
+ * prof_code_load / _move / _free; each registered sink gets every event in
+ * the order it happened. A sink registered late can ask the VM to replay
+ * the loads of everything alive (prof_code_replay).
+ *
+ * Addresses are absolute. `map` pairs are (offset from start, bcpc) in
+ * increasing offset order, exactly the JIT's mcpc -> bcpc map; `lines` pairs
+ * are (bcpc, source line) in increasing bcpc order. Pointers in a
+ * ProfCodeLoad are valid only during the call: a sink copies what it keeps.
+ *
+ * Who may call: vm/ (the events), profiler/ sinks (registration).
+ * Single thread: the VM thread.
+ */
+#ifndef PROFILER_CODEEVENTS_H
+#define PROFILER_CODEEVENTS_H
+
+#include "profiler/export.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ProfCodeLoad {
+    uint32_t kind;            /* ProfCodeKind (profiler/export.h) */
+    const char *name;         /* "Class>>sel", "[] in Class>>sel", "sel (closed PIC)", "ceSend" */
+    uint64_t start, size;     /* the whole piece, header included for machine code */
+    uint64_t code_start;      /* first instruction (start + header) */
+    const uint32_t *map;      /* map_count pairs: (offset from start, bcpc) */
+    uint32_t map_count;
+    const char *source;       /* the .som file, or NULL */
+    const uint32_t *lines;    /* line_count pairs: (bcpc, line) */
+    uint32_t line_count;
+    uint32_t bytecode_size;   /* bytecodes of the method or block; 0 for PICs and trampolines */
+} ProfCodeLoad;
+
+typedef struct ProfCodeSink {
+    const char *name;
+    void (*load)(const ProfCodeLoad *e, void *ctx);
+    void (*move)(uint64_t from, uint64_t to, uint64_t size, void *ctx);
+    void (*free)(uint64_t start, uint64_t size, void *ctx);
+    void *ctx;
+} ProfCodeSink;
+
+#define PROF_CODE_MAX_SINKS 8
+
+/* false when all PROF_CODE_MAX_SINKS slots are taken. The sink struct must
+ * outlive the VM (static). */
+bool prof_code_sink_add(const ProfCodeSink *sink);
+/* True when anyone listens: callers skip building events otherwise. */
+bool prof_code_observed(void);
+
+void prof_code_load(const ProfCodeLoad *e);
+void prof_code_move(uint64_t from, uint64_t to, uint64_t size);
+void prof_code_free(uint64_t start, uint64_t size);
+
+/* The VM installs the function that re-announces every live piece of code
+ * (as loads, to one sink); a sink added after code exists calls
+ * prof_code_replay(itself). */
+typedef void (*ProfCodeReplayFn)(const ProfCodeSink *to);
+void prof_code_set_replay(ProfCodeReplayFn fn);
+void prof_code_replay(const ProfCodeSink *to);
+
+#endif
