@@ -61,6 +61,9 @@ typedef struct Compiler {
     X64Label *labels; /* [len + 1]: bytecode pc -> its code */
     X64Buf b;
     JitMapBuilder map;
+    uint32_t *lits;   /* buffer offsets of the literal sites' imm64s (global caches) */
+    uint32_t nlits, lits_cap;
+    bool lits_failed;
 } Compiler;
 
 static void say(char *why, size_t whylen, const char *fmt, ...)
@@ -205,12 +208,54 @@ static void emit_send(Compiler *c, int64_t tag, int nargs, size_t bcpc)
 
 /* A global's value from the runtime (which may hand an unknown one to the
  * interpreter for #unknownGlobal:); mapped like a send. */
+static void add_lit_site(Compiler *c, size_t imm_offset)
+{
+    if (c->nlits == c->lits_cap) {
+        uint32_t ncap = c->lits_cap ? c->lits_cap * 2 : 8;
+        uint32_t *n = realloc(c->lits, ncap * sizeof *n);
+        if (!n) {
+            c->lits_failed = true;
+            return;
+        }
+        c->lits = n;
+        c->lits_cap = ncap;
+    }
+    c->lits[c->nlits++] = (uint32_t)imm_offset;
+}
+
+/* A global's value, cached in the code (jit/compile.h, "Global sites"):
+ * valid while the VM's globals epoch is the one the site recorded. */
 static void emit_global(Compiler *c, int64_t literal, size_t bcpc)
 {
-    jit_x64_mov_ri(&c->b, RDI, literal);
-    jit_x64_call_rel32(&c->b, c->rt->global);
+    X64Buf *b = &c->b;
+    X64Label site = JIT_X64_LABEL("global site"), cmp = JIT_X64_LABEL("epoch cmp"), hit = JIT_X64_LABEL("global hit");
+    jit_x64_label_bind(b, &site);
+    size_t start = jit_x64_size(b);
+    add_lit_site(c, start + JIT_X64_MOVABS_IMM_OFFSET);
+    jit_x64_mov_ri64(b, RAX, 0);
+    jit_x64_mov_ri64(b, R11, (uint64_t)(uintptr_t)c->rt->globals_epoch);
+    jit_x64_mov_rm(b, RDX, jit_x64_mem(R11, 0));
+    jit_x64_label_bind(b, &cmp);
+    VM_ASSERT(jit_x64_size(b) - start == JIT_GLOBAL_SITE_EPOCH_CMP, "global site layout");
+    jit_x64_cmp_r32i(b, RDX, 0); /* no epoch is 0 (vm/globals.h) */
+    jit_x64_jcc_label(b, JIT_X64_CC_E, &hit);
+    jit_x64_mov_ri(b, RDI, literal);
+    jit_x64_lea_rl(b, RSI, &site);
+    jit_x64_call_rel32(b, c->rt->global);
     jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_OTHER);
-    jit_x64_push_r(&c->b, RAX);
+    jit_x64_label_bind(b, &hit);
+    jit_x64_push_r(b, RAX);
+}
+
+bool jit_compile_global_site_fill(uint8_t *site, Oop value, uint32_t epoch)
+{
+    uint8_t *imm = site + JIT_X64_MOVABS_IMM_OFFSET;
+    memcpy(imm, &value, sizeof value);
+    Oop back;
+    memcpy(&back, imm, sizeof back);
+    uint32_t e;
+    return back == value && jit_x64_patch_cmp_imm32(site + JIT_GLOBAL_SITE_EPOCH_CMP, epoch) &&
+           jit_x64_read_cmp_imm32(site + JIT_GLOBAL_SITE_EPOCH_CMP, &e) && e == epoch;
 }
 
 /* A call of a runtime trampoline for the bytecode at bcpc: mapped so the
@@ -557,7 +602,8 @@ static void emit_outer(Compiler *c, const uint8_t *p, size_t pc)
 }
 
 /* rax := the Array receiver at [rsp + disp], rdx := its slot count, or to
- * slow (not an Array, or one with an overflow slot count). */
+ * slow (not an Array). Arrays of 255 slots or more keep their count in the
+ * word before the header (gc/object.h, obj_num_slots). */
 static void array_or(Compiler *c, int32_t disp, X64Label *slow)
 {
     X64Buf *b = &c->b;
@@ -570,8 +616,13 @@ static void array_or(Compiler *c, int32_t disp, X64Label *slow)
     jit_x64_cmp_ri(b, R11, CLASS_INDEX_ARRAY);
     jit_x64_jcc_label32(b, JIT_X64_CC_NE, slow);
     jit_x64_shr_ri(b, RDX, OBJ_SLOTS_SHIFT);
+    X64Label counted = JIT_X64_LABEL("slot count");
     jit_x64_cmp_ri(b, RDX, OBJ_SLOTS_OVERFLOW);
-    jit_x64_jcc_label32(b, JIT_X64_CC_E, slow);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NE, &counted);
+    jit_x64_mov_rm(b, RDX, jit_x64_mem(RAX, -8));
+    jit_x64_shl_ri(b, RDX, 8); /* the count is the low 56 bits */
+    jit_x64_shr_ri(b, RDX, 8);
+    jit_x64_label_bind(b, &counted);
 }
 
 /* rcx := the 0-based index from the SmallInteger at [rsp + disp], to slow
@@ -794,20 +845,22 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
         char msg[200];
         snprintf(msg, sizeof msg, "the code did not assemble: %s", err ? err : "?");
         m = fail(z, m, why, whylen, msg);
-    } else if (!jit_map_builder_ok(&c.map)) {
+    } else if (!jit_map_builder_ok(&c.map) || c.lits_failed) {
         m = fail(z, m, why, whylen, "out of C memory for the map");
     } else if (!jit_method_layout(&l, jit_x64_size(&c.b) - JIT_METHOD_CODE, jit_map_builder_bytes(&c.map),
-                                  jit_map_builder_count(&c.map), 0) ||
+                                  jit_map_builder_count(&c.map), c.nlits) ||
                l.size > m->size) {
         m = fail(z, m, why, whylen, "the map does not fit after the code");
     } else {
         jit_method_apply_layout(m, &l);
         jit_method_set_entries(m, jit_x64_label_address(&c.b, &checked), jit_x64_label_address(&c.b, &unchecked));
         jit_map_encode(&c.map, jit_method_map_bytes(m), m->size - l.map_offset);
+        for (uint32_t i = 0; i < c.nlits; i++) jit_method_set_lit_site(m, i, jit_method_at(m, c.lits[i]));
         jit_zone_shrink(z, m, l.size);
     }
     jit_map_builder_release(&c.map);
 out:
+    free(c.lits);
     free(c.target);
     free(c.labels);
     return m;

@@ -100,7 +100,8 @@ typedef struct JitCompileRuntime {
     const uint8_t *primitive;    /* trampoline: fn(index, nargs, stub header) */
     const uint8_t *safepoint; /* trampoline: fn() collects if wanted */
     const uint8_t *barrier;   /* trampoline: fn(object) remembers it */
-    const uint8_t *global;    /* trampoline: fn(literal index) answers the global's value */
+    const uint8_t *global;    /* trampoline: fn(literal index, global site) answers the global's value */
+    const uint64_t *globals_epoch;       /* changes whenever a global is (re)bound; never 0 */
     const uint8_t *push_block;   /* trampoline: fn(literal index of the block method): a new closure */
     const uint8_t *outer_get;    /* trampoline: fn(level << 8 | var): an outer variable's value */
     const uint8_t *outer_set;    /* trampoline: fn(level << 8 | var, value) */
@@ -117,6 +118,22 @@ typedef struct JitCompileRuntime {
     int headroom_words;                  /* the interpreter's stack headroom */
     Oop nil, true_obj, false_obj;        /* never move */
 } JitCompileRuntime;
+
+/* -- Global sites ----------------------------------------------------------------
+ * PUSH_GLOBAL caches the global's value in the code; the cache holds while
+ * *globals_epoch equals the epoch the site recorded (0 = never filled):
+ *
+ *   byte 0   movabs rax, value      literal site (the GC visits and updates it)
+ *        10  movabs r11, &epoch
+ *        20  mov rdx, [r11]
+ *        23  cmp edx, epoch32       patchable (jit_x64_patch_cmp_imm32)
+ *            je hit
+ *            mov edi, literal ; lea rsi, [site] ; call ceGlobal   (the miss)
+ *   hit:     push rax
+ */
+#define JIT_GLOBAL_SITE_EPOCH_CMP 23
+/* The miss fills the site: value and epoch, read back. */
+bool jit_compile_global_site_fill(uint8_t *site, Oop value, uint32_t epoch);
 
 /* Compiles `method` into z: a JIT_KIND_METHOD piece whose entries are its
  * first code byte, with the mcpc -> bcpc map after the code. NULL with the

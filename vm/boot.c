@@ -108,9 +108,16 @@ static void visit_roots(GcVisitFn visit, void *ctx, void *client)
     vm_interp_visit_roots(visit, ctx);
 }
 
+static void before_collect(bool full, void *client)
+{
+    (void)client;
+    vm_jit_before_collect(full);
+}
+
 static void after_collect(bool full, void *client)
 {
     (void)client;
+    vm_jit_after_collect(full);
     prof_publish_gc();
     /* selectors and methods are old: only a full GC moves them */
     if (full) vm_lookup_cache_flush();
@@ -139,7 +146,7 @@ bool vm_boot(const VmOptions *opts, char *err, size_t errlen)
     }
     gc_set_fill(vm_nil);
     vm_universe_fill_nil_slots();
-    static const GcClient client = {visit_roots, NULL, after_collect, NULL};
+    static const GcClient client = {visit_roots, before_collect, after_collect, NULL};
     gc_set_client(&client);
     vm_prims_init();
     if (!vm_stack_init(opts->stack_pages, err, errlen)) return false;

@@ -10,6 +10,9 @@
 #include "gc/heap.h"
 
 Oop vm_global_get(Oop sym);
+/* Changes at every vm_global_put; its low 32 bits are never 0. Machine
+ * code keeps a global's value while the epoch stays what it was. */
+extern uint64_t vm_globals_epoch;
 void vm_global_put(Oop sym, Oop value);
 
 /* Appends a class-table entry and answers its index. */

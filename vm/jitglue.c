@@ -285,13 +285,22 @@ static uint64_t rt_primitive(uint64_t index, uint64_t nargs, JitMethod *stub)
     return exit_to_interpreter(VM_JIT_PENDING_METHOD, stub->method, (int)nargs);
 }
 
-static uint64_t rt_global(int64_t literal)
+static uint64_t rt_global(int64_t literal, uint8_t *site)
 {
     Oop sym = vm_method_literals(jit_cstate.st_fp[FRAME_METHOD])[literal];
     Oop v = vm_global_get(sym);
     if (!v) {
         char name[512];
         v = vm_load_class(vm_string_cstr(sym, name, sizeof name));
+        site = NULL; /* loading may have compacted the zone: the site moved */
+    }
+    if (v && site) {
+        if (!jit_compile_global_site_fill(site, v, (uint32_t)vm_globals_epoch))
+            vm_panic("global site at %p did not take its value", (void *)site);
+        if (gc_is_young(v)) {
+            jit_zone_young_add(&zone, jit_zone_find(&zone, site));
+            vm_jit_stats.young_referrers_added++;
+        }
     }
     if (v) return v;
     return exit_to_interpreter(VM_JIT_PENDING_UNKNOWN_GLOBAL, 0, (int)literal);
@@ -622,7 +631,7 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     runtime.primitive = jit_enter_runtime_trampoline(&zone, (const void *)rt_primitive, 3);
     runtime.safepoint = jit_enter_runtime_trampoline(&zone, (const void *)rt_safepoint, 0);
     runtime.barrier = jit_enter_runtime_trampoline(&zone, (const void *)rt_barrier, 1);
-    runtime.global = jit_enter_runtime_trampoline(&zone, (const void *)rt_global, 1);
+    runtime.global = jit_enter_runtime_trampoline(&zone, (const void *)rt_global, 2);
     runtime.push_block = jit_enter_runtime_trampoline(&zone, (const void *)rt_push_block, 1);
     runtime.outer_get = jit_enter_runtime_trampoline(&zone, (const void *)rt_outer_get, 1);
     runtime.outer_set = jit_enter_runtime_trampoline(&zone, (const void *)rt_outer_set, 2);
@@ -641,6 +650,7 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
         snprintf(err, errlen, "the code zone's trampoline area is too small");
         return false;
     }
+    runtime.globals_epoch = &vm_globals_epoch;
     runtime.collect_wanted = &gc_collect_wanted;
     runtime.old_start = &gc_old_start;
     runtime.page = (void *const *)&vm_page;
@@ -671,15 +681,48 @@ intptr_t vm_jit_resume_bcpc(Oop saved, Oop *frame)
     return (intptr_t)e.bcpc + vm_bytecode_length[code[e.bcpc]];
 }
 
+static bool collecting_full;
+
 void vm_jit_visit_roots(GcVisitFn visit, void *ctx)
 {
     if (!vm_jit_enabled) return;
     for (int i = 0; i < N_SPECIAL; i++) visit(&special_selectors[i], ctx);
     visit(&sym_must_be_boolean, ctx);
     if (vm_jit_pending_oop) visit(&vm_jit_pending_oop, ctx);
-    /* methods' heap methods and PICs' selectors */
-    for (JitMethod *m = jit_zone_first(&zone); m; m = jit_zone_next(&zone, m))
-        if (m->kind != JIT_KIND_TRAMPOLINE) visit(&m->method, ctx);
+    /* methods' heap methods and PICs' selectors; in a full GC every
+     * literal in machine code, in a scavenge those of the young referrers
+     * (no other code holds a young object) */
+    for (JitMethod *m = jit_zone_first(&zone); m; m = jit_zone_next(&zone, m)) {
+        if (m->kind == JIT_KIND_TRAMPOLINE) continue;
+        if (collecting_full) jit_method_visit_oops(m, visit, ctx);
+        else visit(&m->method, ctx);
+    }
+    if (!collecting_full)
+        for (uint32_t i = 0; i < jit_zone_young_count(&zone); i++) {
+            JitMethod *m = jit_zone_young_at(&zone, i);
+            for (uint32_t k = 0; k < m->lit_count; k++) {
+                Oop old = jit_method_lit_get(m, k), v = old;
+                visit(&v, ctx);
+                if (v != old) jit_method_lit_set(m, k, v);
+            }
+        }
+}
+
+static bool holds_young(JitMethod *m, void *ctx)
+{
+    (void)ctx;
+    for (uint32_t k = 0; k < m->lit_count; k++)
+        if (gc_is_young(jit_method_lit_get(m, k))) return true;
+    return false;
+}
+
+void vm_jit_before_collect(bool full) { collecting_full = full; }
+
+void vm_jit_after_collect(bool full)
+{
+    (void)full;
+    if (vm_jit_enabled) jit_zone_young_prune(&zone, holds_young, NULL);
+    collecting_full = false;
 }
 
 JitZone *vm_jit_zone(void) { return &zone; }
@@ -714,6 +757,7 @@ const char *vm_jit_trampoline_name(const void *addr)
         { (const void *)&gc_collect_wanted, "&gc_collect_wanted" },
         { (const void *)&gc_old_start, "&gc_old_start" },
         { (const void *)&vm_page, "&vm_page" },
+        { (const void *)&vm_globals_epoch, "&vm_globals_epoch" },
         { (const void *)vm_lookup_cache, "vm_lookup_cache" },
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)

@@ -70,6 +70,7 @@ typedef struct VmJitStats {
     uint64_t pics_closed, pics_open;      /* PICs made */
     uint64_t megamorphic_links;           /* sites sent to an open PIC */
     uint64_t unlinked_by_compaction;      /* sites whose callee was freed */
+    uint64_t young_referrers_added;       /* methods that cached a young global */
 } VmJitStats;
 extern VmJitStats vm_jit_stats;
 extern bool vm_jit_verify; /* --jit-verify */
@@ -115,5 +116,9 @@ static inline JitMethod *vm_jit_method_of(Oop method)
 intptr_t vm_jit_resume_bcpc(Oop saved, Oop *frame);
 
 void vm_jit_visit_roots(GcVisitFn visit, void *ctx);
+/* The GC's client hooks: a scavenge visits only the young referrers'
+ * literals, and the list forgets methods whose literals all grew old. */
+void vm_jit_before_collect(bool full);
+void vm_jit_after_collect(bool full);
 
 #endif

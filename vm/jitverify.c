@@ -137,6 +137,8 @@ void vm_jit_print_zone_stats(FILE *out)
     size_t zone_bytes = (size_t)(jit_zone_end(z) - jit_zone_base(z));
     fprintf(out, "code zone: %zu bytes; %zu in use, %zu in holes, %zu free; trampolines %zu bytes\n", zone_bytes,
             zs.bytes_in_use, zs.bytes_in_holes, zs.bytes_free, zs.bytes_trampolines);
+    uint64_t lit_sites = 0;
+    for (JitMethod *m = jit_zone_first(z); m; m = jit_zone_next(z, m)) lit_sites += m->lit_count;
     fprintf(out, "  methods %llu, blocks %llu, primitive stubs %llu (%llu bytes, %.0f bytes each)\n",
             (unsigned long long)methods, (unsigned long long)blocks, (unsigned long long)stubs,
             (unsigned long long)method_bytes,
@@ -153,6 +155,8 @@ void vm_jit_print_zone_stats(FILE *out)
             (double)zs.compaction_usecs_max / 1000.0, (unsigned long long)zs.methods_freed,
             (unsigned long long)zs.methods_evicted, (unsigned long long)zs.methods_moved,
             (unsigned long long)vm_jit_stats.unlinked_by_compaction);
+    fprintf(out, "  global sites cached %llu; young referrers now %u (ever %llu)\n", (unsigned long long)lit_sites,
+            jit_zone_young_count(z), (unsigned long long)vm_jit_stats.young_referrers_added);
     /* the megamorphic selectors and how many sites share each open PIC */
     for (JitMethod *pic = jit_zone_first(z); pic; pic = jit_zone_next(z, pic)) {
         if (pic->kind != JIT_KIND_OPEN_PIC) continue;

@@ -140,8 +140,12 @@ Oop vm_global_get(Oop sym)
     return gkeys[j] ? gvals[j] : 0;
 }
 
+uint64_t vm_globals_epoch = 1;
+
 void vm_global_put(Oop sym, Oop value)
 {
+    /* machine code caches globals under the epoch's low 32 bits: never 0 */
+    if ((uint32_t)++vm_globals_epoch == 0) vm_globals_epoch++;
     if ((gcount + 1) * 2 >= gcap) globals_grow();
     size_t j = globals_slot(sym);
     if (!gkeys[j]) {
