@@ -41,7 +41,7 @@
 #define BOUND_SIMPLE 24        /* pushes, stores, returns, plain jumps */
 #define BOUND_SEND 40          /* argument registers, call, drop, push */
 #define BOUND_FIELD_STORE 80   /* store + inline barrier check + call */
-#define BOUND_SPECIAL 200      /* inline SmallInteger or Array path + generic send */
+#define BOUND_SPECIAL 400      /* inline SmallInteger or Array path + generic send */
 #define BOUND_COND_JUMP 96     /* two compares + mustBeBoolean send */
 #define BOUND_BACK_JUMP 48     /* safepoint check + call + jmp */
 #define BOUND_TAIL 16
@@ -449,6 +449,99 @@ static bool emit_array_fast_path(Compiler *c, uint8_t op, size_t pc, X64Label *s
 
 /* A special send at pc. Answers the bytes it consumed: its own, or with the
  * conditional jump it fused. */
+/* -- Doubles, inline ----------------------------------------------------------------- */
+
+static bool doubles_inline(const Compiler *c) { return c->rt->double_inline && *c->rt->double_inline; }
+
+/* To slow unless the Oop in r is a Double; clobbers rdx. */
+static void double_or(Compiler *c, X64Reg r, X64Label *slow)
+{
+    X64Buf *b = &c->b;
+    jit_x64_test_ri(b, r, 7);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, slow);
+    jit_x64_mov_rm(b, RDX, jit_x64_mem(r, 0));
+    jit_x64_and_ri(b, RDX, (int32_t)OBJ_CLASS_MASK);
+    jit_x64_cmp_ri(b, RDX, CLASS_INDEX_DOUBLE);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NE, slow);
+}
+
+/* xmm0 := the Double receiver, xmm1 := the argument (a Double, or a
+ * SmallInteger converted when ints_too), or to slow. */
+static void doubles_or(Compiler *c, bool ints_too, X64Label *slow)
+{
+    X64Buf *b = &c->b;
+    X64Label have = JIT_X64_LABEL("argument loaded"), boxed = JIT_X64_LABEL("boxed argument");
+    jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 8));
+    double_or(c, RAX, slow);
+    jit_x64_movsd_xm(b, JIT_X64_XMM0, jit_x64_mem(RAX, 8));
+    jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 0));
+    if (ints_too) {
+        jit_x64_test_ri(b, RCX, 1);
+        jit_x64_jcc_label32(b, JIT_X64_CC_Z, &boxed);
+        jit_x64_sar_ri(b, RCX, 1);
+        jit_x64_cvtsi2sd_xr(b, JIT_X64_XMM1, RCX); /* as C's (double) in vm_int_to_double */
+        jit_x64_jmp_label32(b, &have);
+        jit_x64_label_bind(b, &boxed);
+    }
+    double_or(c, RCX, slow);
+    jit_x64_movsd_xm(b, JIT_X64_XMM1, jit_x64_mem(RCX, 8));
+    jit_x64_label_bind(b, &have);
+}
+
+/* rax := a new Double holding xmm0, bumped into eden as gc_alloc_fast
+ * does, or to slow when eden is past its soft limit (nothing written). */
+static void box_double(Compiler *c, X64Label *slow)
+{
+    X64Buf *b = &c->b;
+    jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->eden_top);
+    jit_x64_mov_rm(b, RAX, jit_x64_mem(R11, 0));
+    jit_x64_lea_rm(b, RDX, jit_x64_mem(RAX, 16));
+    jit_x64_mov_ri(b, RCX, (int64_t)(uintptr_t)c->rt->eden_limit);
+    jit_x64_cmp_rm(b, RDX, jit_x64_mem(RCX, 0));
+    jit_x64_jcc_label32(b, JIT_X64_CC_A, slow);
+    jit_x64_mov_mr(b, jit_x64_mem(R11, 0), RDX);
+    jit_x64_mov_ri(b, RDX, (int64_t)((uint64_t)CLASS_INDEX_DOUBLE | ((uint64_t)FMT_WORDS << OBJ_FORMAT_SHIFT) |
+                                       ((uint64_t)1 << OBJ_SLOTS_SHIFT)));
+    jit_x64_mov_mr(b, jit_x64_mem(RAX, 0), RDX);
+    jit_x64_movsd_mx(b, jit_x64_mem(RAX, 8), JIT_X64_XMM0);
+    jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->bytes_allocated);
+    jit_x64_mov_rm(b, RDX, jit_x64_mem(R11, 0));
+    jit_x64_add_ri(b, RDX, 16);
+    jit_x64_mov_mr(b, jit_x64_mem(R11, 0), RDX);
+}
+
+/* Double + - * with a Double or SmallInteger argument: the primitives'
+ * arithmetic (plain IEEE), result boxed inline. */
+static void double_arith(Compiler *c, uint8_t op, X64Label *slow, X64Label *done)
+{
+    X64Buf *b = &c->b;
+    doubles_or(c, true, slow);
+    if (op == BC_SEND_ADD) jit_x64_addsd_xx(b, JIT_X64_XMM0, JIT_X64_XMM1);
+    else if (op == BC_SEND_SUB) jit_x64_subsd_xx(b, JIT_X64_XMM0, JIT_X64_XMM1);
+    else jit_x64_mulsd_xx(b, JIT_X64_XMM0, JIT_X64_XMM1);
+    box_double(c, slow);
+    jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8));
+    jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RAX);
+    jit_x64_jmp_label32(b, done);
+}
+
+/* Double < and = between two Doubles (Integer arguments compare exactly in
+ * the primitive: left to it). Sets flags for the answered condition: an
+ * unordered `=` goes to slow, an unordered `<` reads as false (ucomisd
+ * sets CF, and `a < b` is tested as b above a). */
+static X64Cond double_compare(Compiler *c, uint8_t op, X64Label *slow)
+{
+    X64Buf *b = &c->b;
+    doubles_or(c, false, slow);
+    if (op == BC_SEND_LT) {
+        jit_x64_ucomisd_xx(b, JIT_X64_XMM1, JIT_X64_XMM0);
+        return JIT_X64_CC_A;
+    }
+    jit_x64_ucomisd_xx(b, JIT_X64_XMM0, JIT_X64_XMM1);
+    jit_x64_jcc_label32(b, JIT_X64_CC_P, slow);
+    return JIT_X64_CC_E;
+}
+
 static size_t emit_special(Compiler *c, size_t pc)
 {
     X64Buf *b = &c->b;
@@ -456,16 +549,23 @@ static size_t emit_special(Compiler *c, size_t pc)
     size_t next = pc + 1;
     int nargs = vm_special_nargs[op - BC_SEND_ADD];
     X64Label slow = JIT_X64_LABEL("generic send"), done = JIT_X64_LABEL("special done");
+    X64Label not_ints = JIT_X64_LABEL("not SmallIntegers");
+    bool dbl_arith = doubles_inline(c) && (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL);
+    bool dbl_cmp = doubles_inline(c) && (op == BC_SEND_LT || op == BC_SEND_EQ);
     if (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) {
-        both_ints_or(c, &slow);
+        both_ints_or(c, dbl_arith ? &not_ints : &slow);
         arith(c, op, &slow);
         jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8));
         jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RDX);
         jit_x64_jmp_label32(b, &done);
+        if (dbl_arith) {
+            jit_x64_label_bind(b, &not_ints);
+            double_arith(c, op, &slow, &done);
+        }
     } else if (is_compare(op)) {
         uint8_t after = next < c->len ? c->code[next] : BC_HALT;
         bool fuse = (after == BC_JUMP_IF_TRUE || after == BC_JUMP_IF_FALSE) && !c->target[next];
-        both_ints_or(c, &slow);
+        both_ints_or(c, dbl_cmp ? &not_ints : &slow);
         jit_x64_cmp_rr(b, RAX, RCX);
         if (fuse) {
             X64Cond cc = compare_cond(op);
@@ -474,6 +574,14 @@ static size_t emit_special(Compiler *c, size_t pc)
             jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 16)); /* lea keeps the flags */
             jcc_to(c, cc, &c->labels[jump_target(c->code, next)], next);
             jit_x64_jmp_label32(b, &fallthrough);
+            if (dbl_cmp) {
+                jit_x64_label_bind(b, &not_ints);
+                X64Cond dc = double_compare(c, op, &slow);
+                if (after == BC_JUMP_IF_FALSE) dc = jit_x64_cc_negate(dc);
+                jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 16));
+                jcc_to(c, dc, &c->labels[jump_target(c->code, next)], next);
+                jit_x64_jmp_label32(b, &fallthrough);
+            }
             jit_x64_label_bind(b, &slow);
             emit_send(c, jit_send_tag_special(op), nargs, pc);
             emit_cond_jump(c, next);
@@ -482,6 +590,11 @@ static size_t emit_special(Compiler *c, size_t pc)
         }
         push_boolean(c, compare_cond(op));
         jit_x64_jmp_label32(b, &done);
+        if (dbl_cmp) {
+            jit_x64_label_bind(b, &not_ints);
+            push_boolean(c, double_compare(c, op, &slow));
+            jit_x64_jmp_label32(b, &done);
+        }
     } else if (op == BC_SEND_IDENTICAL) {
         X64Label identical = JIT_X64_LABEL("identical");
         jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 8));

@@ -112,6 +112,12 @@ typedef struct JitCompileRuntime {
     /* Inline Array at:, at:put:, length while these say Array's own
      * primitives answer them (NULL: never inline). */
     const bool *array_at_inline, *array_at_put_inline, *array_length_inline;
+    /* Inline Double + - * < = while Double's own primitives answer them;
+     * results are bumped into eden as gc_alloc_fast does. */
+    const bool *double_inline;
+    uintptr_t *eden_top;
+    const uintptr_t *eden_limit;
+    uint64_t *bytes_allocated;
     const volatile bool *collect_wanted; /* &gc_collect_wanted */
     const uintptr_t *old_start;          /* &gc_old_start: young objects lie below it */
     void *const *page;                   /* &vm_page: its first word is the page's base */

@@ -35,6 +35,7 @@ static Oop special_sel[N_SPECIAL];
 static const int special_nargs[N_SPECIAL] = {BC_SPECIAL_NARGS};
 static Oop sym_dnu, sym_unknown_global, sym_escaped_block, sym_must_be_boolean;
 bool vm_array_at_is_prim, vm_array_at_put_is_prim, vm_array_length_is_prim;
+bool vm_double_arith_is_prim;
 static bool string_length_is_prim;
 #define array_at_is_prim vm_array_at_is_prim
 #define array_at_put_is_prim vm_array_at_put_is_prim
@@ -190,6 +191,9 @@ Oop vm_interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
     array_at_put_is_prim = is_prim(CLASS_INDEX_ARRAY, "at:put:", "Array");
     array_length_is_prim = is_prim(CLASS_INDEX_ARRAY, "length", "Array");
     string_length_is_prim = is_prim(CLASS_INDEX_STRING, "length", "String");
+    vm_double_arith_is_prim = is_prim(CLASS_INDEX_DOUBLE, "+", "Double") && is_prim(CLASS_INDEX_DOUBLE, "-", "Double") &&
+                              is_prim(CLASS_INDEX_DOUBLE, "*", "Double") && is_prim(CLASS_INDEX_DOUBLE, "<", "Double") &&
+                              is_prim(CLASS_INDEX_DOUBLE, "=", "Double");
 
     StackPage *first = vm_stack_first_page();
     Oop *limit = first->base + HEADROOM;

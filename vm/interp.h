@@ -24,6 +24,7 @@ Oop *vm_interp_saved_fp(void);
 /* Array's at:, at:put:, length are its primitives (not redefined): the
  * interpreter and machine code then do them inline. */
 extern bool vm_array_at_is_prim, vm_array_at_put_is_prim, vm_array_length_is_prim;
+extern bool vm_double_arith_is_prim; /* Double + - * < = are the primitives: machine code inlines them */
 
 /* Prints "Class>>selector (File.som:line)" lines, oldest first. */
 void vm_print_backtrace(FILE *out);

@@ -651,6 +651,10 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
         return false;
     }
     runtime.globals_epoch = &vm_globals_epoch;
+    runtime.double_inline = &vm_double_arith_is_prim;
+    runtime.eden_top = &gc_eden_top;
+    runtime.eden_limit = &gc_eden_soft_limit;
+    runtime.bytes_allocated = &gc_stats.bytes_allocated;
     runtime.collect_wanted = &gc_collect_wanted;
     runtime.old_start = &gc_old_start;
     runtime.page = (void *const *)&vm_page;
@@ -758,6 +762,9 @@ const char *vm_jit_trampoline_name(const void *addr)
         { (const void *)&gc_old_start, "&gc_old_start" },
         { (const void *)&vm_page, "&vm_page" },
         { (const void *)&vm_globals_epoch, "&vm_globals_epoch" },
+        { (const void *)&gc_eden_top, "&gc_eden_top" },
+        { (const void *)&gc_eden_soft_limit, "&gc_eden_soft_limit" },
+        { (const void *)&gc_stats.bytes_allocated, "&gc_stats.bytes_allocated" },
         { (const void *)vm_lookup_cache, "vm_lookup_cache" },
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
