@@ -1013,10 +1013,33 @@ op_JUMP:
     ip += 3 + U16(ip + 1);
     DISPATCH();
 
-op_JUMP_BACK:
+op_JUMP_BACK : {
+    size_t jump_bcpc = (size_t)(ip - bytes);
     ip -= U16(ip + 1) - 3;
     SAFEPOINT_CHECK();
+    if (vm_jit_enabled) {
+        /* backward jumps count as executions: a loop in a method run once
+         * gets compiled and continues in machine code (OSR) */
+        intptr_t cv = oop_int(obj_slots(method)[METHOD_COUNTER]);
+        if (UNLIKELY(cv >= 0)) {
+            if (++cv >= vm_jit_threshold) {
+                WRITE_BACK();
+                cv = vm_jit_compile(method, NULL);
+            }
+            obj_slots(method)[METHOD_COUNTER] = oop_from_int(cv);
+        }
+        if (cv <= -2) {
+            uint8_t *entry = vm_jit_osr_entry(fp, jump_bcpc);
+            if (entry) {
+                vm_jit_stats.osr_entries++;
+                jregs = (JitRegs){sp, fp, 0};
+                jst = vm_jit_enter.return_to(&jregs, entry);
+                goto machine_code_status;
+            }
+        }
+    }
     DISPATCH();
+}
 
 #define COND_JUMP(NAME, TAKEN, NOT_TAKEN)                  \
     op_##NAME : {                                          \

@@ -670,6 +670,33 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     return true;
 }
 
+uint8_t *vm_jit_osr_entry(Oop *fp, size_t jump_bcpc)
+{
+    JitMethod *jm = vm_jit_method_of(fp[FRAME_METHOD]);
+    Oop *caller = (Oop *)fp[FRAME_SAVED_FP];
+    if (!jm || !jit_method_is_compiled(jm) || !caller) return NULL;
+    JitMapEntry e;
+    if (!jit_map_mcpc_for(jit_method_map(jm), (uint32_t)jump_bcpc, &e) || e.kind != JIT_MAP_BACKJUMP) return NULL;
+    intptr_t fl = frame_flags(fp);
+    int n = frame_nargs(fp);
+    Oop saved = fp[FRAME_SAVED_IP];
+    if (vm_jit_is_code_address(saved)) {
+        /* a machine-code caller: its `ret` must find the arguments it pushed */
+        if ((int)((fl >> VM_JIT_FLAG_CALLER_SHIFT) & 0xff) != n) return NULL;
+    } else {
+        /* an interpreted caller: resumed as when it sends to machine code */
+        intptr_t rbcpc = oop_int(saved);
+        if (rbcpc < 0 || rbcpc >= (1 << 19)) return NULL;
+        caller[FRAME_FLAGS] = oop_from_int(frame_flags(caller) | ((intptr_t)n << VM_JIT_FLAG_PENDING_SHIFT) |
+                                           (rbcpc << VM_JIT_FLAG_BCPC_SHIFT));
+        fp[FRAME_SAVED_IP] = (Oop)vm_jit_enter.return_to_interpreter;
+        fl |= (intptr_t)n << VM_JIT_FLAG_CALLER_SHIFT;
+    }
+    fp[FRAME_FLAGS] = oop_from_int(fl | JIT_FRAME_FLAG_MACHINE_CODE);
+    jit_zone_touch(&zone, jm);
+    return jit_method_at(jm, e.mcpc);
+}
+
 intptr_t vm_jit_resume_bcpc(Oop saved, Oop *frame)
 {
     if (!vm_jit_is_code_address(saved)) return oop_int(saved);

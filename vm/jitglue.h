@@ -71,6 +71,7 @@ typedef struct VmJitStats {
     uint64_t megamorphic_links;           /* sites sent to an open PIC */
     uint64_t unlinked_by_compaction;      /* sites whose callee was freed */
     uint64_t young_referrers_added;       /* methods that cached a young global */
+    uint64_t osr_entries;                 /* interpreter frames continued in machine code */
 } VmJitStats;
 extern VmJitStats vm_jit_stats;
 extern bool vm_jit_verify; /* --jit-verify */
@@ -102,6 +103,15 @@ void vm_jit_print_zone_stats(FILE *out);
  * holds are stale afterwards, except *live_ra (a return address into
  * machine code, or 0), which is relocated. */
 intptr_t vm_jit_compile(Oop method, Oop *live_ra);
+
+/* On-stack replacement: the interpreter frame fp of a compiled method is
+ * at the backward jump at jump_bcpc. When machine code can take the frame
+ * over, makes it a machine-code frame (its return goes to the caller as
+ * machine code's would) and answers where to continue: the compiled
+ * backward jump. NULL, with nothing changed, when it cannot: the frame is
+ * the first on its page, or its machine-code caller pushed a different
+ * argument count (a rewritten send). */
+uint8_t *vm_jit_osr_entry(Oop *fp, size_t jump_bcpc);
 
 /* The compiled code of a heap method, or NULL. */
 static inline JitMethod *vm_jit_method_of(Oop method)
