@@ -6,10 +6,12 @@
 
 #include "gc/heap.h"
 #include "profiler/publish.h"
+#include "vm/bytecodepublish.h"
 #include "vm/class.h"
 #include "vm/globals.h"
 #include "vm/interp.h"
 #include "vm/jitglue.h"
+#include "vm/jitpublish.h"
 #include "vm/loader.h"
 #include "vm/stack.h"
 #include "vm/universe.h"
@@ -105,6 +107,7 @@ static void visit_roots(GcVisitFn visit, void *ctx, void *client)
 {
     (void)client;
     vm_universe_visit_roots(visit, ctx);
+    vm_bytecode_publish_visit_roots(visit, ctx);
     vm_interp_visit_roots(visit, ctx);
 }
 
@@ -118,6 +121,7 @@ static void after_collect(bool full, void *client)
 {
     (void)client;
     vm_jit_after_collect(full);
+    if (full) vm_bytecode_publish_after_full_gc();
     prof_publish_gc();
     /* selectors and methods are old: only a full GC moves them */
     if (full) vm_lookup_cache_flush();
@@ -150,6 +154,7 @@ bool vm_boot(const VmOptions *opts, char *err, size_t errlen)
     gc_set_client(&client);
     vm_prims_init();
     if (!vm_stack_init(opts->stack_pages, err, errlen)) return false;
+    vm_jit_publish_init(); /* late code-event sinks get the bytecodes and the zone replayed */
     if (!opts->no_jit || opts->disassemble) {
         vm_jit_threshold = opts->jit_threshold > 0 ? opts->jit_threshold : VM_JIT_THRESHOLD_DEFAULT;
         if (!vm_jit_init(opts->code_bytes, err, errlen)) return false;

@@ -8,6 +8,17 @@
  * or jump is then re-dispatched from its first byte, so no Oop is held in a
  * C local across a collection.
  */
+
+/* The interpreter's instruction pointer lives in r15 throughout this file (a
+ * GCC global register variable, declared before any function definition as
+ * GCC requires), so a profiler that samples the VM thread's registers sees
+ * which bytecode is running: vmprofd resolves r15 against the methods'
+ * bytecodes (PROF_CODE_BYTECODES code events, vm/bytecodepublish.c) when the
+ * sampled pc lies in the interpreter. Other files treat r15 as the ABI's
+ * callee-saved register, so calls out of the interpreter preserve it, and
+ * vm_interpret restores the caller's r15 itself. */
+register unsigned char *ip asm("r15"); /* VM_INTERP_IP_REGISTER in vm/interp.h */
+
 #include "vm/interp.h"
 
 #include "jit/compile.h"
@@ -179,7 +190,20 @@ static __attribute__((noinline)) Oop *overflow_page(Oop *fp, Oop *sp, int n, Oop
 #define U16(p) ((unsigned)(p)[0] | ((unsigned)(p)[1] << 8))
 #define HEADROOM (VM_STACK_HEADROOM_WORDS)
 
+static Oop interpret(Oop receiver, Oop selector, Oop *args, int nargs0);
+
 Oop vm_interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
+{
+    /* r15 is callee-saved for our caller: the interpreter owns it only inside */
+    unsigned char *callers = ip;
+    Oop r = interpret(receiver, selector, args, nargs0);
+    ip = callers;
+    return r;
+}
+
+uintptr_t vm_interp_code_start(void) { return (uintptr_t)interpret; }
+
+static Oop interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
 {
     static const void *const dispatch[BC_COUNT] = {
 #define BC_LABEL(name, len, eff, mapped, ops) [BC_##name] = &&op_##name,
@@ -199,7 +223,8 @@ Oop vm_interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
     Oop *limit = first->base + HEADROOM;
     Oop *sp = first->top;
     Oop *fp = NULL;
-    uint8_t *ip = NULL, *bytes = NULL;
+    uint8_t *bytes = NULL;
+    ip = NULL;
     Oop method = 0, *lits = NULL;
     int nargs = 0;
 

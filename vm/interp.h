@@ -1,9 +1,10 @@
 /*
  * vm/interp.h — the bytecode interpreter.
  *
- * Registers (ip, sp, fp) live in C locals of vm_interpret; they are written
- * back to the vm_saved_* variables before anything that collects, walks the
- * stack or exits (the "Protect" rule of STYLE.md).
+ * Registers (sp, fp) live in C locals of vm_interpret, ip in the machine
+ * register r15 (vm/interp.c says why); they are written back to the
+ * vm_saved_* variables before anything that collects, walks the stack or
+ * exits (the "Protect" rule of STYLE.md).
  */
 #ifndef VM_INTERP_H
 #define VM_INTERP_H
@@ -15,6 +16,13 @@
 /* Sends `selector` to receiver with args on a fresh stack and runs until
  * that send returns; answers its result. Used once, to start the program. */
 Oop vm_interpret(Oop receiver, Oop selector, Oop *args, int nargs);
+
+/* Where the interpreter keeps its ip while it runs: r15, as numbered by
+ * perf_event's x86 user registers (PERF_REG_X86_R15) and by ptrace's
+ * user_regs_struct field r15. Valid while the sampled pc lies in the
+ * function that starts at vm_interp_code_start(). */
+#define VM_INTERP_IP_PERF_REG 23
+uintptr_t vm_interp_code_start(void);
 
 void vm_interp_visit_roots(GcVisitFn visit, void *ctx);
 /* The frame the GC walks from while machine code runs a runtime routine. */

@@ -665,7 +665,6 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     runtime.nil = vm_nil;
     runtime.true_obj = vm_true;
     runtime.false_obj = vm_false;
-    vm_jit_publish_init();
     vm_jit_enabled = true;
     return true;
 }

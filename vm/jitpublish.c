@@ -9,6 +9,7 @@
 #include "jit/method.h"
 #include "jit/zone.h"
 #include "profiler/codeevents.h"
+#include "vm/bytecodepublish.h"
 #include "vm/jitglue.h"
 #include "vm/loader.h"
 #include "vm/method.h"
@@ -104,6 +105,8 @@ void vm_jit_publish_free(const JitMethod *m)
 
 static void replay(const ProfCodeSink *to)
 {
+    vm_bytecode_publish_replay(to);
+    if (!vm_jit_enabled) return;
     JitZone *z = vm_jit_zone();
     for (JitMethod *m = jit_zone_first(z); m; m = jit_zone_next(z, m)) announce(m, to);
 }

@@ -7,14 +7,14 @@
  * the bytes move (the event carries both addresses) but in the order the
  * zone moves them, free before the piece is reused.
  *
- * Who may call: vm/jitglue.c.
+ * Who may call: vm/jitglue.c; vm/boot.c (init).
  */
 #ifndef VM_JITPUBLISH_H
 #define VM_JITPUBLISH_H
 
 #include "jit/method.h"
 
-void vm_jit_publish_init(void); /* installs the replay of the live zone */
+void vm_jit_publish_init(void); /* installs the replay: methods' bytecodes, then the live zone */
 void vm_jit_publish_load(const JitMethod *m);
 void vm_jit_publish_move(const JitMethod *from, const JitMethod *to);
 void vm_jit_publish_free(const JitMethod *m);

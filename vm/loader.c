@@ -9,6 +9,7 @@
 
 #include "gc/heap.h"
 #include "vm/bigint.h"
+#include "vm/bytecodepublish.h"
 #include "vm/bytecodes.h"
 #include "vm/class.h"
 #include "vm/compile.h"
@@ -286,6 +287,7 @@ static Oop make_method(const MethodDesc *m, Oop holder, Oop outer, const char *c
     if (m->code_len) memcpy(vm_method_bytecodes(meth), m->code, m->code_len);
     if (add_return) vm_method_bytecodes(meth)[code_len - 1] = BC_RETURN_TOP;
     quicken(vm_method_bytecodes(meth), m->code_len, m->nargs);
+    vm_bytecode_publish_add(meth);
     return meth;
 }
 
@@ -461,6 +463,7 @@ static Oop install_class(ClassDesc *cd)
         gc_store(root_metaclass_super_fixup, CLASS_SUPERCLASS, cls);
         root_metaclass_super_fixup = 0;
     }
+    vm_bytecode_publish_flush();
     return cls;
 }
 
