@@ -137,6 +137,7 @@ void vm_jit_print_zone_stats(FILE *out)
     size_t zone_bytes = (size_t)(jit_zone_end(z) - jit_zone_base(z));
     fprintf(out, "code zone: %zu bytes; %zu in use, %zu in holes, %zu free; trampolines %zu bytes\n", zone_bytes,
             zs.bytes_in_use, zs.bytes_in_holes, zs.bytes_free, zs.bytes_trampolines);
+    fprintf(out, "  address range %p-%p\n", (void *)jit_zone_base(z), (void *)jit_zone_end(z));
     fprintf(out, "  methods %llu, blocks %llu, primitive stubs %llu (%llu bytes, %.0f bytes each)\n",
             (unsigned long long)methods, (unsigned long long)blocks, (unsigned long long)stubs,
             (unsigned long long)method_bytes,
