@@ -36,6 +36,8 @@ typedef struct ProfCodeLoad {
     const uint32_t *lines;    /* line_count pairs: (bcpc, line) */
     uint32_t line_count;
     uint32_t bytecode_size;   /* bytecodes of the method or block; 0 for PICs and trampolines */
+    uint64_t code_size;       /* bytes of instructions from code_start (the map and literal
+                                 table follow them in the piece); 0 = up to start + size */
 } ProfCodeLoad;
 
 typedef struct ProfCodeSink {

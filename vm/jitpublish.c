@@ -48,6 +48,7 @@ static void announce(const JitMethod *m, const ProfCodeSink *only)
         .start = (uint64_t)(uintptr_t)m,
         .size = m->size,
         .code_start = (uint64_t)(uintptr_t)jit_method_code(m),
+        .code_size = jit_method_code_bytes(m),
     };
     uint32_t *map = NULL, *lines = NULL;
     if (jit_method_is_compiled(m)) {

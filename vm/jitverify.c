@@ -139,6 +139,7 @@ void vm_jit_print_zone_stats(FILE *out)
             zs.bytes_in_use, zs.bytes_in_holes, zs.bytes_free, zs.bytes_trampolines);
     uint64_t lit_sites = 0;
     for (JitMethod *m = jit_zone_first(z); m; m = jit_zone_next(z, m)) lit_sites += m->lit_count;
+    fprintf(out, "  address range %p-%p\n", (void *)jit_zone_base(z), (void *)jit_zone_end(z));
     fprintf(out, "  methods %llu, blocks %llu, primitive stubs %llu (%llu bytes, %.0f bytes each)\n",
             (unsigned long long)methods, (unsigned long long)blocks, (unsigned long long)stubs,
             (unsigned long long)method_bytes,

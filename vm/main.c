@@ -2,6 +2,8 @@
  * vm/main.c — the stvm command line (SOM conventions).
  */
 #include "gc/heap.h"
+#include "profiler/jitdump.h"
+#include "profiler/perfmap.h"
 #include "vm/frame.h"
 #include "vm/loader.h"
 #include "vm/universe.h"
@@ -50,6 +52,12 @@ static void usage(FILE *out)
             "                         unlink and compaction (slow; testing)\n"
             "  --code-zone-stats      print the code zone analysis on stderr at exit:\n"
             "                         methods, PICs, send sites by state, compactions\n"
+            "  --perf-map             write /tmp/perf-PID.map naming the JIT's code for perf\n"
+            "                         (append-only: moved and freed code keeps stale lines)\n"
+            "  --jitdump              write jit-PID.dump in the current directory for\n"
+            "                         perf inject --jit (record with perf record -k 1)\n"
+            "  --jitdump-dir DIR      the same, in DIR\n"
+            "                         (with --no-jit both files are written, naming no code)\n"
             "  --disassemble 'Class>>selector'\n"
             "                         compile that method (or 'Class class>>selector')\n"
             "                         and print its decorated machine code, then exit\n"
@@ -90,6 +98,33 @@ static const char *need_arg(int argc, char **argv, int *i)
     return argv[++*i];
 }
 
+/* --perf-map, --jitdump: the sinks hear of code from now on, and of the
+ * trampolines vm_boot made through the replay. */
+static bool open_perf_files(bool map, bool dump, const char *dir, bool no_jit)
+{
+    char err[600];
+    const ProfCodeSink *s;
+    if (map) {
+        if (!(s = prof_perfmap_open(NULL, err, sizeof err))) goto fail;
+        if (!prof_code_sink_add(s)) goto full;
+        prof_code_replay(s);
+    }
+    if (dump) {
+        if (!(s = prof_jitdump_open(dir, err, sizeof err))) goto fail;
+        if (!prof_code_sink_add(s)) goto full;
+        prof_code_replay(s);
+    }
+    if ((map || dump) && no_jit)
+        fprintf(stderr, "stvm: note: with --no-jit nothing is compiled: %s%s%s will list no code\n",
+                map ? prof_perfmap_path() : "", map && dump ? " and " : "", dump ? prof_jitdump_path() : "");
+    return true;
+full:
+    snprintf(err, sizeof err, "no room for the %s among the code event sinks", s->name);
+fail:
+    fprintf(stderr, "stvm: %s\n", err);
+    return false;
+}
+
 static void add_classpath(VmOptions *o, const char *dirs, bool front)
 {
     char *copy = strdup(dirs);
@@ -119,6 +154,8 @@ int main(int argc, char **argv)
         .stack_pages = VM_STACK_PAGES_DEFAULT,
     };
     bool eden_set = false, pages_set = false;
+    bool perf_map = false, jitdump = false;
+    const char *jitdump_dir = NULL;
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         const char *a = argv[i];
@@ -171,6 +208,13 @@ int main(int argc, char **argv)
             o.jit_verify = true;
         } else if (!strcmp(a, "--code-zone-stats")) {
             o.code_zone_stats = true;
+        } else if (!strcmp(a, "--perf-map")) {
+            perf_map = true;
+        } else if (!strcmp(a, "--jitdump")) {
+            jitdump = true;
+        } else if (!strcmp(a, "--jitdump-dir")) {
+            jitdump_dir = need_arg(argc, argv, &i);
+            jitdump = true;
         } else if (!strcmp(a, "--disassemble")) {
             o.disassemble = need_arg(argc, argv, &i);
             if (!strstr(o.disassemble, ">>"))
@@ -236,6 +280,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "stvm: %s\n", err);
         return 1;
     }
+    if (!open_perf_files(perf_map, jitdump, jitdump_dir, o.no_jit)) return 1;
     if (o.disassemble) {
         if (!vm_jit_disassemble(o.disassemble, stdout, err, sizeof err)) {
             fprintf(stderr, "stvm: %s\n", err);
