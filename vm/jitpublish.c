@@ -9,6 +9,7 @@
 #include "jit/method.h"
 #include "jit/zone.h"
 #include "profiler/codeevents.h"
+#include "vm/class.h"
 #include "vm/jitglue.h"
 #include "vm/loader.h"
 #include "vm/method.h"
@@ -28,6 +29,16 @@ static uint32_t kind_of(const JitMethod *m)
     }
 }
 
+/* The path the method's class was loaded from, as given (vm_method_file
+ * answers only its last component; profilers want to open the file). */
+static const char *source_path(Oop method, char *buf, size_t len)
+{
+    Oop holder = obj_slots(method)[METHOD_HOLDER];
+    if (!oop_is_ptr(holder) || holder == vm_nil) return NULL;
+    Oop f = obj_slots(holder)[CLASS_FILE];
+    return vm_is_string(f) ? vm_string_cstr(f, buf, len) : NULL;
+}
+
 /* A trampoline piece is named by the first entry the VM knows inside it. */
 static const char *trampoline_name(const JitMethod *m)
 {
@@ -40,7 +51,7 @@ static const char *trampoline_name(const JitMethod *m)
 
 static void announce(const JitMethod *m, const ProfCodeSink *only)
 {
-    char name[600], sel[256], file[512];
+    char name[600], sel[256], file[1100];
     ProfCodeLoad e = {
         .kind = kind_of(m),
         .name = name,
@@ -63,7 +74,7 @@ static void announce(const JitMethod *m, const ProfCodeSink *only)
         }
         e.map = map;
         e.map_count = map ? n : 0;
-        e.source = vm_method_file(m->method, file, sizeof file);
+        e.source = source_path(m->method, file, sizeof file);
         size_t nl = vm_method_lines(m->method, NULL, 0);
         lines = nl ? malloc(nl * 2 * sizeof *lines) : NULL;
         if (lines) {
