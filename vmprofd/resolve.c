@@ -3,6 +3,8 @@
  */
 #include "vmprofd/resolve.h"
 
+#include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int intern_plain(Profile *p, const char *name, int *fn_cache, uint64_t addr)
@@ -18,10 +20,103 @@ static int intern_plain(Profile *p, const char *name, int *fn_cache, uint64_t ad
     return report_profile_add_location(p, *fn_cache, addr, 0);
 }
 
-void vmprofd_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st)
+/* -- The code zone ---------------------------------------------------------------- */
+
+typedef struct Zone {
+    ResolveCode *code;
+    int mapping;          /* the zone's mapping in the profile */
+    int anonymous[4];     /* function per ReportCodeStatus other than FOUND, -1 until made */
+    char path[4096];
+} Zone;
+
+static const char *status_word(ReportCodeStatus st)
+{
+    switch (st) {
+    case REPORT_CODE_FOUND: return "found";
+    case REPORT_CODE_NOTHING: return "nothing";
+    case REPORT_CODE_GAP: return "lost";
+    case REPORT_CODE_BEFORE: return "before";
+    }
+    return "?";
+}
+
+/* A zone address no piece explains: one row per reason. */
+static int anonymous(Profile *p, Zone *z, ReportCodeStatus st, uint64_t addr)
+{
+    static const char *const names[4] = {
+        [REPORT_CODE_NOTHING] = "[code zone]",
+        [REPORT_CODE_GAP] = "[code zone: events lost]",
+        [REPORT_CODE_BEFORE] = "[code zone: before the code log]",
+    };
+    if (z->anonymous[st] < 0) {
+        ReportFunctionInfo f = {.name = names[st], .region = REPORT_REGION_GENERATED, .mapping = z->mapping};
+        z->anonymous[st] = report_profile_add_function(p, &f);
+    }
+    return report_profile_add_location(p, z->anonymous[st], addr, 0);
+}
+
+/* The .som file as the target would open it. */
+static const char *source_of(Zone *z, const char *src)
+{
+    if (!src || src[0] == '/' || !z->code->cwd)
+        return src;
+    snprintf(z->path, sizeof z->path, "%s/%s", z->code->cwd, src[0] == '.' && src[1] == '/' ? src + 2 : src);
+    return z->path;
+}
+
+static int zone_location(Profile *p, Zone *z, uint64_t time, uint64_t addr, bool is_return, bool leaf,
+                         uint32_t tid)
+{
+    ResolveCode *c = z->code;
+    uint64_t q = is_return && addr > 0 ? addr - 1 : addr; /* the call, not the instruction after it */
+    ReportCodeHit hit;
+    ReportCodeStatus st = c->map ? report_codemap_resolve(c->map, time, q, PROF_CODE_SPACE_MACHINE, &hit)
+                                 : REPORT_CODE_NOTHING;
+    if (leaf) {
+        c->zone_leaves++;
+        c->resolved += st == REPORT_CODE_FOUND;
+        c->nothing += st == REPORT_CODE_NOTHING;
+        c->lost += st == REPORT_CODE_GAP;
+        c->before += st == REPORT_CODE_BEFORE;
+        if (c->debug) {
+            fprintf(c->debug, "%" PRIu64 " %" PRIu32 " m 0x%" PRIx64 " %s", time, tid, addr, status_word(st));
+            if (st == REPORT_CODE_FOUND)
+                fprintf(c->debug, " 0x%" PRIx64 " %" PRIu32 " %" PRIu32 " %s", hit.start, hit.bc_from, hit.bc_to,
+                        hit.piece->name);
+            fputc('\n', c->debug);
+        }
+    }
+    if (st != REPORT_CODE_FOUND)
+        return anonymous(p, z, st, addr);
+    const ReportCodePiece *pc = hit.piece;
+    ReportFunctionInfo f = {
+        .name = pc->name,
+        .file = source_of(z, pc->source),
+        .start_line = (int)report_codemap_first_line(pc),
+        .region = REPORT_REGION_GENERATED,
+        .start = hit.start,
+        .size = pc->size,
+        .mapping = z->mapping,
+        .map = pc->map,
+        .nmap = pc->nmap,
+        .last_bcpc = report_codemap_last_bcpc(pc),
+        .lines = pc->lines,
+        .nlines = pc->nlines,
+    };
+    int fn = report_profile_add_function(p, &f);
+    return report_profile_add_location(p, fn, addr, (int)hit.line);
+}
+
+void vmprofd_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st, ResolveCode *code)
 {
     int kernel_fn = -1, unknown_fn = -1;
     int frames[VMPROFD_MAX_FRAMES + 1];
+    Zone z = {.code = code, .mapping = -1, .anonymous = {-1, -1, -1, -1}};
+    bool have_zone = code && code->zone_end > code->zone_start;
+    if (have_zone) {
+        ReportMappingInfo mi = {.start = code->zone_start, .limit = code->zone_end, .file = "[code zone]"};
+        z.mapping = report_profile_add_mapping(p, &mi);
+    }
     for (size_t i = 0; i < st->n; i++) {
         const StoredSample *s = &st->v[i];
         size_t n = 0;
@@ -31,7 +126,11 @@ void vmprofd_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st)
             uint64_t pc = st->pcs[s->first + k];
             /* Frames above the leaf are return addresses: the call is the
              * instruction before them. */
-            frames[n++] = sym ? vmprofd_symbolize(sym, p, pc, k > 0) : intern_plain(p, "[unknown]", &unknown_fn, pc);
+            uint64_t q = k > 0 && pc > 0 ? pc - 1 : pc;
+            if (have_zone && q >= code->zone_start && q < code->zone_end)
+                frames[n++] = zone_location(p, &z, s->time_ns, pc, k > 0, k == 0 && !s->kernel_ip, s->tid);
+            else
+                frames[n++] = sym ? vmprofd_symbolize(sym, p, pc, k > 0) : intern_plain(p, "[unknown]", &unknown_fn, pc);
         }
         if (n == 0)
             frames[n++] = intern_plain(p, "[unknown]", &unknown_fn, 0);

@@ -6,6 +6,7 @@
 
 #include "report/report.h"
 #include "vmprofd/export_reader.h"
+#include "vmprofd/jitcode.h"
 #include "vmprofd/output.h"
 #include "vmprofd/progress.h"
 #include "vmprofd/resolve.h"
@@ -15,6 +16,7 @@
 #include "vmprofd/target.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,6 +38,10 @@
 /* Longest wait inside a sampler before the session looks at the clock
  * and the stop flag again. */
 #define SESSION_POLL_MS 100
+/* Code event log polls: a DeltaBlue in a 64 KiB code zone logs ~1 MB of
+ * events a second, so the default 4 MiB ring lasts seconds; 50 ms keeps a
+ * VM logging 40 times faster readable, and an idle poll is one pread. */
+#define SESSION_CODE_LOG_MS 50
 
 static volatile sig_atomic_t stop_signal;
 
@@ -62,6 +68,9 @@ typedef struct Session {
     ExportReader *exp;
     ExportStatus exp_status;
     char exp_msg[512];
+    JitCode jit;
+    char jit_why[512];      /* why there is no code event log, when there is none */
+    char cwd[4096];         /* the target's working directory (relative .som paths) */
     bool have_start;
     ProfCounters start, end;
     SampleStore store;
@@ -99,6 +108,15 @@ static void try_export(Session *ss)
         return;
     char msg[256];
     ss->have_start = vmprofd_export_read_counters(ss->exp, &ss->start, msg, sizeof msg);
+    if (!vmprofd_jitcode_open(&ss->jit, ss->exp, ss->o->quiet, ss->jit_why, sizeof ss->jit_why)) {
+        fprintf(stderr, "vmprofd: warning: %s\n", ss->jit_why);
+    } else {
+        vmprofd_jitcode_poll(&ss->jit);
+    }
+    char link[64];
+    snprintf(link, sizeof link, "/proc/%d/cwd", (int)ss->target.pid);
+    ssize_t n = readlink(link, ss->cwd, sizeof ss->cwd - 1);
+    ss->cwd[n > 0 ? n : 0] = '\0';
 }
 
 /* (Re)creates the symbolizer when it is missing or the export now names
@@ -287,7 +305,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
     }
 
     time_t start_wall = time(NULL);
-    double t0 = now_s(), last_house = t0, last_rescan = t0, end_time = 0;
+    double t0 = now_s(), last_house = t0, last_rescan = t0, last_code = t0, end_time = 0;
     char stop_note[256] = "";
     for (;;) {
         double now = now_s();
@@ -314,6 +332,10 @@ int vmprofd_session_run(const VmprofdOptions *o)
             last_rescan = now;
             ss->ops->rescan(ss->sampler);
         }
+        if ((now - last_code) * 1000.0 >= SESSION_CODE_LOG_MS) {
+            last_code = now;
+            vmprofd_jitcode_poll(&ss->jit);
+        }
         if ((now - last_house) * 1000.0 >= SESSION_HOUSEKEEPING_MS) {
             last_house = now;
             try_export(ss);
@@ -321,8 +343,9 @@ int vmprofd_session_run(const VmprofdOptions *o)
             vmprofd_progress_update(&ss->progress, ss->target.pid, left, ss->store.n);
         }
         int timeout = (int)(left * 1000.0) + 1;
-        if (timeout > SESSION_POLL_MS)
-            timeout = SESSION_POLL_MS;
+        int poll_ms = ss->jit.active ? SESSION_CODE_LOG_MS : SESSION_POLL_MS;
+        if (timeout > poll_ms)
+            timeout = poll_ms;
         ss->ops->poll(ss->sampler, timeout, vmprofd_target_exit_fd(&ss->target), on_sample, ss);
     }
     vmprofd_progress_clear(&ss->progress);
@@ -346,6 +369,9 @@ int vmprofd_session_run(const VmprofdOptions *o)
         vmprofd_target_set_status(&ss->target, final.status);
     if (ss->target.exited && ss->target.launched && !ss->target.have_status)
         vmprofd_target_check_exit(&ss->target); /* reap it for the status */
+    /* The code events up to the last sample (the descriptor outlives an
+     * exited VM's unlink). */
+    vmprofd_jitcode_poll(&ss->jit);
     /* The handlers stay until the outputs are written: a second Ctrl-C
      * must not lose the profile of the first. */
 
@@ -407,8 +433,33 @@ int vmprofd_session_run(const VmprofdOptions *o)
     if (!ss->sym)
         report_profile_add_note(p, "the target's memory map could not be read: addresses are unresolved");
 
-    vmprofd_resolve_samples(p, ss->sym, &ss->store);
-    bool wrote = vmprofd_output_write_all(o, p);
+    if (ss->exp && !ss->jit.active && ss->jit_why[0])
+        report_profile_add_note(p, "%s", ss->jit_why);
+    vmprofd_jitcode_notes(&ss->jit, p);
+    ResolveCode code = {
+        .map = ss->jit.active ? ss->jit.map : NULL,
+        .zone_start = eh ? eh->code_zone_start : 0,
+        .zone_end = eh ? eh->code_zone_end : 0,
+        .cwd = ss->cwd[0] ? ss->cwd : NULL,
+    };
+    bool debug_ok = true;
+    if (o->debug_resolutions) {
+        code.debug = fopen(o->debug_resolutions, "w");
+        if (!code.debug) {
+            fprintf(stderr, "vmprofd: cannot write %s: %s\n", o->debug_resolutions, strerror(errno));
+            debug_ok = false;
+        }
+    }
+    vmprofd_resolve_samples(p, ss->sym, &ss->store, &code);
+    if (code.debug && fclose(code.debug) != 0) {
+        fprintf(stderr, "vmprofd: cannot write %s: %s\n", o->debug_resolutions, strerror(errno));
+        debug_ok = false;
+    }
+    if (code.lost || code.before)
+        report_profile_add_note(p, "%" PRIu64 " samples in JIT'd code could not be attributed: %" PRIu64
+                                   " while code events were missing, %" PRIu64 " before the code log began",
+                                code.lost + code.before, code.lost, code.before);
+    bool wrote = vmprofd_output_write_all(o, p) && debug_ok;
 
     if (!o->quiet) {
         double cpu_s = (double)final.cpu_ns / 1e9;
@@ -431,6 +482,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
     report_profile_free(p);
     if (ss->sym)
         vmprofd_symbolizer_free(ss->sym);
+    vmprofd_jitcode_close(&ss->jit);
     vmprofd_export_close(ss->exp);
     vmprofd_target_close(&ss->target);
     vmprofd_samples_free(&ss->store);
