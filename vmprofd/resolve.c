@@ -55,12 +55,49 @@ static int anonymous(Profile *p, Zone *z, ReportCodeStatus st, uint64_t addr)
     return report_profile_add_location(p, z->anonymous[st], addr, 0);
 }
 
-/* The .som file as the target would open it. */
+/* Removes "." and ".." components and repeated slashes of an absolute
+ * path in place, lexically (the file may live in the target's mount
+ * namespace, not ours): "/a/build/../t/F.som" -> "/a/t/F.som". */
+static void clean_path(char *path)
+{
+    char *out = path; /* path[0] == '/' */
+    const char *in = path;
+    while (*in) {
+        while (*in == '/')
+            in++;
+        const char *end = strchr(in, '/');
+        size_t len = end ? (size_t)(end - in) : strlen(in);
+        if (len == 0)
+            break;
+        if (len == 1 && in[0] == '.') {
+            /* nothing */
+        } else if (len == 2 && in[0] == '.' && in[1] == '.') {
+            while (out > path && *--out != '/')
+                ;
+        } else {
+            *out++ = '/';
+            memmove(out, in, len);
+            out += len;
+        }
+        in += len;
+    }
+    if (out == path)
+        *out++ = '/';
+    *out = '\0';
+}
+
+/* The .som file as the target would open it, absolute and clean. */
 static const char *source_of(Zone *z, const char *src)
 {
-    if (!src || src[0] == '/' || !z->code->cwd)
+    if (!src)
+        return NULL;
+    if (src[0] == '/')
+        snprintf(z->path, sizeof z->path, "%s", src);
+    else if (z->code->cwd)
+        snprintf(z->path, sizeof z->path, "%s/%s", z->code->cwd, src);
+    else
         return src;
-    snprintf(z->path, sizeof z->path, "%s/%s", z->code->cwd, src[0] == '.' && src[1] == '/' ? src + 2 : src);
+    clean_path(z->path);
     return z->path;
 }
 
@@ -112,6 +149,8 @@ void vmprofd_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st,
     int kernel_fn = -1, unknown_fn = -1;
     int frames[VMPROFD_MAX_FRAMES + 1];
     Zone z = {.code = code, .mapping = -1, .anonymous = {-1, -1, -1, -1}};
+    if (sym)
+        vmprofd_symbolize_vm_mapping(sym, p); /* the first mapping: pprof's main binary */
     bool have_zone = code && code->zone_end > code->zone_start;
     if (have_zone) {
         ReportMappingInfo mi = {.start = code->zone_start, .limit = code->zone_end, .file = "[code zone]"};

@@ -474,6 +474,36 @@ test_som_loops() {
     echo "ok: $mode: loop 1 (line $l1) $share% of $((a + b)) samples, loop 3 (line $l3) the rest; $other elsewhere"
 }
 
+# pprof for Smalltalk: one Function per method with its .som file and
+# first line, and go tool pprof -list showing the method's source lines
+# with their samples (when Go is installed).
+test_som_pprof() {
+    "$VMPROFD" --seconds 30 --pprof "$WORK/s.pb.gz" -- "$STVM" --code-size 64K -cp "$SOM_DIR" RatioMethods 1500 \
+        >"$WORK/stvm.out" 2>"$WORK/vmprofd.err" || fail "vmprofd exited with status $?"
+    "$PPROF_CHECK" "$WORK/s.pb.gz" "RatioMethods>>light:" "RatioMethods>>heavy:" >"$WORK/check.out" 2>&1 || {
+        cat "$WORK/check.out"
+        fail "pprof_check rejected the profile"
+    }
+    cat "$WORK/check.out"
+    grep -q "function RatioMethods>>light: file $SOM_DIR/RatioMethods.som line [1-9]" "$WORK/check.out" ||
+        fail "light:'s Function does not name RatioMethods.som and a line"
+    if ! command -v go >/dev/null 2>&1; then
+        echo "skipped: go not installed (go tool pprof -list check)"
+        return
+    fi
+    # from a neutral directory: pprof's source search strips a path up to
+    # the working directory's name when it occurs in it ("vmprofd" here)
+    (cd "$WORK" && go tool pprof -list 'RatioMethods>>light:' "$WORK/s.pb.gz") >"$WORK/go.out" 2>&1 ||
+        fail "go tool pprof -list failed: $(cat "$WORK/go.out")"
+    cat "$WORK/go.out"
+    grep -q "ROUTINE .* RatioMethods>>light: in $SOM_DIR/RatioMethods.som" "$WORK/go.out" ||
+        fail "go tool pprof -list does not find light:'s source file"
+    # the loop's line carries (nearly) all of the method's time
+    grep -E '^ +[0-9.]+m?s +[0-9.]+m?s +[0-9]+: +\[ i < n \] whileTrue:' "$WORK/go.out" >/dev/null ||
+        fail "go tool pprof -list shows no time on the loop's source line"
+    echo "ok: go tool pprof -list shows RatioMethods>>light:'s source with its samples"
+}
+
 # A 64 KiB code zone compacting all the time (CodeChurn.som cycles through
 # five benchmarks): every sample vmprofd resolves in JIT'd code names the
 # piece stvm itself says was at that address at that time.
@@ -517,6 +547,7 @@ som_methods_interp) test_som_methods interp ;;
 som_loops_jit) test_som_loops jit ;;
 som_loops_interp) test_som_loops interp ;;
 code_churn) test_code_churn ;;
+som_pprof) test_som_pprof ;;
 *)
     echo "unknown test $TEST" >&2
     exit 2

@@ -562,6 +562,19 @@ static void pprof_round_trips_through_protobuf_c(void **state)
     assert_int_equal(bf->start_line, 3);
     assert_non_null(function_named(pr, "main"));
     assert_non_null(function_named(pr, "memcpy"));
+    /* benchFib at two addresses (before and after a compaction) is one Function */
+    size_t copies = 0;
+    for (size_t i = 0; i < pr->n_function; i++)
+        copies += strcmp(str(pr, pr->function[i]->name), "Integer>>benchFib") == 0;
+    assert_int_equal(copies, 1);
+    bool saw_second_copy = false;
+    for (size_t i = 0; i < pr->n_location; i++) {
+        if (pr->location[i]->address >= FIXTURE_BENCHFIB2 && pr->location[i]->address < FIXTURE_BENCHFIB2 + 0x1000) {
+            assert_int_equal(pr->location[i]->line[0]->function_id, bf->id);
+            saw_second_copy = true;
+        }
+    }
+    assert_true(saw_second_copy);
 
     for (size_t i = 0; i < pr->n_location; i++) {
         assert_int_equal(pr->location[i]->id, i + 1);
