@@ -7,7 +7,7 @@
 
 bool report_ranges_apply(const ReportFunctionInfo *f)
 {
-    return f->region == REPORT_REGION_GENERATED && f->start != 0 && (f->nmap > 0 || f->last_bcpc > 0);
+    return f->start != 0 && (f->nmap > 0 || f->last_bcpc > 0);
 }
 
 /* Number of map entries with mcpc <= offset: the interval the offset lies in. */

@@ -50,9 +50,10 @@ void report_ranges_range_of(const ReportMapEntry *map, size_t nmap, uint32_t las
  * with the largest start <= b); 0 when unknown. */
 uint32_t report_ranges_line_at(const ReportLineEntry *lines, size_t nlines, uint32_t b);
 
-/* Whether f has bytecodes to split its samples over: generated code at
- * a known address with a map or a last bytecode pc (PICs and trampolines
- * have neither). */
+/* Whether f has bytecodes to split its samples over: a JIT'd method or
+ * block, or an interpreted one (whose map gives each bytecode its own
+ * range), at a known address with a map or a last bytecode pc. PICs,
+ * trampolines and C functions have neither. */
 bool report_ranges_apply(const ReportFunctionInfo *f);
 /* Counts samples at address (inside f) into its range. */
 void report_ranges_add(ReportRanges *r, const ReportFunctionInfo *f, uint64_t address, uint64_t samples);

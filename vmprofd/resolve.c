@@ -27,6 +27,9 @@ typedef struct Zone {
     int mapping;          /* the zone's mapping in the profile */
     int anonymous[4];     /* function per ReportCodeStatus other than FOUND, -1 until made */
     char path[4096];
+    uint64_t interp_start, interp_end; /* the interpreter function, when published */
+    int *interp_fn;       /* span -> function of its interpreted method, + 1 */
+    size_t ninterp_fn;
 } Zone;
 
 static const char *status_word(ReportCodeStatus st)
@@ -144,14 +147,78 @@ static int zone_location(Profile *p, Zone *z, uint64_t time, uint64_t addr, bool
     return report_profile_add_location(p, fn, addr, (int)hit.line);
 }
 
+/* -- Interpreted methods ---------------------------------------------------------------- */
+
+/* The method whose bytecode the interpreter was at, as a location, or -1. */
+static int interpreted_location(Profile *p, Zone *z, const StoredSample *s)
+{
+    ResolveCode *c = z->code;
+    ReportCodeHit hit;
+    ReportCodeStatus st = report_codemap_resolve(c->map, s->time_ns, s->interp_ip, PROF_CODE_SPACE_BYTECODES, &hit);
+    if (c->debug) {
+        fprintf(c->debug, "%" PRIu64 " %" PRIu32 " b 0x%" PRIx64 " %s", s->time_ns, s->tid, s->interp_ip,
+                status_word(st));
+        if (st == REPORT_CODE_FOUND)
+            fprintf(c->debug, " 0x%" PRIx64 " %" PRIu32 " %" PRIu32 " %s", hit.start, hit.bc_from, hit.bc_to,
+                    hit.piece->name);
+        fputc('\n', c->debug);
+    }
+    if (st != REPORT_CODE_FOUND)
+        return -1;
+    c->interpreted++;
+    if (hit.span >= z->ninterp_fn || z->interp_fn[hit.span] == 0) {
+        const ReportCodePiece *pc = hit.piece;
+        /* one range per bytecode: map pairs (b + 1, b), so the bytes of
+         * bytecode b fall in the range b -> b (ranges.h) */
+        uint32_t nb = pc->bytecode_size;
+        ReportMapEntry *map = malloc((nb ? nb : 1) * sizeof *map);
+        for (uint32_t b = 0; map && b < nb; b++)
+            map[b] = (ReportMapEntry){.mcpc = b + 1, .bcpc = b};
+        char name[PROF_CODE_LOG_NAME_MAX + 32];
+        snprintf(name, sizeof name, "%s (interpreted)", pc->name);
+        ReportFunctionInfo f = {
+            .name = name,
+            .file = source_of(z, pc->source),
+            .start_line = (int)report_codemap_first_line(pc),
+            .region = REPORT_REGION_VANILLA,
+            .start = hit.start,
+            .size = pc->size,
+            .mapping = -1,
+            .map = map,
+            .nmap = map ? nb : 0,
+            .last_bcpc = report_codemap_last_bcpc(pc),
+            .lines = pc->lines,
+            .nlines = pc->nlines,
+        };
+        int fn = report_profile_add_function(p, &f);
+        free(map);
+        if (hit.span >= z->ninterp_fn)
+            return report_profile_add_location(p, fn, s->interp_ip, (int)hit.line);
+        z->interp_fn[hit.span] = fn + 1;
+    }
+    return report_profile_add_location(p, z->interp_fn[hit.span] - 1, s->interp_ip, (int)hit.line);
+}
+
 void vmprofd_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st, ResolveCode *code)
 {
     int kernel_fn = -1, unknown_fn = -1;
-    int frames[VMPROFD_MAX_FRAMES + 1];
+    int frames[VMPROFD_MAX_FRAMES + 2]; /* + [kernel] + an interpreted method */
     Zone z = {.code = code, .mapping = -1, .anonymous = {-1, -1, -1, -1}};
     if (sym)
         vmprofd_symbolize_vm_mapping(sym, p); /* the first mapping: pprof's main binary */
     bool have_zone = code && code->zone_end > code->zone_start;
+    if (code && code->map && code->interp_fn && sym) {
+        SymbolizedAddr a;
+        vmprofd_symbolize_lookup(sym, code->interp_fn, false, &a);
+        if (a.region == REPORT_REGION_VANILLA && a.function_start && a.function_size) {
+            z.interp_start = a.function_start;
+            z.interp_end = a.function_start + a.function_size;
+            z.ninterp_fn = report_codemap_span_count(code->map);
+            z.interp_fn = calloc(z.ninterp_fn ? z.ninterp_fn : 1, sizeof *z.interp_fn);
+            if (!z.interp_fn)
+                z.ninterp_fn = 0;
+        }
+    }
     if (have_zone) {
         ReportMappingInfo mi = {.start = code->zone_start, .limit = code->zone_end, .file = "[code zone]"};
         z.mapping = report_profile_add_mapping(p, &mi);
@@ -161,6 +228,12 @@ void vmprofd_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st,
         size_t n = 0;
         if (s->kernel_ip)
             frames[n++] = intern_plain(p, "[kernel]", &kernel_fn, s->kernel_ip);
+        if (s->interp_ip && !s->kernel_ip && s->npcs > 0 && st->pcs[s->first] >= z.interp_start &&
+            st->pcs[s->first] < z.interp_end) {
+            int loc = interpreted_location(p, &z, s);
+            if (loc >= 0)
+                frames[n++] = loc; /* above the interpreter's own frame */
+        }
         for (uint32_t k = 0; k < s->npcs; k++) {
             uint64_t pc = st->pcs[s->first + k];
             /* Frames above the leaf are return addresses: the call is the
@@ -175,4 +248,5 @@ void vmprofd_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st,
             frames[n++] = intern_plain(p, "[unknown]", &unknown_fn, 0);
         report_profile_add_sample(p, s->time_ns, s->tid, frames, n);
     }
+    free(z.interp_fn);
 }

@@ -12,6 +12,13 @@
  * zone's addresses never go through the symbolizer's address cache: the
  * same address means different code at different times.
  *
+ * Samples the interpreter takes: when the VM publishes the register that
+ * holds its bytecode ip (ProfCodeLogControl.interp_fn / interp_ip_reg) and
+ * a sample's leaf lies in that interpreter function, the register's value
+ * is looked up among the methods' bytecodes at the sample's time, and the
+ * method, "Class>>sel (interpreted)" in the vanilla region, becomes the
+ * leaf above the interpreter's frame, with one bytecode range per bytecode.
+ *
  * Kernel addresses (a cpu-clock sample that hit a system call) become one
  * "[kernel]" function in the "rest" region on top of the user stack: the
  * kernel's own symbols are not ours to resolve, but the time is real.
@@ -33,8 +40,10 @@ typedef struct ResolveCode {
     uint64_t zone_start, zone_end; /* the code zone; 0, 0 without a JIT */
     const char *cwd;           /* the target's working directory, for relative .som paths; NULL */
     FILE *debug;               /* --debug-resolutions: one line per leaf in the zone; NULL */
+    uint64_t interp_fn;        /* an address inside the interpreter function; 0: not published */
     /* counts of leaf frames in the zone, filled by vmprofd_resolve_samples */
     uint64_t zone_leaves, resolved, nothing, lost, before;
+    uint64_t interpreted;      /* samples attributed to an interpreted method */
 } ResolveCode;
 
 /* sym may be NULL (the target vanished before it could be described):

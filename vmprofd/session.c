@@ -93,8 +93,15 @@ static void on_sample(void *ctx, const RawSample *r)
         else
             pcs[n++] = r->regs.ip;
     }
-    if (!vmprofd_samples_add(&ss->store, r->time_ns, r->tid, r->kernel_ip, pcs, n))
+    if (!vmprofd_samples_add(&ss->store, r->time_ns, r->tid, r->kernel_ip, pcs, n)) {
         ss->dropped++;
+        return;
+    }
+    /* the interpreter's ip, when the VM says which register holds it */
+    uint32_t reg = ss->jit.active ? ss->jit.log.control.interp_ip_reg : 0;
+    uint64_t ip;
+    if (reg != 0 && r->regs.ip != 0 && vmprofd_unwind_reg(&r->regs, (int)reg - 1, &ip))
+        ss->store.v[ss->store.n - 1].interp_ip = ip;
 }
 
 /* -- The export segment and the symbolizer --------------------------------- */
@@ -334,6 +341,13 @@ int vmprofd_session_run(const VmprofdOptions *o)
         }
         if ((now - last_code) * 1000.0 >= SESSION_CODE_LOG_MS) {
             last_code = now;
+            /* a launched VM makes its segment as it boots: until vmprofd
+             * reads it, samples lack the interpreter's ip */
+            if (!ss->exp) {
+                try_export(ss);
+                if (ss->exp)
+                    ensure_symbolizer(ss);
+            }
             vmprofd_jitcode_poll(&ss->jit);
         }
         if ((now - last_house) * 1000.0 >= SESSION_HOUSEKEEPING_MS) {
@@ -343,7 +357,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
             vmprofd_progress_update(&ss->progress, ss->target.pid, left, ss->store.n);
         }
         int timeout = (int)(left * 1000.0) + 1;
-        int poll_ms = ss->jit.active ? SESSION_CODE_LOG_MS : SESSION_POLL_MS;
+        int poll_ms = ss->jit.active || !ss->exp ? SESSION_CODE_LOG_MS : SESSION_POLL_MS;
         if (timeout > poll_ms)
             timeout = poll_ms;
         ss->ops->poll(ss->sampler, timeout, vmprofd_target_exit_fd(&ss->target), on_sample, ss);
@@ -441,6 +455,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
         .zone_start = eh ? eh->code_zone_start : 0,
         .zone_end = eh ? eh->code_zone_end : 0,
         .cwd = ss->cwd[0] ? ss->cwd : NULL,
+        .interp_fn = ss->jit.active && ss->jit.log.control.interp_ip_reg ? ss->jit.log.control.interp_fn : 0,
     };
     bool debug_ok = true;
     if (o->debug_resolutions) {

@@ -76,6 +76,9 @@ typedef struct UnwindRegs {
 } UnwindRegs;
 
 uint64_t vmprofd_unwind_regs_mask(void);
+/* The value of perf_event register perf_reg (PERF_REG_X86_*) in r; false
+ * when the sample does not carry it. */
+bool vmprofd_unwind_reg(const UnwindRegs *r, int perf_reg, uint64_t *out);
 
 /* Walks the user stack of a sample: pcs[0] = regs->ip, then return
  * addresses. stack/stack_len: bytes copied from regs->sp upward (may be

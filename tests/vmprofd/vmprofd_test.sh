@@ -5,7 +5,7 @@
 #   vmprofd_test.sh TEST
 #
 # Environment (set by CMakeLists.txt): VMPROFD, RATIO (ratio.c), STVM,
-# FAKE_SEGMENT, PPROF_CHECK, NO_PERF, TRUTH_CHECK, SOURCE_DIR.
+# FAKE_SEGMENT, PPROF_CHECK, NO_PERF, INTERP_FAKE, TRUTH_CHECK, SOURCE_DIR.
 #
 # Each test works in its own temporary directory and kills, by pid, only
 # the processes it started. Exit 0 = pass, 1 = fail; a test that cannot run
@@ -504,6 +504,35 @@ test_som_pprof() {
     echo "ok: go tool pprof -list shows RatioMethods>>light:'s source with its samples"
 }
 
+# Interpreted samples (interp_fake.c: an "interpreter" whose ip is in R12,
+# two 16-bytecode methods run 1:3, one of them moved halfway): the rows
+# "Fake>>light (interpreted)" and "... heavy" split 25/75 +- 3, each of
+# light's 16 bytecodes is a range of about 1/16, and heavy is found at
+# both of its addresses.
+test_interp_fake() {
+    "$VMPROFD" --seconds 20 --lines -o "$WORK/i.txt" --debug-resolutions "$WORK/res.txt" -- "$INTERP_FAKE" 2.5 \
+        >"$WORK/fake.out" 2>"$WORK/vmprofd.err" || fail "vmprofd exited with status $?"
+    grep -q "^interp_fake: ok" "$WORK/fake.out" || fail "interp_fake did not finish: $(cat "$WORK/fake.out")"
+    local light heavy share
+    light=$(row_samples "$WORK/i.txt" "Fake>>light (interpreted)")
+    heavy=$(row_samples "$WORK/i.txt" "Fake>>heavy (interpreted)")
+    [ -n "$light" ] && [ -n "$heavy" ] || fail "no interpreted rows in the report"
+    [ $((light + heavy)) -ge 1500 ] || fail "only $((light + heavy)) interpreted samples"
+    share=$(awk -v l="$light" -v h="$heavy" 'BEGIN { printf "%.2f", 100 * l / (l + h) }')
+    awk -v g="$share" 'BEGIN { exit !(g >= 22 && g <= 28) }' ||
+        fail "Fake>>light has $share% of the interpreted samples ($light vs $heavy); expected 25 +- 3"
+    awk -F'\t' -v row="Fake>>light (interpreted)" '
+        $2 == row && $1 != "" { on = 1; next }
+        on && $1 != "" { exit }
+        on { n++; p = $2; sub(/%/, "", p); if (p + 0 < 2 || p + 0 > 12) bad++ }
+        END { exit !(n == 16 && bad == 0) }' "$WORK/i.txt" ||
+        fail "light's bytecode ranges are not 16 of about 1/16: $(grep -F -A17 "Fake>>light (interpreted)" "$WORK/i.txt")"
+    local starts
+    starts=$(awk '$3 == "b" && $5 == "found" && $NF == "Fake>>heavy" { print $6 }' "$WORK/res.txt" | sort -u | wc -l)
+    [ "$starts" -eq 2 ] || fail "heavy was found at $starts addresses, not before and after its move"
+    echo "ok: interpreted: light $share% of $((light + heavy)) samples, 16 ranges, heavy at 2 addresses"
+}
+
 # A 64 KiB code zone compacting all the time (CodeChurn.som cycles through
 # five benchmarks): every sample vmprofd resolves in JIT'd code names the
 # piece stvm itself says was at that address at that time.
@@ -548,6 +577,7 @@ som_loops_jit) test_som_loops jit ;;
 som_loops_interp) test_som_loops interp ;;
 code_churn) test_code_churn ;;
 som_pprof) test_som_pprof ;;
+interp_fake) test_interp_fake ;;
 *)
     echo "unknown test $TEST" >&2
     exit 2
