@@ -204,10 +204,12 @@ _Static_assert(sizeof(ProfExportHeader) == 88 + PROF_EXPORT_PATH_MAX, "ProfExpor
 #define PROF_CODE_LOG_MAGIC 0x474f4c43d56d7473ull /* "stm\xd5CLOG" little-endian */
 #define PROF_CODE_LOG_MIN_RING (64u << 10)
 #define PROF_CODE_LOG_MAX_RING (1ull << 30)
-/* Default ring: SOM's core library and a benchmark announce ~1,500 methods'
- * bytecodes at ~200 bytes each at start-up, and DeltaBlue in a 64 KiB code
- * zone (a compaction every few ms) writes ~1 MB of events a second; 4 MiB
- * holds both with room, and pages nobody writes cost nothing. */
+/* Default ring: SOM's core library and smalltalk/bench define ~740 methods,
+ * whose bytecodes announced at start-up take ~200 bytes each (~150 KB);
+ * the worst churn measured, five benchmarks in turn in a 64 KiB code zone
+ * (tests/vmprofd/som/CodeChurn.som, ~1000 compactions a second), writes
+ * 8.2 MB of events a second, so 4 MiB is half a second of it: ten of
+ * vmprofd's 50 ms polls. Pages nobody writes cost nothing. */
 #define PROF_CODE_LOG_DEFAULT_RING (4u << 20)
 #define PROF_CODE_LOG_MAX_RECORD_FRACTION 8
 #define PROF_CODE_LOG_NAME_MAX 1023   /* longer names are cut */
