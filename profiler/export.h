@@ -211,6 +211,11 @@ _Static_assert(sizeof(ProfExportHeader) == 88 + PROF_EXPORT_PATH_MAX, "ProfExpor
  * 8.2 MB of events a second, so 4 MiB is half a second of it: ten of
  * vmprofd's 50 ms polls. Pages nobody writes cost nothing. */
 #define PROF_CODE_LOG_DEFAULT_RING (4u << 20)
+/* A record is at most 1/8 of the ring: checkpoints must fit in half a ring
+ * less one record (above), so this leaves them at least 3/8 of it; a LOAD
+ * too big is written without its lines, then with the first map pairs
+ * that fit (flag TRUNCATED). The largest method of smalltalk/ maps to a
+ * few hundred bytes; the smallest ring (64 KiB) allows 8 KiB. */
 #define PROF_CODE_LOG_MAX_RECORD_FRACTION 8
 #define PROF_CODE_LOG_NAME_MAX 1023   /* longer names are cut */
 #define PROF_CODE_LOG_SOURCE_MAX 4095 /* longer paths are dropped */
