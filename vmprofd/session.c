@@ -43,6 +43,9 @@
  * ring lasts half a second; polling every 50 ms leaves a tenfold margin,
  * and a poll that finds nothing new is one pread. */
 #define SESSION_CODE_LOG_MS 50
+/* After an overrun the period halves, down to this: 10 ms keeps up with
+ * that churn in a ring of 128 KiB. */
+#define SESSION_CODE_LOG_MIN_MS 10
 
 static volatile sig_atomic_t stop_signal;
 
@@ -72,6 +75,7 @@ typedef struct Session {
     JitCode jit;
     char jit_why[512];      /* why there is no code event log, when there is none */
     char cwd[4096];         /* the target's working directory (relative .som paths) */
+    int code_poll_ms;       /* the code log's poll period: SESSION_CODE_LOG_MS, less after overruns */
     bool have_start;
     ProfCounters start, end;
     SampleStore store;
@@ -153,6 +157,19 @@ static void ensure_symbolizer(Session *ss)
     snprintf(ss->sym_exe, sizeof ss->sym_exe, "%s", exe ? exe : "");
     ss->sym_zone_start = zs;
     ss->sym_zone_end = ze;
+}
+
+/* Reads the code log; a log that the VM overran since the last poll gets
+ * read twice as often from then on. */
+static void poll_code(Session *ss)
+{
+    uint64_t overruns = ss->jit.log.stats.overruns;
+    vmprofd_jitcode_poll(&ss->jit);
+    if (ss->jit.active && ss->jit.log.stats.overruns > overruns && ss->code_poll_ms > SESSION_CODE_LOG_MIN_MS) {
+        ss->code_poll_ms /= 2;
+        if (ss->code_poll_ms < SESSION_CODE_LOG_MIN_MS)
+            ss->code_poll_ms = SESSION_CODE_LOG_MIN_MS;
+    }
 }
 
 /* -- Choosing a sampler ------------------------------------------------------ */
@@ -297,6 +314,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
         return 1;
     }
     ss->o = o;
+    ss->code_poll_ms = SESSION_CODE_LOG_MS;
     ss->target.pidfd = ss->target.go_fd = ss->target.exec_fd = -1;
     stop_signal = 0;
     install_signals();
@@ -340,7 +358,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
             last_rescan = now;
             ss->ops->rescan(ss->sampler);
         }
-        if ((now - last_code) * 1000.0 >= SESSION_CODE_LOG_MS) {
+        if ((now - last_code) * 1000.0 >= ss->code_poll_ms) {
             last_code = now;
             /* a launched VM makes its segment as it boots: until vmprofd
              * reads it, samples lack the interpreter's ip */
@@ -349,7 +367,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
                 if (ss->exp)
                     ensure_symbolizer(ss);
             }
-            vmprofd_jitcode_poll(&ss->jit);
+            poll_code(ss);
         }
         if ((now - last_house) * 1000.0 >= SESSION_HOUSEKEEPING_MS) {
             last_house = now;
@@ -358,7 +376,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
             vmprofd_progress_update(&ss->progress, ss->target.pid, left, ss->store.n);
         }
         int timeout = (int)(left * 1000.0) + 1;
-        int poll_ms = ss->jit.active || !ss->exp ? SESSION_CODE_LOG_MS : SESSION_POLL_MS;
+        int poll_ms = ss->jit.active || !ss->exp ? ss->code_poll_ms : SESSION_POLL_MS;
         if (timeout > poll_ms)
             timeout = poll_ms;
         ss->ops->poll(ss->sampler, timeout, vmprofd_target_exit_fd(&ss->target), on_sample, ss);
@@ -451,6 +469,10 @@ int vmprofd_session_run(const VmprofdOptions *o)
     if (ss->exp && !ss->jit.active && ss->jit_why[0])
         report_profile_add_note(p, "%s", ss->jit_why);
     vmprofd_jitcode_notes(&ss->jit, p);
+    if (ss->code_poll_ms < SESSION_CODE_LOG_MS)
+        report_profile_add_note(p, "the code event log was overrun: vmprofd read it every %d ms instead of %d "
+                                   "(stvm --export-log-size makes the ring bigger)",
+                                ss->code_poll_ms, SESSION_CODE_LOG_MS);
     ResolveCode code = {
         .map = ss->jit.active ? ss->jit.map : NULL,
         .zone_start = eh ? eh->code_zone_start : 0,

@@ -537,8 +537,10 @@ test_interp_fake() {
 # five benchmarks): every sample vmprofd resolves in JIT'd code names the
 # piece stvm itself says was at that address at that time.
 test_code_churn() {
+    local ring=${1:-} extra=()
+    [ -n "$ring" ] && extra=(--export-log-size "$ring")
     "$VMPROFD" --seconds 30 -o "$WORK/c.txt" --debug-resolutions "$WORK/res.txt" -- \
-        "$STVM" --code-size 64K --code-zone-stats --code-log-truth "$WORK/truth.txt" \
+        "$STVM" --code-size 64K "${extra[@]}" --code-zone-stats --code-log-truth "$WORK/truth.txt" \
         -cp "$SOURCE_DIR/smalltalk/bench:$SOM_DIR" CodeChurn 2500 >"$WORK/stvm.out" 2>"$WORK/vmprofd.err" ||
         fail "vmprofd exited with status $?"
     grep -q "^churn: done" "$WORK/stvm.out" || fail "CodeChurn did not finish: $(cat "$WORK/stvm.out")"
@@ -550,7 +552,17 @@ test_code_churn() {
         cat "$WORK/check.out"
         fail "vmprofd's resolutions disagree with stvm's own record"
     }
-    echo "ok: $compactions compactions; $(tail -1 "$WORK/check.out")"
+    if [ -n "$ring" ]; then
+        # a ring of ~30 ms of events read every 50 ms: overwritten events are
+        # said, recovered from at checkpoints, and their samples not guessed
+        grep -q "warning: code log: the VM overwrote" "$WORK/vmprofd.err" ||
+            fail "no overrun warning with a $ring ring: $(grep warning "$WORK/vmprofd.err")"
+        grep -q "code event log: events lost" "$WORK/c.txt" || fail "the report does not say events were lost"
+        grep -q "while events were lost" "$WORK/check.out" || fail "no check output"
+        awk '/^truth:/ { for (i = 1; i <= NF; i++) if ($(i+1) == "while") n = $i } END { exit !(n > 0) }' \
+            "$WORK/check.out" || fail "no sample fell in a gap: the ring did not overrun"
+    fi
+    echo "ok: $compactions compactions${ring:+, a $ring ring}; $(tail -1 "$WORK/check.out")"
 }
 
 case $TEST in
@@ -576,6 +588,7 @@ som_methods_interp) test_som_methods interp ;;
 som_loops_jit) test_som_loops jit ;;
 som_loops_interp) test_som_loops interp ;;
 code_churn) test_code_churn ;;
+code_churn_small_ring) test_code_churn 256K ;;
 som_pprof) test_som_pprof ;;
 interp_fake) test_interp_fake ;;
 *)
