@@ -8,6 +8,10 @@
  * the order it happened. A sink registered late can ask the VM to replay
  * the loads of everything alive (prof_code_replay).
  *
+ * Every event has one CLOCK_MONOTONIC time, taken as it is fanned out and
+ * read by the sinks with prof_code_event_time(), so all sinks (the export's
+ * log, a ground-truth file) stamp an event identically.
+ *
  * Addresses are absolute. `map` pairs are (offset from start, bcpc) in
  * increasing offset order, exactly the JIT's mcpc -> bcpc map; `lines` pairs
  * are (bcpc, source line) in increasing bcpc order. Pointers in a
@@ -59,6 +63,8 @@ bool prof_code_observed(void);
 void prof_code_load(const ProfCodeLoad *e);
 void prof_code_move(uint64_t from, uint64_t to, uint64_t size);
 void prof_code_free(uint64_t start, uint64_t size);
+/* CLOCK_MONOTONIC nanoseconds of the event being delivered (or replayed). */
+uint64_t prof_code_event_time(void);
 
 /* The VM installs the function that re-announces every live piece of code
  * (as loads, to one sink); a sink added after code exists calls

@@ -19,6 +19,11 @@
  * (odd while the GC statistics are being copied in) for readers that want
  * a consistent set.
  *
+ * Versions: 1 had no code event log (code_log_* reserved, zero). 2 adds
+ * it; the header and the counters are unchanged, so a version-1 reader
+ * reads a version-2 segment's counters and a version-2 reader accepts a
+ * version-1 segment (JIT'd code then stays one anonymous zone).
+ *
  * Who may include: profiler/ (writer), vmprofd/ and report/ (readers).
  */
 #ifndef PROFILER_EXPORT_H
@@ -28,7 +33,8 @@
 #include <stdint.h>
 
 #define PROF_EXPORT_MAGIC 0x464f5250d56d7473ull /* "stm\xd5PROF" little-endian */
-#define PROF_EXPORT_VERSION 1
+#define PROF_EXPORT_VERSION 2
+#define PROF_EXPORT_VERSION_CODE_LOG 2 /* the first version with a code event log */
 #define PROF_EXPORT_NAME_FMT "/stvm-%d"     /* shm_open name; the file is /dev/shm/stvm-<pid> */
 #define PROF_EXPORT_PATH_FMT "/dev/shm/stvm-%d"
 #define PROF_EXPORT_PATH_MAX 512
@@ -95,5 +101,236 @@ _Static_assert(offsetof(ProfCounters, scavenges) == 48, "ProfCounters layout is 
 _Static_assert(offsetof(ProfCounters, process_switches) == 136, "ProfCounters layout is ABI");
 _Static_assert(offsetof(ProfExportHeader, counters_offset) == 40, "ProfExportHeader layout is ABI");
 _Static_assert(sizeof(ProfExportHeader) == 88 + PROF_EXPORT_PATH_MAX, "ProfExportHeader layout is ABI");
+
+/* -- The code event log (version >= 2) -----------------------------------------
+ *
+ * What code lives where, and since when: every piece of machine code the
+ * JIT loads, moves or frees, and every method's bytecodes, so a profiler
+ * resolves a sample against the code *as it was when the sample was
+ * taken*. The region at header.code_log_offset (header.code_log_size bytes):
+ *
+ *   +--------------------+  code_log_offset
+ *   | ProfCodeLogControl |  128 bytes: geometry, positions, newest checkpoint
+ *   +--------------------+  code_log_offset + control.ring_offset
+ *   | ring               |  control.ring_size bytes, a power of two
+ *   +--------------------+
+ *
+ * The ring holds a stream of records. A record's *position* is its byte
+ * offset in the stream since the log opened (64-bit: never wraps); its
+ * bytes are at ring[position & (ring_size - 1)] onward and may run past
+ * the ring's end into its start. Records and positions are 8-aligned.
+ *
+ * Writer (the VM thread, one record at a time; it never waits for readers):
+ *   1. write_begin = end + size   (release store)  bytes of the stream below
+ *                                 write_begin - ring_size are being overwritten
+ *   2. copy the record into the ring
+ *   3. write_end = end + size     (release store)  the record is complete
+ * Reader, from its cursor c:
+ *   1. e = write_end               (acquire)
+ *   2. copy the stream [c, e) out of the ring
+ *   3. b = write_begin             (acquire)
+ *   4. b - ring_size > c: the bytes copied first may have been overwritten
+ *      while copying: everything from c on is lost (recover, below);
+ *      otherwise every record in [c, e) is intact.
+ * Every record also carries its sequence number (0, 1, 2, … without gaps)
+ * and a checksum of its bytes, so a torn or corrupt record (a writer that
+ * died mid-record, a reader that copied the control block torn, a hostile
+ * process) is recognised and its lengths are never trusted.
+ *
+ * Checkpoints (the constituents snapshot of reference 004, 3.1, as
+ * records): the run
+ *     CHECKPOINT_BEGIN, LOAD (flag CHECKPOINT) × n, CHECKPOINT_END(n)
+ * restates every piece alive at one moment, all stamped with that time.
+ * Replaying the stream from a checkpoint's BEGIN onto an empty zone
+ * rebuilds the zone exactly. control.checkpoint_pos is the position of the
+ * newest complete checkpoint's BEGIN, stored (release) after its END is
+ * committed. The VM writes one when the log opens (position 0: the
+ * trampolines and whatever else is already alive), then whenever the
+ * stream has grown by half a ring since the last, just before the next
+ * record. So the newest checkpoint and all that follows it are in the ring
+ * at every moment, provided a checkpoint is smaller than half the ring
+ * less one record; otherwise the VM sets PROF_CODE_LOG_F_CHECKPOINT_TOO_BIG,
+ * warns, and late readers see only what follows their arrival (make the
+ * ring bigger: stvm --export-log-size). The VM writes checkpoints from its
+ * own mirror of the live pieces (private memory, the encoded LOAD bodies),
+ * so a checkpoint costs one copy of the live set per half ring of events
+ * and nothing while no code is loaded, moved or freed.
+ *
+ * Readers: a reader that joins starts at position 0 while nothing has been
+ * overwritten (write_begin <= ring_size: the whole history), else at
+ * checkpoint_pos. A reader that fell behind (step 4) or met a bad record
+ * recovers at the first checkpoint after the damage: between its last good
+ * record and that checkpoint's time the zone is unknown, and it says so
+ * instead of guessing. A reader that keeps up skips checkpoints.
+ *
+ * Time: every record carries CLOCK_MONOTONIC nanoseconds, the clock of
+ * perf_event samples opened with use_clockid = 1, clockid = CLOCK_MONOTONIC
+ * (and of ptrace-mode samples). A piece loaded at t_load and freed or moved
+ * away at t_end owns its bytes for samples with t_load <= time < t_end:
+ * the VM announces a load after the code is complete and before it runs, a
+ * free before the bytes are reused, and it runs no machine code while
+ * pieces move.
+ *
+ * Spaces: machine code (the code zone) and bytecodes (methods' bytecodes in
+ * the heap, for samples the interpreter takes: start is the address of the
+ * first bytecode, size the bytecode count, bcpc = address - start) are two
+ * address spaces; a reader looks a value up in the space it came from (an
+ * instruction pointer, or the interpreter's ip register).
+ *
+ * Record header (ProfCodeRecord, 32 bytes), then the body of its type:
+ *
+ *   byte 0        4           8           16          24     26      28    32
+ *       +--------+-----------+-----------+-----------+------+-------+-----+
+ *       | size   | checksum  | seq       | time_ns   | type | flags | 0   |
+ *       +--------+-----------+-----------+-----------+------+-------+-----+
+ *   size      the whole record, header included, a multiple of 8, at most
+ *             ring_size / PROF_CODE_LOG_MAX_RECORD_FRACTION
+ *   checksum  prof_code_log_checksum() of bytes [8, size)
+ *
+ *   LOAD   ProfCodeLoadRecord (48 bytes), then
+ *            map    map_count  × (u32 offset from start, u32 bcpc), by offset
+ *            lines  line_count × (u32 bcpc, u32 line), by bcpc
+ *            name   name_len bytes and a NUL ("Class>>sel", "[] in Class>>sel",
+ *                   "sel (closed PIC)", "ceSend")
+ *            source source_len bytes and a NUL (the .som file; may be relative
+ *                   to the VM's working directory; empty when unknown)
+ *            zeros up to the record's size
+ *   MOVE   ProfCodeMoveRecord: the piece at `from` now starts at `to`
+ *   FREE   ProfCodeFreeRecord: the piece at `start` is gone
+ *   CHECKPOINT_BEGIN  no body
+ *   CHECKPOINT_END    ProfCodeCheckpointEnd: the BEGIN's seq, the LOAD count
+ */
+
+#define PROF_CODE_LOG_MAGIC 0x474f4c43d56d7473ull /* "stm\xd5CLOG" little-endian */
+#define PROF_CODE_LOG_MIN_RING (64u << 10)
+#define PROF_CODE_LOG_MAX_RING (1ull << 30)
+/* Default ring: SOM's core library and smalltalk/bench define ~740 methods,
+ * whose bytecodes announced at start-up take ~200 bytes each (~150 KB);
+ * the worst churn measured, five benchmarks in turn in a 64 KiB code zone
+ * (tests/vmprofd/som/CodeChurn.som, ~1000 compactions a second), writes
+ * 8.2 MB of events a second, so 4 MiB is half a second of it: ten of
+ * vmprofd's 50 ms polls. Pages nobody writes cost nothing. */
+#define PROF_CODE_LOG_DEFAULT_RING (4u << 20)
+/* A record is at most 1/8 of the ring: checkpoints must fit in half a ring
+ * less one record (above), so this leaves them at least 3/8 of it; a LOAD
+ * too big is written without its lines, then with the first map pairs
+ * that fit (flag TRUNCATED). The largest method of smalltalk/ maps to a
+ * few hundred bytes; the smallest ring (64 KiB) allows 8 KiB. */
+#define PROF_CODE_LOG_MAX_RECORD_FRACTION 8
+#define PROF_CODE_LOG_NAME_MAX 1023   /* longer names are cut */
+#define PROF_CODE_LOG_SOURCE_MAX 4095 /* longer paths are dropped */
+
+typedef enum ProfCodeSpace {
+    PROF_CODE_SPACE_MACHINE = 0,   /* the JIT's code zone */
+    PROF_CODE_SPACE_BYTECODES = 1, /* methods' bytecodes in the heap */
+    PROF_CODE_SPACE_COUNT
+} ProfCodeSpace;
+
+typedef enum ProfCodeRecordType {
+    PROF_CODE_REC_LOAD = 1,
+    PROF_CODE_REC_MOVE = 2,
+    PROF_CODE_REC_FREE = 3,
+    PROF_CODE_REC_CHECKPOINT_BEGIN = 4,
+    PROF_CODE_REC_CHECKPOINT_END = 5,
+} ProfCodeRecordType;
+
+#define PROF_CODE_REC_F_CHECKPOINT 1u /* a LOAD restating a live piece inside a checkpoint */
+#define PROF_CODE_REC_F_TRUNCATED 2u  /* a LOAD without (part of) its map or lines: too big */
+
+#define PROF_CODE_LOG_F_CHECKPOINT_TOO_BIG 1u /* the live set outgrew half the ring */
+
+typedef struct ProfCodeLogControl {
+    uint64_t magic;          /* PROF_CODE_LOG_MAGIC, stored last (release) */
+    uint32_t control_size;   /* sizeof(ProfCodeLogControl) of the writer */
+    uint32_t flags;          /* PROF_CODE_LOG_F_* */
+    uint64_t ring_offset;    /* from the start of the log region; 64-aligned */
+    uint64_t ring_size;      /* a power of two, PROF_CODE_LOG_MIN_RING .. _MAX_RING */
+    uint64_t write_begin;    /* stream positions, see above */
+    uint64_t write_end;
+    uint64_t checkpoint_pos; /* the newest complete checkpoint's BEGIN */
+    uint64_t checkpoints;    /* checkpoints written */
+    uint64_t records;        /* records written: the next record's seq */
+    uint64_t truncated;      /* LOADs written without their map or lines */
+    /* The interpreter's bytecode ip, for samples that land in the
+     * interpreter (published by the VM when it keeps the ip in a register):
+     * inside the function that contains address interp_fn, register
+     * interp_ip_reg - 1 (perf_event's x86 register numbering,
+     * PERF_REG_X86_*) holds the address of the bytecode being executed,
+     * to be looked up in PROF_CODE_SPACE_BYTECODES. 0, 0: not published. */
+    uint64_t interp_fn;
+    uint32_t interp_ip_reg;
+    uint32_t reserved0;
+    uint64_t reserved[4];
+} ProfCodeLogControl;
+
+typedef struct ProfCodeRecord {
+    uint32_t size;
+    uint32_t checksum;
+    uint64_t seq;
+    uint64_t time_ns;
+    uint16_t type;  /* ProfCodeRecordType */
+    uint16_t flags; /* PROF_CODE_REC_F_* */
+    uint32_t zero;
+} ProfCodeRecord;
+
+typedef struct ProfCodeLoadRecord {
+    uint64_t start;          /* machine code: the piece's first byte (its header); bytecodes: the first bytecode */
+    uint64_t size;           /* bytes (machine code) or bytecodes */
+    uint64_t code_start;     /* first instruction (machine code), = start for bytecodes */
+    uint32_t kind;           /* ProfCodeKind */
+    uint32_t bytecode_size;  /* bytecodes of the method or block; 0 for PICs and trampolines */
+    uint32_t map_count;
+    uint32_t line_count;
+    uint16_t name_len;
+    uint16_t source_len;
+    uint32_t zero;
+} ProfCodeLoadRecord;
+
+typedef struct ProfCodeMoveRecord {
+    uint64_t from, to, size;
+    uint32_t space; /* ProfCodeSpace */
+    uint32_t zero;
+} ProfCodeMoveRecord;
+
+typedef struct ProfCodeFreeRecord {
+    uint64_t start, size;
+    uint32_t space;
+    uint32_t zero;
+} ProfCodeFreeRecord;
+
+typedef struct ProfCodeCheckpointEnd {
+    uint64_t begin_seq; /* seq of this checkpoint's BEGIN */
+    uint64_t pieces;    /* LOAD records between them */
+} ProfCodeCheckpointEnd;
+
+_Static_assert(sizeof(ProfCodeLogControl) == 128, "ProfCodeLogControl layout is ABI");
+_Static_assert(offsetof(ProfCodeLogControl, write_begin) == 32, "ProfCodeLogControl layout is ABI");
+_Static_assert(offsetof(ProfCodeLogControl, write_end) == 40, "ProfCodeLogControl layout is ABI");
+_Static_assert(offsetof(ProfCodeLogControl, checkpoint_pos) == 48, "ProfCodeLogControl layout is ABI");
+_Static_assert(offsetof(ProfCodeLogControl, interp_fn) == 80, "ProfCodeLogControl layout is ABI");
+_Static_assert(sizeof(ProfCodeRecord) == 32, "ProfCodeRecord layout is ABI");
+_Static_assert(offsetof(ProfCodeRecord, seq) == 8, "ProfCodeRecord layout is ABI");
+_Static_assert(offsetof(ProfCodeRecord, time_ns) == 16, "ProfCodeRecord layout is ABI");
+_Static_assert(offsetof(ProfCodeRecord, type) == 24, "ProfCodeRecord layout is ABI");
+_Static_assert(sizeof(ProfCodeLoadRecord) == 48, "ProfCodeLoadRecord layout is ABI");
+_Static_assert(offsetof(ProfCodeLoadRecord, kind) == 24, "ProfCodeLoadRecord layout is ABI");
+_Static_assert(offsetof(ProfCodeLoadRecord, name_len) == 40, "ProfCodeLoadRecord layout is ABI");
+_Static_assert(sizeof(ProfCodeMoveRecord) == 32, "ProfCodeMoveRecord layout is ABI");
+_Static_assert(sizeof(ProfCodeFreeRecord) == 24, "ProfCodeFreeRecord layout is ABI");
+_Static_assert(sizeof(ProfCodeCheckpointEnd) == 16, "ProfCodeCheckpointEnd layout is ABI");
+
+/* FNV-1a, 32 bits (the published offset basis and prime): each byte step
+ * is a bijection of the running hash, so any single changed byte changes
+ * the result. Shared by the writer and every reader so they cannot drift. */
+static inline uint32_t prof_code_log_checksum(const void *bytes, size_t n)
+{
+    const uint8_t *p = (const uint8_t *)bytes;
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 16777619u;
+    }
+    return h;
+}
 
 #endif

@@ -5,6 +5,7 @@
 #include "profiler/publish.h"
 
 #include "gc/heap.h"
+#include "profiler/codelog.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static ProfCounters private_counters;
@@ -22,6 +24,42 @@ static ProfExportHeader *header;
 static size_t segment_size;
 static char shm_name[64];
 static char shm_path[PROF_EXPORT_PATH_MAX];
+static ProfCodeLog code_log;
+static ProfCodeSink code_log_sink;
+static bool code_log_open;
+
+/* The segment's start, then the log region page-aligned after the counters. */
+#define LOG_ALIGN 4096u
+
+static void warn_stderr(const char *msg) { fprintf(stderr, "stvm: warning: %s\n", msg); }
+
+static void open_code_log(const ProfPublishInit *init, char *err, size_t errlen)
+{
+    uint64_t ring = init->code_log_bytes ? init->code_log_bytes : PROF_CODE_LOG_DEFAULT_RING;
+    char why[256];
+    if (!prof_codelog_init(&code_log, (char *)header + header->code_log_offset, header->code_log_size, ring,
+                           init->code_zone_start, init->code_zone_end, why, sizeof why)) {
+        if (err) snprintf(err, errlen, "no code event log in the profiler export: %s", why);
+        header->code_log_offset = header->code_log_size = 0;
+        return;
+    }
+    code_log.warn = warn_stderr;
+    prof_codelog_sink(&code_log, &code_log_sink);
+    if (!prof_code_sink_add(&code_log_sink)) {
+        if (err) snprintf(err, errlen, "no code event log in the profiler export: too many code event sinks");
+        header->code_log_offset = header->code_log_size = 0;
+        return;
+    }
+    code_log_open = true;
+    /* The first checkpoint: whatever code exists already (the trampolines),
+     * replayed by the VM; its loads carry the replay's time. */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    prof_codelog_checkpoint_begin(&code_log, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+    prof_code_replay(&code_log_sink);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    prof_codelog_checkpoint_end(&code_log, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+}
 
 static void unlink_at_exit(void) { prof_publish_close(); }
 
@@ -44,7 +82,9 @@ ProfCounters *prof_publish_open(const ProfPublishInit *init, char *err, size_t e
         snprintf(shm_name, sizeof shm_name, PROF_EXPORT_NAME_FMT, (int)pid);
         snprintf(shm_path, sizeof shm_path, PROF_EXPORT_PATH_FMT, (int)pid);
         long page = sysconf(_SC_PAGESIZE);
-        size_t need = sizeof(ProfExportHeader) + sizeof(ProfCounters);
+        uint64_t ring = init->code_log_bytes ? init->code_log_bytes : PROF_CODE_LOG_DEFAULT_RING;
+        size_t log_offset = (sizeof(ProfExportHeader) + sizeof(ProfCounters) + LOG_ALIGN - 1) / LOG_ALIGN * LOG_ALIGN;
+        size_t need = log_offset + prof_codelog_region_bytes(ring);
         segment_size = (need + (size_t)page - 1) / (size_t)page * (size_t)page;
         /* O_TRUNC: a segment left by an earlier process with our pid is stale */
         int fd = shm_open(shm_name, O_CREAT | O_RDWR | O_TRUNC, 0600);
@@ -60,7 +100,8 @@ ProfCounters *prof_publish_open(const ProfPublishInit *init, char *err, size_t e
             shm_name[0] = 0;
         } else {
             header = mem;
-            memset(header, 0, segment_size);
+            /* a fresh object reads as zeros; clearing the ring would only make its pages resident */
+            memset(header, 0, log_offset);
             header->version = PROF_EXPORT_VERSION;
             header->header_size = sizeof(ProfExportHeader);
             header->segment_size = segment_size;
@@ -69,11 +110,14 @@ ProfCounters *prof_publish_open(const ProfPublishInit *init, char *err, size_t e
             header->start_monotonic_ns = init->start_monotonic_ns;
             header->counters_offset = sizeof(ProfExportHeader);
             header->counters_size = sizeof(ProfCounters);
+            header->code_log_offset = log_offset;
+            header->code_log_size = segment_size - log_offset;
             header->code_zone_start = init->code_zone_start;
             header->code_zone_end = init->code_zone_end;
             ssize_t n = readlink("/proc/self/exe", header->vm_path, sizeof header->vm_path - 1);
             header->vm_path[n > 0 ? n : 0] = 0;
             counters = (ProfCounters *)((char *)mem + header->counters_offset);
+            open_code_log(init, err, errlen);
             atexit(unlink_at_exit);
             static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
             for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
@@ -119,6 +163,11 @@ void prof_publish_gc(void)
 }
 
 const char *prof_publish_path(void) { return shm_name[0] ? shm_path : NULL; }
+
+void prof_publish_interp_ip(const void *interp_fn, unsigned perf_reg)
+{
+    if (code_log_open) prof_codelog_set_interp(&code_log, (uint64_t)(uintptr_t)interp_fn, perf_reg);
+}
 
 void prof_publish_close(void)
 {

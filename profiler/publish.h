@@ -6,6 +6,13 @@
  * created (or --no-export), the counters live in private memory instead and
  * the VM runs on unchanged. The segment is unlinked at exit.
  *
+ * It also opens the segment's code event log (profiler/codelog.h): a sink
+ * of the VM's code events is registered and the code already alive is
+ * replayed into the log's first checkpoint, so open after the JIT has made
+ * its trampolines and before any method exists, or the log misses nothing
+ * anyway (the replay covers what profiler/codeevents' replay function
+ * knows).
+ *
  * Who may call: vm/ (boot, GC hook). Single writer: the VM thread.
  */
 #ifndef PROFILER_PUBLISH_H
@@ -24,6 +31,7 @@ typedef struct ProfPublishInit {
     uint64_t code_bytes;
     uint64_t code_zone_start, code_zone_end; /* 0 without a JIT */
     uint64_t start_monotonic_ns;
+    uint64_t code_log_bytes; /* the log's ring (--export-log-size); 0: PROF_CODE_LOG_DEFAULT_RING */
 } ProfPublishInit;
 
 /* Never fails: answers the counters to increment. err gets a warning when
@@ -33,6 +41,10 @@ ProfCounters *prof_publish_open(const ProfPublishInit *init, char *err, size_t e
 void prof_publish_gc(void);
 /* Path of the segment, or NULL when private. */
 const char *prof_publish_path(void);
+/* Tells profilers where the interpreter keeps its bytecode ip
+ * (ProfCodeLogControl.interp_fn / interp_ip_reg): inside the function that
+ * contains interp_fn, perf_event x86 register perf_reg holds it. */
+void prof_publish_interp_ip(const void *interp_fn, unsigned perf_reg);
 void prof_publish_close(void);
 
 #endif

@@ -5,7 +5,10 @@
  *   sample_type   [samples/count, cpu/nanoseconds]; default: cpu
  *   period_type   cpu/nanoseconds, period = 1e9 / requested Hz
  *   mapping       one per Profile mapping,  id = index + 1
- *   function      one per Profile function, id = index + 1
+ *   function      one per distinct (name, source file, start line): a
+ *                 Smalltalk method moved by code compaction is several
+ *                 Profile functions (one per address) but one pprof
+ *                 Function, as pprof's tools expect; id = 1, 2, …
  *                 (name = system_name, filename = its source, start_line)
  *   location      one per Profile location, id = index + 1, one Line
  *   sample        one per distinct (thread, stack), leaf first, values
@@ -152,6 +155,7 @@ typedef struct Message {
     Perftools__Profiles__ValueType *type_ptrs[2];
     Perftools__Profiles__Mapping *mappings, **mapping_ptrs;
     Perftools__Profiles__Function *functions, **function_ptrs;
+    uint64_t *function_ids; /* Profile function -> pprof Function id */
     Perftools__Profiles__Location *locations, **location_ptrs;
     Perftools__Profiles__Line *lines, **line_ptrs;
     Perftools__Profiles__Sample *samples, **sample_ptrs;
@@ -199,23 +203,53 @@ static void build_mappings(Message *m, Builder *b)
     m->profile.mapping = m->mapping_ptrs;
 }
 
+typedef struct FunctionKey {
+    const Message *m;
+    const Perftools__Profiles__Function *f;
+} FunctionKey;
+
+static bool function_eq(const void *ctx, int item)
+{
+    const FunctionKey *k = ctx;
+    const Perftools__Profiles__Function *a = k->f, *b = &k->m->functions[item];
+    return a->name == b->name && a->filename == b->filename && a->start_line == b->start_line;
+}
+
 static void build_functions(Message *m, Builder *b)
 {
     const Profile *p = b->p;
     m->functions = report_mem_array(p->nfunctions, sizeof *m->functions);
     m->function_ptrs = report_mem_array(p->nfunctions, sizeof *m->function_ptrs);
+    m->function_ids = report_mem_array(p->nfunctions, sizeof *m->function_ids);
+    ReportIndex index = {0};
+    size_t n = 0;
     for (size_t i = 0; i < p->nfunctions; i++) {
         const ReportFunctionInfo *src = &p->functions[i];
-        Perftools__Profiles__Function *d = &m->functions[i];
-        perftools__profiles__function__init(d);
-        d->id = i + 1;
-        d->name = str_id(b, src->name);
-        d->system_name = d->name;
-        d->filename = str_id(b, src->file);
-        d->start_line = src->start_line;
-        m->function_ptrs[i] = d;
+        Perftools__Profiles__Function f;
+        perftools__profiles__function__init(&f);
+        f.name = str_id(b, src->name);
+        f.system_name = f.name;
+        f.filename = str_id(b, src->file);
+        f.start_line = src->start_line;
+        /* strings are interned: equal ids are equal strings */
+        uint64_t h = report_index_hash(REPORT_INDEX_HASH_SEED, &f.name, sizeof f.name);
+        h = report_index_hash(h, &f.filename, sizeof f.filename);
+        h = report_index_hash(h, &f.start_line, sizeof f.start_line);
+        FunctionKey key = {m, &f};
+        int found = report_index_find(&index, h, function_eq, &key);
+        if (found >= 0) {
+            m->function_ids[i] = m->functions[found].id;
+            continue;
+        }
+        f.id = n + 1;
+        m->functions[n] = f;
+        m->function_ptrs[n] = &m->functions[n];
+        m->function_ids[i] = f.id;
+        report_index_insert(&index, h, (int)n);
+        n++;
     }
-    m->profile.n_function = p->nfunctions;
+    report_index_free(&index);
+    m->profile.n_function = n;
     m->profile.function = m->function_ptrs;
 }
 
@@ -231,7 +265,7 @@ static void build_locations(Message *m, Builder *b)
         const ReportFunctionInfo *f = &p->functions[src->function];
         Perftools__Profiles__Line *line = &m->lines[i];
         perftools__profiles__line__init(line);
-        line->function_id = (uint64_t)src->function + 1;
+        line->function_id = m->function_ids[src->function];
         line->line = src->line;
         m->line_ptrs[i] = line;
         Perftools__Profiles__Location *d = &m->locations[i];
@@ -349,6 +383,7 @@ static void message_free(Message *m, Builder *b)
     free(m->mapping_ptrs);
     free(m->functions);
     free(m->function_ptrs);
+    free(m->function_ids);
     free(m->locations);
     free(m->location_ptrs);
     free(m->lines);

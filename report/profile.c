@@ -146,7 +146,10 @@ static bool function_eq(const void *ctx, int item)
 {
     const FunctionKey *k = ctx;
     const ReportFunctionInfo *a = k->f, *b = &k->p->functions[item];
-    return k->region == b->region && a->start == b->start && strcmp(k->name, b->name) == 0;
+    /* Bytecode info too: two blocks of one method share their name and may
+     * occupy one address at different times, with different maps. */
+    return k->region == b->region && a->start == b->start && a->size == b->size && a->nmap == b->nmap &&
+           a->last_bcpc == b->last_bcpc && strcmp(k->name, b->name) == 0;
 }
 
 int report_profile_add_function(Profile *p, const ReportFunctionInfo *f)

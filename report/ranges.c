@@ -7,16 +7,16 @@
 
 bool report_ranges_apply(const ReportFunctionInfo *f)
 {
-    return f->region == REPORT_REGION_GENERATED && f->start != 0 && (f->nmap > 0 || f->last_bcpc > 0);
+    return f->start != 0 && (f->nmap > 0 || f->last_bcpc > 0);
 }
 
 /* Number of map entries with mcpc <= offset: the interval the offset lies in. */
-static size_t interval_of(const ReportFunctionInfo *f, uint64_t offset)
+static size_t interval_of(const ReportMapEntry *map, size_t nmap, uint64_t offset)
 {
-    size_t lo = 0, hi = f->nmap;
+    size_t lo = 0, hi = nmap;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (f->map[mid].mcpc <= offset)
+        if (map[mid].mcpc <= offset)
             lo = mid + 1;
         else
             hi = mid;
@@ -24,23 +24,37 @@ static size_t interval_of(const ReportFunctionInfo *f, uint64_t offset)
     return lo;
 }
 
-/* Source line of bytecode pc b: the run with the largest start <= b. */
-static uint32_t line_at(const ReportFunctionInfo *f, uint32_t b)
+void report_ranges_range_of(const ReportMapEntry *map, size_t nmap, uint32_t last_bcpc, uint64_t offset,
+                            uint32_t *from, uint32_t *to)
 {
-    size_t lo = 0, hi = f->nlines;
+    size_t k = interval_of(map, nmap, offset);
+    if (k == 0) {
+        *from = 0;
+        *to = nmap ? map[0].bcpc : last_bcpc;
+    } else {
+        *from = map[k - 1].bcpc + 1;
+        *to = k < nmap ? map[k].bcpc : last_bcpc;
+    }
+    if (*from > *to)
+        *from = *to;
+}
+
+uint32_t report_ranges_line_at(const ReportLineEntry *lines, size_t nlines, uint32_t b)
+{
+    size_t lo = 0, hi = nlines;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (f->lines[mid].bcpc <= b)
+        if (lines[mid].bcpc <= b)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo ? f->lines[lo - 1].line : 0;
+    return lo ? lines[lo - 1].line : 0;
 }
 
 static void lines_of(const ReportFunctionInfo *f, ReportRange *r)
 {
-    uint32_t first = line_at(f, r->from);
+    uint32_t first = report_ranges_line_at(f->lines, f->nlines, r->from);
     r->line_lo = r->line_hi = first;
     for (size_t i = 0; i < f->nlines; i++) {
         const ReportLineEntry *e = &f->lines[i];
@@ -58,17 +72,8 @@ void report_ranges_add(ReportRanges *r, const ReportFunctionInfo *f, uint64_t ad
     /* An address before the start cannot come from a correct symbolizer;
      * counting it in the entry range keeps the method's total right. */
     uint64_t offset = address >= f->start ? address - f->start : 0;
-    size_t k = interval_of(f, offset);
     uint32_t from, to;
-    if (k == 0) {
-        from = 0;
-        to = f->nmap ? f->map[0].bcpc : f->last_bcpc;
-    } else {
-        from = f->map[k - 1].bcpc + 1;
-        to = k < f->nmap ? f->map[k].bcpc : f->last_bcpc;
-    }
-    if (from > to)
-        from = to;
+    report_ranges_range_of(f->map, f->nmap, f->last_bcpc, offset, &from, &to);
     for (size_t i = 0; i < r->n; i++) {
         if (r->v[i].from == from && r->v[i].to == to) {
             r->v[i].samples += samples;

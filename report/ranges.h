@@ -19,7 +19,7 @@
  * Intervals with the same label (one method seen at several addresses
  * after code compaction) add up. Ranges without samples never appear.
  *
- * Who may call: report/ (the text report).
+ * Who may call: report/ (the text report, the code map).
  */
 #ifndef REPORT_RANGES_H
 #define REPORT_RANGES_H
@@ -41,9 +41,19 @@ typedef struct ReportRanges {
     size_t n, cap;
 } ReportRanges;
 
-/* Whether f has bytecodes to split its samples over: generated code at
- * a known address with a map or a last bytecode pc (PICs and trampolines
- * have neither). */
+/* The range (REPORT.md) machine-code offset `offset` of a method lies in,
+ * for its map sorted by mcpc: the rule above, shared by the text report and
+ * report/codemap.c. */
+void report_ranges_range_of(const ReportMapEntry *map, size_t nmap, uint32_t last_bcpc, uint64_t offset,
+                            uint32_t *from, uint32_t *to);
+/* Source line of bytecode pc b in a line table sorted by bcpc (the run
+ * with the largest start <= b); 0 when unknown. */
+uint32_t report_ranges_line_at(const ReportLineEntry *lines, size_t nlines, uint32_t b);
+
+/* Whether f has bytecodes to split its samples over: a JIT'd method or
+ * block, or an interpreted one (whose map gives each bytecode its own
+ * range), at a known address with a map or a last bytecode pc. PICs,
+ * trampolines and C functions have neither. */
 bool report_ranges_apply(const ReportFunctionInfo *f);
 /* Counts samples at address (inside f) into its range. */
 void report_ranges_add(ReportRanges *r, const ReportFunctionInfo *f, uint64_t address, uint64_t samples);

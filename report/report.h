@@ -93,9 +93,10 @@ void report_profile_set_header(Profile *p, const ReportHeader *h); /* copies str
 /* Free-form notes printed at the end of the text report ("target exited", …). */
 void report_profile_add_note(Profile *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Interning: the same mapping / function (by name+region+start) /
- * location (by function+address) answers the same index. Strings and
- * arrays are copied. */
+/* Interning: the same mapping / function (by name+region+start, and size
+ * and bytecode info: two blocks of one method share a name) / location (by
+ * function+address) answers the same index. Strings and arrays are
+ * copied. */
 int report_profile_add_mapping(Profile *p, const ReportMappingInfo *m);
 int report_profile_add_function(Profile *p, const ReportFunctionInfo *f);
 int report_profile_add_location(Profile *p, int function, uint64_t address, int line);

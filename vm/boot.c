@@ -5,6 +5,7 @@
 #include "vm/vm.h"
 
 #include "gc/heap.h"
+#include "profiler/codetruth.h"
 #include "profiler/publish.h"
 #include "vm/bytecodepublish.h"
 #include "vm/class.h"
@@ -170,10 +171,13 @@ bool vm_boot(const VmOptions *opts, char *err, size_t errlen)
         .code_zone_start = vm_jit_enabled ? (uint64_t)vm_jit_zone_start : 0,
         .code_zone_end = vm_jit_enabled ? (uint64_t)vm_jit_zone_end : 0,
         .start_monotonic_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
+        .code_log_bytes = opts->export_log_bytes,
     };
     char warn[512];
     vm_counters = prof_publish_open(&pub, warn, sizeof warn);
     if (warn[0]) fprintf(stderr, "stvm: warning: %s\n", warn);
+    prof_publish_interp_ip((const void *)vm_interp_code_start(), VM_INTERP_IP_PERF_REG);
+    if (opts->code_log_truth && !prof_code_truth_open(opts->code_log_truth, err, errlen)) return false;
 
     vm_global_put(vm_symbol_from_cstr("nil"), vm_nil);
     vm_global_put(vm_symbol_from_cstr("true"), vm_true);

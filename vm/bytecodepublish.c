@@ -45,7 +45,7 @@ static void announce(Oop m, const ProfCodeSink *only)
         .start = start,
         .size = vm_method_bytecode_length(m),
         .code_start = start,
-        .source = vm_method_file(m, file, sizeof file),
+        .source = vm_method_source_path(m, file, sizeof file),
         .lines = lines,
         .line_count = lines ? (uint32_t)nl : 0,
         .bytecode_size = (uint32_t)vm_method_bytecode_length(m),

@@ -41,7 +41,7 @@ static const char *trampoline_name(const JitMethod *m)
 
 static void announce(const JitMethod *m, const ProfCodeSink *only)
 {
-    char name[600], sel[256], file[512];
+    char name[600], sel[256], file[1100];
     ProfCodeLoad e = {
         .kind = kind_of(m),
         .name = name,
@@ -65,7 +65,7 @@ static void announce(const JitMethod *m, const ProfCodeSink *only)
         }
         e.map = map;
         e.map_count = map ? n : 0;
-        e.source = vm_method_file(m->method, file, sizeof file);
+        e.source = vm_method_source_path(m->method, file, sizeof file);
         size_t nl = vm_method_lines(m->method, NULL, 0);
         lines = nl ? malloc(nl * 2 * sizeof *lines) : NULL;
         if (lines) {

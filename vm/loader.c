@@ -228,6 +228,14 @@ int vm_method_line_at(Oop m, size_t bcpc)
     return found;
 }
 
+const char *vm_method_source_path(Oop method, char *buf, size_t len)
+{
+    Oop holder = obj_slots(method)[METHOD_HOLDER];
+    if (!oop_is_ptr(holder) || holder == vm_nil) return NULL;
+    Oop f = obj_slots(holder)[CLASS_FILE];
+    return vm_is_string(f) ? vm_string_cstr(f, buf, len) : NULL;
+}
+
 const char *vm_method_name(Oop m, char *buf, size_t len)
 {
     char cls[256], sel[256];

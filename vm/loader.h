@@ -48,5 +48,8 @@ void vm_prims_init(void);
 
 /* Path of a file relative to the classpath, for backtraces. */
 const char *vm_method_file(Oop method, char *buf, size_t len);
+/* The path its class was loaded from, as given (profilers open it); NULL
+ * when unknown. */
+const char *vm_method_source_path(Oop method, char *buf, size_t len);
 
 #endif

@@ -44,6 +44,11 @@ static void usage(FILE *out)
             "  --gc-stress            collect at every safe point\n"
             "  --print-stats          print GC and VM counters on stderr at exit\n"
             "  --no-export            do not publish counters for profilers (/dev/shm/stvm-PID)\n"
+            "  --export-log-size SIZE the export's code event log, a power of two from 64K\n"
+            "                         to 1G (default 4M); profilers that join late need it\n"
+            "                         to hold twice the live code's descriptions\n"
+            "  --code-log-truth FILE  write every code load, move and free with its time to\n"
+            "                         FILE (for testing profilers)\n"
             "  --jit                  compile hot methods to x86-64 (the default)\n"
             "  --no-jit               interpret only\n"
             "  --jit-threshold N      compile a method when it has run N times (default 2)\n"
@@ -192,6 +197,13 @@ int main(int argc, char **argv)
             o.small = true;
         } else if (!strcmp(a, "--no-export")) {
             o.no_export = true;
+        } else if (!strcmp(a, "--export-log-size")) {
+            const char *v = need_arg(argc, argv, &i);
+            if (!parse_size(v, &o.export_log_bytes) || o.export_log_bytes < (64u << 10) ||
+                o.export_log_bytes > (1u << 30) || (o.export_log_bytes & (o.export_log_bytes - 1)))
+                bad_usage("--export-log-size needs a power of two from 64K to 1G, like 4M, not '%s'", v);
+        } else if (!strcmp(a, "--code-log-truth")) {
+            o.code_log_truth = need_arg(argc, argv, &i);
         } else if (!strcmp(a, "--print-stats")) {
             o.print_stats = true;
         } else if (!strcmp(a, "--no-jit")) {

@@ -32,6 +32,8 @@ typedef struct VmOptions {
     const char *disassemble; /* --disassemble 'Class>>selector': print and exit */
     bool print_stats; /* --print-stats: counters on stderr at exit */
     bool no_export;   /* --no-export: no /dev/shm/stvm-<pid> segment */
+    size_t export_log_bytes;    /* --export-log-size: the export's code event ring; 0 = default */
+    const char *code_log_truth; /* --code-log-truth FILE: every code event as text (tests) */
 } VmOptions;
 
 

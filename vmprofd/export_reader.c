@@ -23,7 +23,7 @@
 
 struct ExportReader {
     int fd;
-    char path[64];
+    char path[PROF_EXPORT_PATH_MAX];
     ProfExportHeader header;
 };
 
@@ -74,7 +74,8 @@ bool vmprofd_export_validate(const ProfExportHeader *h, uint64_t file_size, pid_
         return false;
     }
     if (h->code_log_offset != 0 &&
-        (h->code_log_offset < h->header_size || !fits(h->code_log_offset, h->code_log_size, h->segment_size))) {
+        (h->code_log_offset < h->header_size || h->code_log_offset % 8 != 0 ||
+         !fits(h->code_log_offset, h->code_log_size, h->segment_size))) {
         snprintf(why, whylen, "code log at offset %" PRIu64 " size %" PRIu64 " lies outside the segment of %" PRIu64
                  " bytes", h->code_log_offset, h->code_log_size, h->segment_size);
         return false;
@@ -109,6 +110,11 @@ ExportReader *vmprofd_export_open(pid_t pid, ExportStatus *status, char *msg, si
 {
     char path[64];
     snprintf(path, sizeof path, PROF_EXPORT_PATH_FMT, (int)pid);
+    return vmprofd_export_open_file(path, pid, status, msg, msglen);
+}
+
+ExportReader *vmprofd_export_open_file(const char *path, pid_t pid, ExportStatus *status, char *msg, size_t msglen)
+{
     /* O_NOFOLLOW: /dev/shm is world-writable; a symlink planted there must
      * not make vmprofd (perhaps root) read some other file. */
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -192,6 +198,22 @@ bool vmprofd_export_read_counters(ExportReader *r, ProfCounters *out, char *msg,
     /* A seqlock stuck odd: the VM died mid-update. The values are still
      * the best there is. */
     return true;
+}
+
+bool vmprofd_export_has_code_log(const ExportReader *r)
+{
+    return r->header.version >= PROF_EXPORT_VERSION_CODE_LOG && r->header.code_log_offset != 0 &&
+           r->header.code_log_size != 0;
+}
+
+bool vmprofd_export_read_log(void *reader, uint64_t offset, void *buf, size_t len)
+{
+    ExportReader *r = reader;
+    const ProfExportHeader *h = &r->header;
+    if (!vmprofd_export_has_code_log(r) || !fits(offset, len, h->code_log_size))
+        return false;
+    /* validated at open: code_log_offset + code_log_size <= segment_size */
+    return read_exact(r->fd, buf, len, h->code_log_offset + offset);
 }
 
 void vmprofd_export_close(ExportReader *r)

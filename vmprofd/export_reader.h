@@ -10,8 +10,12 @@
  *
  * The segment is read with pread, not mmap: a writer that truncates the
  * file under a mapping would raise SIGBUS in vmprofd; pread just comes up
- * short. The descriptor stays open, so the last counters can still be read
- * after the VM exited and unlinked the segment.
+ * short. The descriptor stays open, so the last counters and the last code
+ * events can still be read after the VM exited and unlinked the segment.
+ *
+ * Versions: 1 (no code event log) and 2 are read; a version-1 segment has
+ * no log, which vmprofd_export_has_code_log tells the caller (it warns).
+ * A later version is read as far as version 2's layout goes.
  *
  * Who may call: vmprofd/session.c, tests.
  */
@@ -35,11 +39,22 @@ typedef struct ExportReader ExportReader;
 
 /* msg receives the reason for ABSENT/INVALID. */
 ExportReader *vmprofd_export_open(pid_t pid, ExportStatus *status, char *msg, size_t msglen);
+/* The same for a segment file at path that should belong to pid (tests,
+ * copies of a segment). */
+ExportReader *vmprofd_export_open_file(const char *path, pid_t pid, ExportStatus *status, char *msg, size_t msglen);
 const ProfExportHeader *vmprofd_export_header(const ExportReader *r);
 /* A consistent copy of the counters (retrying while the VM's seqlock is
  * odd or moves). False, with msg, when the segment became unreadable. */
 bool vmprofd_export_read_counters(ExportReader *r, ProfCounters *out, char *msg, size_t msglen);
 void vmprofd_export_close(ExportReader *r);
+
+/* Whether the segment carries a code event log (version >= 2 and a log
+ * region). */
+bool vmprofd_export_has_code_log(const ExportReader *r);
+/* A report/codelog.h read function over the log region: reader is the
+ * ExportReader; offset counts from the region's start. False outside the
+ * region or when the file no longer holds those bytes. */
+bool vmprofd_export_read_log(void *reader, uint64_t offset, void *buf, size_t len);
 
 /* The checks on a header read from a file of file_size bytes that should
  * belong to pid. False with the failed check in why. */

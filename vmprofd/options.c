@@ -56,6 +56,10 @@ void vmprofd_options_usage(FILE *out)
         "\n"
         "Other:\n"
         "  -q, --quiet          no countdown and no summary line on stderr\n"
+        "      --debug-resolutions FILE\n"
+        "                       write one line per sample whose leaf lies in the\n"
+        "                       VM's code zone: time, tid, address, and the piece\n"
+        "                       of code and bytecode range it was resolved to\n"
         "  -h, --help           this text\n"
         "      --version        print the version\n"
         "\n"
@@ -165,6 +169,7 @@ enum {
     OPT_FOLDED,
     OPT_LINES,
     OPT_VERSION,
+    OPT_DEBUG_RESOLUTIONS,
 };
 
 bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, size_t errlen)
@@ -184,6 +189,7 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
+        {"debug-resolutions", required_argument, NULL, OPT_DEBUG_RESOLUTIONS},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -265,6 +271,11 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
             pending = -1;
             break;
         case OPT_LINES: o->lines = true; break;
+        case OPT_DEBUG_RESOLUTIONS:
+            if (optarg[0] == '\0')
+                return fail(err, errlen, "--debug-resolutions needs a file name");
+            o->debug_resolutions = optarg;
+            break;
         case 'q': o->quiet = true; break;
         case 'h': o->help = true; return true;
         case OPT_VERSION: o->version = true; return true;

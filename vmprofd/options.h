@@ -62,6 +62,7 @@ typedef struct VmprofdOptions {
     uint32_t stack_bytes;
     bool lines;
     bool quiet;
+    const char *debug_resolutions; /* --debug-resolutions FILE: each JIT'd leaf's resolution */
     bool help;
     bool version;
     VmprofdOutput outputs[VMPROFD_MAX_OUTPUTS];

@@ -3,6 +3,8 @@
  */
 #include "vmprofd/resolve.h"
 
+#include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int intern_plain(Profile *p, const char *name, int *fn_cache, uint64_t addr)
@@ -18,23 +20,233 @@ static int intern_plain(Profile *p, const char *name, int *fn_cache, uint64_t ad
     return report_profile_add_location(p, *fn_cache, addr, 0);
 }
 
-void vmprofd_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st)
+/* -- The code zone ---------------------------------------------------------------- */
+
+typedef struct Zone {
+    ResolveCode *code;
+    int mapping;          /* the zone's mapping in the profile */
+    int anonymous[4];     /* function per ReportCodeStatus other than FOUND, -1 until made */
+    char path[4096];
+    uint64_t interp_start, interp_end; /* the interpreter function, when published */
+    int *interp_fn;       /* span -> function of its interpreted method, + 1 */
+    size_t ninterp_fn;
+} Zone;
+
+static const char *status_word(ReportCodeStatus st)
+{
+    switch (st) {
+    case REPORT_CODE_FOUND: return "found";
+    case REPORT_CODE_NOTHING: return "nothing";
+    case REPORT_CODE_GAP: return "lost";
+    case REPORT_CODE_BEFORE: return "before";
+    }
+    return "?";
+}
+
+/* A zone address no piece explains: one row per reason. */
+static int anonymous(Profile *p, Zone *z, ReportCodeStatus st, uint64_t addr)
+{
+    static const char *const names[4] = {
+        [REPORT_CODE_NOTHING] = "[code zone]",
+        [REPORT_CODE_GAP] = "[code zone: events lost]",
+        [REPORT_CODE_BEFORE] = "[code zone: before the code log]",
+    };
+    if (z->anonymous[st] < 0) {
+        ReportFunctionInfo f = {.name = names[st], .region = REPORT_REGION_GENERATED, .mapping = z->mapping};
+        z->anonymous[st] = report_profile_add_function(p, &f);
+    }
+    return report_profile_add_location(p, z->anonymous[st], addr, 0);
+}
+
+/* Removes "." and ".." components and repeated slashes of an absolute
+ * path in place, lexically (the file may live in the target's mount
+ * namespace, not ours): "/a/build/../t/F.som" -> "/a/t/F.som". */
+static void clean_path(char *path)
+{
+    char *out = path; /* path[0] == '/' */
+    const char *in = path;
+    while (*in) {
+        while (*in == '/')
+            in++;
+        const char *end = strchr(in, '/');
+        size_t len = end ? (size_t)(end - in) : strlen(in);
+        if (len == 0)
+            break;
+        if (len == 1 && in[0] == '.') {
+            /* nothing */
+        } else if (len == 2 && in[0] == '.' && in[1] == '.') {
+            while (out > path && *--out != '/')
+                ;
+        } else {
+            *out++ = '/';
+            memmove(out, in, len);
+            out += len;
+        }
+        in += len;
+    }
+    if (out == path)
+        *out++ = '/';
+    *out = '\0';
+}
+
+/* The .som file as the target would open it, absolute and clean. */
+static const char *source_of(Zone *z, const char *src)
+{
+    if (!src)
+        return NULL;
+    if (src[0] == '/')
+        snprintf(z->path, sizeof z->path, "%s", src);
+    else if (z->code->cwd)
+        snprintf(z->path, sizeof z->path, "%s/%s", z->code->cwd, src);
+    else
+        return src;
+    clean_path(z->path);
+    return z->path;
+}
+
+static int zone_location(Profile *p, Zone *z, uint64_t time, uint64_t addr, bool is_return, bool leaf,
+                         uint32_t tid)
+{
+    ResolveCode *c = z->code;
+    uint64_t q = is_return && addr > 0 ? addr - 1 : addr; /* the call, not the instruction after it */
+    ReportCodeHit hit;
+    ReportCodeStatus st = c->map ? report_codemap_resolve(c->map, time, q, PROF_CODE_SPACE_MACHINE, &hit)
+                                 : REPORT_CODE_NOTHING;
+    if (leaf) {
+        c->zone_leaves++;
+        c->resolved += st == REPORT_CODE_FOUND;
+        c->nothing += st == REPORT_CODE_NOTHING;
+        c->lost += st == REPORT_CODE_GAP;
+        c->before += st == REPORT_CODE_BEFORE;
+        if (c->debug) {
+            fprintf(c->debug, "%" PRIu64 " %" PRIu32 " m 0x%" PRIx64 " %s", time, tid, addr, status_word(st));
+            if (st == REPORT_CODE_FOUND)
+                fprintf(c->debug, " 0x%" PRIx64 " %" PRIu32 " %" PRIu32 " %s", hit.start, hit.bc_from, hit.bc_to,
+                        hit.piece->name);
+            fputc('\n', c->debug);
+        }
+    }
+    if (st != REPORT_CODE_FOUND)
+        return anonymous(p, z, st, addr);
+    const ReportCodePiece *pc = hit.piece;
+    ReportFunctionInfo f = {
+        .name = pc->name,
+        .file = source_of(z, pc->source),
+        .start_line = (int)report_codemap_first_line(pc),
+        .region = REPORT_REGION_GENERATED,
+        .start = hit.start,
+        .size = pc->size,
+        .mapping = z->mapping,
+        .map = pc->map,
+        .nmap = pc->nmap,
+        .last_bcpc = report_codemap_last_bcpc(pc),
+        .lines = pc->lines,
+        .nlines = pc->nlines,
+    };
+    int fn = report_profile_add_function(p, &f);
+    return report_profile_add_location(p, fn, addr, (int)hit.line);
+}
+
+/* -- Interpreted methods ---------------------------------------------------------------- */
+
+/* The method whose bytecode the interpreter was at, as a location, or -1. */
+static int interpreted_location(Profile *p, Zone *z, const StoredSample *s)
+{
+    ResolveCode *c = z->code;
+    ReportCodeHit hit;
+    ReportCodeStatus st = report_codemap_resolve(c->map, s->time_ns, s->interp_ip, PROF_CODE_SPACE_BYTECODES, &hit);
+    if (c->debug) {
+        fprintf(c->debug, "%" PRIu64 " %" PRIu32 " b 0x%" PRIx64 " %s", s->time_ns, s->tid, s->interp_ip,
+                status_word(st));
+        if (st == REPORT_CODE_FOUND)
+            fprintf(c->debug, " 0x%" PRIx64 " %" PRIu32 " %" PRIu32 " %s", hit.start, hit.bc_from, hit.bc_to,
+                    hit.piece->name);
+        fputc('\n', c->debug);
+    }
+    if (st != REPORT_CODE_FOUND)
+        return -1;
+    c->interpreted++;
+    if (hit.span >= z->ninterp_fn || z->interp_fn[hit.span] == 0) {
+        const ReportCodePiece *pc = hit.piece;
+        /* one range per bytecode: map pairs (b + 1, b), so the bytes of
+         * bytecode b fall in the range b -> b (ranges.h) */
+        uint32_t nb = pc->bytecode_size;
+        ReportMapEntry *map = malloc((nb ? nb : 1) * sizeof *map);
+        for (uint32_t b = 0; map && b < nb; b++)
+            map[b] = (ReportMapEntry){.mcpc = b + 1, .bcpc = b};
+        char name[PROF_CODE_LOG_NAME_MAX + 32];
+        snprintf(name, sizeof name, "%s (interpreted)", pc->name);
+        ReportFunctionInfo f = {
+            .name = name,
+            .file = source_of(z, pc->source),
+            .start_line = (int)report_codemap_first_line(pc),
+            .region = REPORT_REGION_VANILLA,
+            .start = hit.start,
+            .size = pc->size,
+            .mapping = -1,
+            .map = map,
+            .nmap = map ? nb : 0,
+            .last_bcpc = report_codemap_last_bcpc(pc),
+            .lines = pc->lines,
+            .nlines = pc->nlines,
+        };
+        int fn = report_profile_add_function(p, &f);
+        free(map);
+        if (hit.span >= z->ninterp_fn)
+            return report_profile_add_location(p, fn, s->interp_ip, (int)hit.line);
+        z->interp_fn[hit.span] = fn + 1;
+    }
+    return report_profile_add_location(p, z->interp_fn[hit.span] - 1, s->interp_ip, (int)hit.line);
+}
+
+void vmprofd_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st, ResolveCode *code)
 {
     int kernel_fn = -1, unknown_fn = -1;
-    int frames[VMPROFD_MAX_FRAMES + 1];
+    int frames[VMPROFD_MAX_FRAMES + 2]; /* + [kernel] + an interpreted method */
+    Zone z = {.code = code, .mapping = -1, .anonymous = {-1, -1, -1, -1}};
+    if (sym)
+        vmprofd_symbolize_vm_mapping(sym, p); /* the first mapping: pprof's main binary */
+    bool have_zone = code && code->zone_end > code->zone_start;
+    if (code && code->map && code->interp_fn && sym) {
+        SymbolizedAddr a;
+        vmprofd_symbolize_lookup(sym, code->interp_fn, false, &a);
+        if (a.region == REPORT_REGION_VANILLA && a.function_start && a.function_size) {
+            z.interp_start = a.function_start;
+            z.interp_end = a.function_start + a.function_size;
+            z.ninterp_fn = report_codemap_span_count(code->map);
+            z.interp_fn = calloc(z.ninterp_fn ? z.ninterp_fn : 1, sizeof *z.interp_fn);
+            if (!z.interp_fn)
+                z.ninterp_fn = 0;
+        }
+    }
+    if (have_zone) {
+        ReportMappingInfo mi = {.start = code->zone_start, .limit = code->zone_end, .file = "[code zone]"};
+        z.mapping = report_profile_add_mapping(p, &mi);
+    }
     for (size_t i = 0; i < st->n; i++) {
         const StoredSample *s = &st->v[i];
         size_t n = 0;
         if (s->kernel_ip)
             frames[n++] = intern_plain(p, "[kernel]", &kernel_fn, s->kernel_ip);
+        if (s->interp_ip && !s->kernel_ip && s->npcs > 0 && st->pcs[s->first] >= z.interp_start &&
+            st->pcs[s->first] < z.interp_end) {
+            int loc = interpreted_location(p, &z, s);
+            if (loc >= 0)
+                frames[n++] = loc; /* above the interpreter's own frame */
+        }
         for (uint32_t k = 0; k < s->npcs; k++) {
             uint64_t pc = st->pcs[s->first + k];
             /* Frames above the leaf are return addresses: the call is the
              * instruction before them. */
-            frames[n++] = sym ? vmprofd_symbolize(sym, p, pc, k > 0) : intern_plain(p, "[unknown]", &unknown_fn, pc);
+            uint64_t q = k > 0 && pc > 0 ? pc - 1 : pc;
+            if (have_zone && q >= code->zone_start && q < code->zone_end)
+                frames[n++] = zone_location(p, &z, s->time_ns, pc, k > 0, k == 0 && !s->kernel_ip, s->tid);
+            else
+                frames[n++] = sym ? vmprofd_symbolize(sym, p, pc, k > 0) : intern_plain(p, "[unknown]", &unknown_fn, pc);
         }
         if (n == 0)
             frames[n++] = intern_plain(p, "[unknown]", &unknown_fn, 0);
         report_profile_add_sample(p, s->time_ns, s->tid, frames, n);
     }
+    free(z.interp_fn);
 }

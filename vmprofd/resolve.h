@@ -3,21 +3,51 @@
  * report Profile: each address becomes a location through the symbolizer,
  * each sample a stack of locations, leaf first.
  *
+ * Addresses in the VM's code zone are resolved against the code as it was
+ * at the sample's time (vmprofd/jitcode.h's timeline): one function per
+ * Smalltalk method or block with its mcpc->bcpc map (bytecode ranges), its
+ * .som file and lines; PICs by selector and kind; trampolines by name.
+ * Without a code event log, or where the log cannot say (events lost,
+ * before it began), the zone stays one anonymous row, named for why. The
+ * zone's addresses never go through the symbolizer's address cache: the
+ * same address means different code at different times.
+ *
+ * Samples the interpreter takes: when the VM publishes the register that
+ * holds its bytecode ip (ProfCodeLogControl.interp_fn / interp_ip_reg) and
+ * a sample's leaf lies in that interpreter function, the register's value
+ * is looked up among the methods' bytecodes at the sample's time, and the
+ * method, "Class>>sel (interpreted)" in the vanilla region, becomes the
+ * leaf above the interpreter's frame, with one bytecode range per bytecode.
+ *
  * Kernel addresses (a cpu-clock sample that hit a system call) become one
  * "[kernel]" function in the "rest" region on top of the user stack: the
  * kernel's own symbols are not ours to resolve, but the time is real.
  *
- * Who may call: vmprofd/session.c.
+ * Who may call: vmprofd/session.c, tests.
  */
 #ifndef VMPROFD_RESOLVE_H
 #define VMPROFD_RESOLVE_H
 
+#include "report/codemap.h"
 #include "report/report.h"
 #include "vmprofd/samples.h"
 #include "vmprofd/symbolize.h"
 
+#include <stdio.h>
+
+typedef struct ResolveCode {
+    ReportCodeMap *map;        /* NULL: no code event log */
+    uint64_t zone_start, zone_end; /* the code zone; 0, 0 without a JIT */
+    const char *cwd;           /* the target's working directory, for relative .som paths; NULL */
+    FILE *debug;               /* --debug-resolutions: one line per leaf in the zone; NULL */
+    uint64_t interp_fn;        /* an address inside the interpreter function; 0: not published */
+    /* counts of leaf frames in the zone, filled by vmprofd_resolve_samples */
+    uint64_t zone_leaves, resolved, nothing, lost, before;
+    uint64_t interpreted;      /* samples attributed to an interpreted method */
+} ResolveCode;
+
 /* sym may be NULL (the target vanished before it could be described):
- * every user address then resolves to "[unknown]". */
-void vmprofd_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st);
+ * every user address then resolves to "[unknown]". code may be NULL. */
+void vmprofd_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st, ResolveCode *code);
 
 #endif

@@ -34,6 +34,7 @@ bool vmprofd_samples_add(SampleStore *st, uint64_t time_ns, uint32_t tid, uint64
     s->tid = tid;
     s->npcs = (uint32_t)npcs;
     s->kernel_ip = kernel_ip;
+    s->interp_ip = 0;
     s->first = st->npcs;
     if (npcs)
         memcpy(st->pcs + st->npcs, pcs, npcs * sizeof *pcs);

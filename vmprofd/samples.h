@@ -28,6 +28,7 @@ typedef struct StoredSample {
     uint32_t tid;
     uint32_t npcs;      /* user-space frames, may be 0 for a kernel-only sample */
     uint64_t kernel_ip; /* 0: the sample was in user space */
+    uint64_t interp_ip; /* the interpreter's bytecode ip register, when the VM publishes it; else 0 */
     size_t first;       /* index of the leaf pc in SampleStore.pcs */
 } StoredSample;
 

@@ -6,6 +6,7 @@
 
 #include "report/report.h"
 #include "vmprofd/export_reader.h"
+#include "vmprofd/jitcode.h"
 #include "vmprofd/output.h"
 #include "vmprofd/progress.h"
 #include "vmprofd/resolve.h"
@@ -15,6 +16,7 @@
 #include "vmprofd/target.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,6 +38,14 @@
 /* Longest wait inside a sampler before the session looks at the clock
  * and the stop flag again. */
 #define SESSION_POLL_MS 100
+/* Code event log polls: the worst churn measured (CodeChurn.som in a
+ * 64 KiB code zone) logs 8.2 MB of events a second, so the default 4 MiB
+ * ring lasts half a second; polling every 50 ms leaves a tenfold margin,
+ * and a poll that finds nothing new is one pread. */
+#define SESSION_CODE_LOG_MS 50
+/* After an overrun the period halves, down to this: 10 ms keeps up with
+ * that churn in a ring of 128 KiB. */
+#define SESSION_CODE_LOG_MIN_MS 10
 
 static volatile sig_atomic_t stop_signal;
 
@@ -62,6 +72,10 @@ typedef struct Session {
     ExportReader *exp;
     ExportStatus exp_status;
     char exp_msg[512];
+    JitCode jit;
+    char jit_why[512];      /* why there is no code event log, when there is none */
+    char cwd[4096];         /* the target's working directory (relative .som paths) */
+    int code_poll_ms;       /* the code log's poll period: SESSION_CODE_LOG_MS, less after overruns */
     bool have_start;
     ProfCounters start, end;
     SampleStore store;
@@ -84,8 +98,15 @@ static void on_sample(void *ctx, const RawSample *r)
         else
             pcs[n++] = r->regs.ip;
     }
-    if (!vmprofd_samples_add(&ss->store, r->time_ns, r->tid, r->kernel_ip, pcs, n))
+    if (!vmprofd_samples_add(&ss->store, r->time_ns, r->tid, r->kernel_ip, pcs, n)) {
         ss->dropped++;
+        return;
+    }
+    /* the interpreter's ip, when the VM says which register holds it */
+    uint32_t reg = ss->jit.active ? ss->jit.log.control.interp_ip_reg : 0;
+    uint64_t ip;
+    if (reg != 0 && r->regs.ip != 0 && vmprofd_unwind_reg(&r->regs, (int)reg - 1, &ip))
+        ss->store.v[ss->store.n - 1].interp_ip = ip;
 }
 
 /* -- The export segment and the symbolizer --------------------------------- */
@@ -99,6 +120,15 @@ static void try_export(Session *ss)
         return;
     char msg[256];
     ss->have_start = vmprofd_export_read_counters(ss->exp, &ss->start, msg, sizeof msg);
+    if (!vmprofd_jitcode_open(&ss->jit, ss->exp, ss->o->quiet, ss->jit_why, sizeof ss->jit_why)) {
+        fprintf(stderr, "vmprofd: warning: %s\n", ss->jit_why);
+    } else {
+        vmprofd_jitcode_poll(&ss->jit);
+    }
+    char link[64];
+    snprintf(link, sizeof link, "/proc/%d/cwd", (int)ss->target.pid);
+    ssize_t n = readlink(link, ss->cwd, sizeof ss->cwd - 1);
+    ss->cwd[n > 0 ? n : 0] = '\0';
 }
 
 /* (Re)creates the symbolizer when it is missing or the export now names
@@ -127,6 +157,19 @@ static void ensure_symbolizer(Session *ss)
     snprintf(ss->sym_exe, sizeof ss->sym_exe, "%s", exe ? exe : "");
     ss->sym_zone_start = zs;
     ss->sym_zone_end = ze;
+}
+
+/* Reads the code log; a log that the VM overran since the last poll gets
+ * read twice as often from then on. */
+static void poll_code(Session *ss)
+{
+    uint64_t overruns = ss->jit.log.stats.overruns;
+    vmprofd_jitcode_poll(&ss->jit);
+    if (ss->jit.active && ss->jit.log.stats.overruns > overruns && ss->code_poll_ms > SESSION_CODE_LOG_MIN_MS) {
+        ss->code_poll_ms /= 2;
+        if (ss->code_poll_ms < SESSION_CODE_LOG_MIN_MS)
+            ss->code_poll_ms = SESSION_CODE_LOG_MIN_MS;
+    }
 }
 
 /* -- Choosing a sampler ------------------------------------------------------ */
@@ -271,6 +314,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
         return 1;
     }
     ss->o = o;
+    ss->code_poll_ms = SESSION_CODE_LOG_MS;
     ss->target.pidfd = ss->target.go_fd = ss->target.exec_fd = -1;
     stop_signal = 0;
     install_signals();
@@ -287,7 +331,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
     }
 
     time_t start_wall = time(NULL);
-    double t0 = now_s(), last_house = t0, last_rescan = t0, end_time = 0;
+    double t0 = now_s(), last_house = t0, last_rescan = t0, last_code = t0, end_time = 0;
     char stop_note[256] = "";
     for (;;) {
         double now = now_s();
@@ -314,6 +358,17 @@ int vmprofd_session_run(const VmprofdOptions *o)
             last_rescan = now;
             ss->ops->rescan(ss->sampler);
         }
+        if ((now - last_code) * 1000.0 >= ss->code_poll_ms) {
+            last_code = now;
+            /* a launched VM makes its segment as it boots: until vmprofd
+             * reads it, samples lack the interpreter's ip */
+            if (!ss->exp) {
+                try_export(ss);
+                if (ss->exp)
+                    ensure_symbolizer(ss);
+            }
+            poll_code(ss);
+        }
         if ((now - last_house) * 1000.0 >= SESSION_HOUSEKEEPING_MS) {
             last_house = now;
             try_export(ss);
@@ -321,8 +376,9 @@ int vmprofd_session_run(const VmprofdOptions *o)
             vmprofd_progress_update(&ss->progress, ss->target.pid, left, ss->store.n);
         }
         int timeout = (int)(left * 1000.0) + 1;
-        if (timeout > SESSION_POLL_MS)
-            timeout = SESSION_POLL_MS;
+        int poll_ms = ss->jit.active || !ss->exp ? ss->code_poll_ms : SESSION_POLL_MS;
+        if (timeout > poll_ms)
+            timeout = poll_ms;
         ss->ops->poll(ss->sampler, timeout, vmprofd_target_exit_fd(&ss->target), on_sample, ss);
     }
     vmprofd_progress_clear(&ss->progress);
@@ -346,6 +402,9 @@ int vmprofd_session_run(const VmprofdOptions *o)
         vmprofd_target_set_status(&ss->target, final.status);
     if (ss->target.exited && ss->target.launched && !ss->target.have_status)
         vmprofd_target_check_exit(&ss->target); /* reap it for the status */
+    /* The code events up to the last sample (the descriptor outlives an
+     * exited VM's unlink). */
+    vmprofd_jitcode_poll(&ss->jit);
     /* The handlers stay until the outputs are written: a second Ctrl-C
      * must not lose the profile of the first. */
 
@@ -407,8 +466,38 @@ int vmprofd_session_run(const VmprofdOptions *o)
     if (!ss->sym)
         report_profile_add_note(p, "the target's memory map could not be read: addresses are unresolved");
 
-    vmprofd_resolve_samples(p, ss->sym, &ss->store);
-    bool wrote = vmprofd_output_write_all(o, p);
+    if (ss->exp && !ss->jit.active && ss->jit_why[0])
+        report_profile_add_note(p, "%s", ss->jit_why);
+    vmprofd_jitcode_notes(&ss->jit, p);
+    if (ss->code_poll_ms < SESSION_CODE_LOG_MS)
+        report_profile_add_note(p, "the code event log was overrun: vmprofd read it every %d ms instead of %d "
+                                   "(stvm --export-log-size makes the ring bigger)",
+                                ss->code_poll_ms, SESSION_CODE_LOG_MS);
+    ResolveCode code = {
+        .map = ss->jit.active ? ss->jit.map : NULL,
+        .zone_start = eh ? eh->code_zone_start : 0,
+        .zone_end = eh ? eh->code_zone_end : 0,
+        .cwd = ss->cwd[0] ? ss->cwd : NULL,
+        .interp_fn = ss->jit.active && ss->jit.log.control.interp_ip_reg ? ss->jit.log.control.interp_fn : 0,
+    };
+    bool debug_ok = true;
+    if (o->debug_resolutions) {
+        code.debug = fopen(o->debug_resolutions, "w");
+        if (!code.debug) {
+            fprintf(stderr, "vmprofd: cannot write %s: %s\n", o->debug_resolutions, strerror(errno));
+            debug_ok = false;
+        }
+    }
+    vmprofd_resolve_samples(p, ss->sym, &ss->store, &code);
+    if (code.debug && fclose(code.debug) != 0) {
+        fprintf(stderr, "vmprofd: cannot write %s: %s\n", o->debug_resolutions, strerror(errno));
+        debug_ok = false;
+    }
+    if (code.lost || code.before)
+        report_profile_add_note(p, "%" PRIu64 " samples in JIT'd code could not be attributed: %" PRIu64
+                                   " while code events were missing, %" PRIu64 " before the code log began",
+                                code.lost + code.before, code.lost, code.before);
+    bool wrote = vmprofd_output_write_all(o, p) && debug_ok;
 
     if (!o->quiet) {
         double cpu_s = (double)final.cpu_ns / 1e9;
@@ -431,6 +520,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
     report_profile_free(p);
     if (ss->sym)
         vmprofd_symbolizer_free(ss->sym);
+    vmprofd_jitcode_close(&ss->jit);
     vmprofd_export_close(ss->exp);
     vmprofd_target_close(&ss->target);
     vmprofd_samples_free(&ss->store);

@@ -556,6 +556,25 @@ void vmprofd_symbolize_lookup(Symbolizer *s, uint64_t addr, bool is_return_addre
     out->line = df.call_line > 0 ? df.call_line : (line > 0 ? line : 0);
 }
 
+int vmprofd_symbolize_vm_mapping(Symbolizer *s, Profile *p)
+{
+    for (size_t i = 0; i < s->nmods; i++) {
+        SymModule *m = &s->mods[i];
+        if (!module_is_vanilla(s, m))
+            continue;
+        module_facts(m);
+        ReportMappingInfo mi = {
+            .start = m->start,
+            .limit = m->end,
+            .offset = m->file_offset,
+            .file = m->name,
+            .build_id = m->build_id[0] ? m->build_id : NULL,
+        };
+        return report_profile_add_mapping(p, &mi);
+    }
+    return -1;
+}
+
 int vmprofd_symbolize(Symbolizer *s, Profile *p, uint64_t addr, bool is_return_address)
 {
     if (p != s->cache_profile) {

@@ -40,6 +40,12 @@ void vmprofd_symbolizer_free(Symbolizer *s);
  * Profile pointer than the previous call starts a fresh cache. */
 int vmprofd_symbolize(Symbolizer *s, Profile *p, uint64_t addr, bool is_return_address);
 
+/* Interns the VM executable's mapping into p (as vmprofd_symbolize would)
+ * and answers its index, or -1 when no module is the VM. Called first, it
+ * makes the executable the profile's first mapping: pprof takes the first
+ * mapping for the main binary. */
+int vmprofd_symbolize_vm_mapping(Symbolizer *s, Profile *p);
+
 /* What vmprofd_symbolize resolves an address to, without a Profile (for
  * diagnostics and tests). Strings belong to the Symbolizer and stay valid
  * until the next lookup, refresh or free. */
@@ -70,6 +76,9 @@ typedef struct UnwindRegs {
 } UnwindRegs;
 
 uint64_t vmprofd_unwind_regs_mask(void);
+/* The value of perf_event register perf_reg (PERF_REG_X86_*) in r; false
+ * when the sample does not carry it. */
+bool vmprofd_unwind_reg(const UnwindRegs *r, int perf_reg, uint64_t *out);
 
 /* Walks the user stack of a sample: pcs[0] = regs->ip, then return
  * addresses. stack/stack_len: bytes copied from regs->sp upward (may be

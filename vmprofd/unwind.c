@@ -86,7 +86,7 @@ uint64_t vmprofd_unwind_regs_mask(void)
 
 _Static_assert(PERF_REG_X86_64_MAX <= 24, "UnwindRegs.regs holds every x86-64 perf register");
 
-static bool reg_value(const UnwindRegs *r, int perf_reg, uint64_t *out)
+bool vmprofd_unwind_reg(const UnwindRegs *r, int perf_reg, uint64_t *out)
 {
     switch (perf_reg) {
     case PERF_REG_X86_IP: *out = r->ip; return true;
@@ -283,7 +283,7 @@ static int acc_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val
         return -UNW_EREADONLYREG;
     uint64_t v;
     int perf = perf_reg_of(reg);
-    if (perf < 0 || !reg_value(c->regs, perf, &v))
+    if (perf < 0 || !vmprofd_unwind_reg(c->regs, perf, &v))
         return -UNW_EBADREG;
     *val = v;
     return 0;

@@ -7,9 +7,11 @@
  * Checks that the profile is well formed (string indices, mapping,
  * location and function ids all resolve; sample values match the sample
  * types; there are samples) and that each FUNCTION is the leaf of some
- * samples. Prints every leaf function with its share of the samples
- * ("  leaf light  712  25.31%"), for the calling test to judge, and exits
- * 0 when all checks pass, 1 otherwise.
+ * samples and is exactly one Function (a method moved by code compaction
+ * too). Prints every leaf function with its share of the samples
+ * ("  leaf light  712  25.31%") and each FUNCTION's file and first line
+ * ("  function light file ratio.c line 40"), for the calling test to
+ * judge, and exits 0 when all checks pass, 1 otherwise.
  */
 #include "proto/profile.pb-c.h"
 
@@ -152,6 +154,21 @@ int main(int argc, char **argv)
         for (size_t k = 0; k < nleaves; k++)
             found |= strcmp(names[k], argv[a]) == 0;
         CHECK(found, "function %s is not the leaf of any sample", argv[a]);
+        size_t copies = 0;
+        const Perftools__Profiles__Function *only = NULL;
+        for (size_t i = 0; i < p->n_function; i++) {
+            const char *n = str(p, p->function[i]->name);
+            if (n && strcmp(n, argv[a]) == 0) {
+                copies++;
+                only = p->function[i];
+            }
+        }
+        CHECK(copies == 1, "function %s is %zu Functions, not one", argv[a], copies);
+        if (only) {
+            const char *file = str(p, only->filename);
+            printf("  function %s file %s line %lld\n", argv[a], file && file[0] ? file : "-",
+                   (long long)only->start_line);
+        }
     }
     perftools__profiles__profile__free_unpacked(p, NULL);
     if (failures == 0)

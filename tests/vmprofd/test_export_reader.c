@@ -2,7 +2,8 @@
  * tests/vmprofd/test_export_reader.c — vmprofd's reader of the stvm export
  * segment (vmprofd/export_reader.c): the header checks one by one, and a
  * real segment in /dev/shm for this test's own pid, including one that
- * shrinks after it was opened.
+ * shrinks after it was opened, and the code event log's region (version 2
+ * only, reads bounded by it).
  */
 #include "vmprofd/export_reader.h"
 
@@ -76,6 +77,45 @@ static void each_broken_field_is_named(void **state)
 
 static char path[64];
 
+static void the_code_log_is_there_from_version_2_and_read_within_its_region(void **state)
+{
+    (void)state;
+    ProfExportHeader *h = good_header();
+    h->code_log_offset = 1024;
+    h->code_log_size = 2048;
+    memset(seg + 1024, 0x5a, 2048);
+    seg[1024 + 2047] = 0x77;
+    snprintf(path, sizeof path, "/tmp/test_export_reader.%d", (int)getpid());
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, seg, SEG_BYTES), (ssize_t)SEG_BYTES);
+    close(fd);
+    ExportStatus st;
+    char msg[256];
+    ExportReader *r = vmprofd_export_open_file(path, getpid(), &st, msg, sizeof msg);
+    assert_non_null(r);
+    assert_true(vmprofd_export_has_code_log(r));
+    uint8_t b[2];
+    assert_true(vmprofd_export_read_log(r, 2046, b, 2));
+    assert_int_equal(b[0], 0x5a);
+    assert_int_equal(b[1], 0x77);
+    assert_false(vmprofd_export_read_log(r, 2047, b, 2));       /* one byte past the region */
+    assert_false(vmprofd_export_read_log(r, UINT64_MAX, b, 2)); /* offset + len wrapping */
+    vmprofd_export_close(r);
+    /* version 1: the same bytes are no log */
+    h->version = 1;
+    fd = open(path, O_WRONLY | O_TRUNC, 0600);
+    assert_int_equal(write(fd, seg, SEG_BYTES), (ssize_t)SEG_BYTES);
+    close(fd);
+    r = vmprofd_export_open_file(path, getpid(), &st, msg, sizeof msg);
+    assert_non_null(r);
+    assert_false(vmprofd_export_has_code_log(r));
+    assert_false(vmprofd_export_read_log(r, 0, b, 2));
+    vmprofd_export_close(r);
+    unlink(path);
+}
+
+
 static void write_segment(size_t len)
 {
     snprintf(path, sizeof path, PROF_EXPORT_PATH_FMT, (int)getpid());
@@ -132,6 +172,7 @@ int main(void)
         cmocka_unit_test(each_broken_field_is_named),
         cmocka_unit_test(a_real_segment_is_read_and_survives_shrinking),
         cmocka_unit_test(a_missing_segment_is_absent_and_a_short_one_invalid),
+        cmocka_unit_test(the_code_log_is_there_from_version_2_and_read_within_its_region),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

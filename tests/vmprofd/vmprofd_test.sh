@@ -5,7 +5,7 @@
 #   vmprofd_test.sh TEST
 #
 # Environment (set by CMakeLists.txt): VMPROFD, RATIO (ratio.c), STVM,
-# FAKE_SEGMENT, PPROF_CHECK, NO_PERF, SOURCE_DIR.
+# FAKE_SEGMENT, PPROF_CHECK, NO_PERF, INTERP_FAKE, TRUTH_CHECK, SOURCE_DIR.
 #
 # Each test works in its own temporary directory and kills, by pid, only
 # the processes it started. Exit 0 = pass, 1 = fail; a test that cannot run
@@ -224,10 +224,12 @@ test_stvm() {
     local scav
     scav=$(awk -F'\t' '$2 == "scavenges" { split($3, a, " "); print a[1]; exit }' "$WORK/s.txt")
     [ -n "$scav" ] && [ "$scav" -gt 0 ] || fail "no scavenges in the GCs section (got '${scav}')"
-    # the JIT runs Storage: its samples land in the code zone stvm publishes
-    awk '/^% of generated vm code/ { on = 1; next } on && /^$/ { exit } on' "$WORK/s.txt" |
-        grep -qF "[code zone]" || fail "the code zone is not in the generated vm code table"
-    echo "ok: scavenges $scav; $(grep -F '[code zone]' "$WORK/s.txt")"
+    # the JIT runs Storage: its samples land in its methods, named from the
+    # code event log (attached late, vmprofd starts at a checkpoint)
+    awk '/^% of generated vm code/ { on = 1; next } on && /^$/ { exit } on' "$WORK/s.txt" >"$WORK/gen.txt"
+    grep -qE $'\t''Storage>>[a-zA-Z:]+'$'\t' "$WORK/gen.txt" || fail "no Storage method in the generated vm code table"
+    grep -qF "[code zone" "$WORK/gen.txt" && fail "anonymous code zone rows: $(grep -F '[code zone' "$WORK/gen.txt")"
+    echo "ok: scavenges $scav; $(grep -m1 -E $'\t''Storage>>' "$WORK/gen.txt")"
 }
 
 # pprof output decoded with protoc-c's unpacker, and by go tool pprof when
@@ -364,19 +366,23 @@ test_not_permitted() {
 
 # Broken export segments: a warning naming the fault, a report, exit 0.
 test_corrupt_segment() {
-    start_ratio 8
+    start_ratio 30 # outlives the test's ~8 s of vmprofd runs; killed at cleanup
     local seg="/dev/shm/stvm-$RATIO_PID"
     trap 'rm -f "'"$seg"'"; cleanup' EXIT
     local kind why
     for kind in bad_magic:"bad magic" truncated:"truncated" short:"truncated: segment_size" \
-        bad_offset:"do not fit" wrong_pid:"names pid"; do
+        bad_offset:"do not fit" wrong_pid:"names pid" v1:"version 1, without a code event log" \
+        bad_log:"code event log is unusable: code log ring size 12345"; do
         why=${kind#*:}
         kind=${kind%%:*}
         "$FAKE_SEGMENT" "$RATIO_PID" "$kind" || fail "fake_segment $kind failed"
         "$VMPROFD" --pid "$RATIO_PID" --seconds 0.5 -o "$WORK/c.txt" >"$WORK/vmprofd.out" 2>"$WORK/vmprofd.err" ||
             fail "$kind: vmprofd exited with status $?"
         grep -q "warning: .*$why" "$WORK/vmprofd.err" || fail "$kind: no warning naming '$why'"
-        grep -q "counters unavailable" "$WORK/c.txt" || fail "$kind: the report lacks the counters note"
+        case $kind in
+        v1 | bad_log) grep -q "eden size: 1,234,567" "$WORK/c.txt" || fail "$kind: the counters were not read" ;;
+        *) grep -q "counters unavailable" "$WORK/c.txt" || fail "$kind: the report lacks the counters note" ;;
+        esac
         grep -q "samples in the VM" "$WORK/c.txt" || fail "$kind: no report written"
         echo "ok: $kind: $(grep warning "$WORK/vmprofd.err")"
     done
@@ -386,9 +392,183 @@ test_corrupt_segment() {
         fail "valid: vmprofd exited with status $?"
     grep -q "eden size: 1,234,567" "$WORK/c.txt" || fail "valid: the fake segment's eden size is not reported"
     grep -q "warning" "$WORK/vmprofd.err" && fail "valid: unexpected warning $(cat "$WORK/vmprofd.err")"
+    # Randomly damaged code logs: vmprofd warns or not, never crashes, and
+    # always writes its report (tests/vmprofd/test_segment_fuzz does this
+    # byte by byte, in-process).
+    local seed warned=0
+    for seed in 1 2 3 4 5 6; do
+        "$FAKE_SEGMENT" "$RATIO_PID" log_fuzz "$seed" || fail "fake_segment log_fuzz $seed failed"
+        "$VMPROFD" --pid "$RATIO_PID" --seconds 0.3 -o "$WORK/c.txt" >"$WORK/vmprofd.out" 2>"$WORK/vmprofd.err" ||
+            fail "log_fuzz $seed: vmprofd exited with status $?: $(cat "$WORK/vmprofd.err")"
+        grep -q "samples in the VM" "$WORK/c.txt" || fail "log_fuzz $seed: no report written"
+        grep -q "warning" "$WORK/vmprofd.err" && warned=$((warned + 1))
+    done
+    echo "ok: 6 randomly damaged code logs: no crash, reports written, $warned warned"
     rm -f "$seg"
     check_not_stopped "$RATIO_PID"
     echo "ok: valid fake segment read"
+}
+
+# -- Smalltalk: JIT'd code resolved per method and bytecode range ----------------
+
+SOM_DIR="$SOURCE_DIR/tests/vmprofd/som"
+
+# row_samples FILE NAME: the sample count of row NAME in a text report.
+row_samples() {
+    awk -F'\t' -v f="$2" '$2 == f { s = $3; gsub(/[()]/, "", s); print s + 0; exit }' "$1"
+}
+
+# ratio_vm_flags MODE: stvm's flags for jit / interp.
+ratio_vm_flags() {
+    if [ "$1" = interp ]; then echo "--no-jit"; else echo "--jit"; fi
+}
+
+# row_name MODE METHOD: how the report names METHOD's row in MODE.
+row_name() {
+    if [ "$1" = interp ]; then echo "$2 (interpreted)"; else echo "$2"; fi
+}
+
+# Two methods whose work is 1:3 (RatioMethods.som): their rows share the
+# samples 25/75 +- 3 points, in JIT'd code or, with --no-jit, interpreted.
+test_som_methods() {
+    local mode=$1
+    "$VMPROFD" --seconds 30 -o "$WORK/m.txt" -- "$STVM" $(ratio_vm_flags "$mode") -cp "$SOM_DIR" RatioMethods 3000 \
+        >"$WORK/stvm.out" 2>"$WORK/vmprofd.err" || fail "vmprofd exited with status $?"
+    grep -q "^ratio: done" "$WORK/stvm.out" || fail "RatioMethods did not finish: $(cat "$WORK/stvm.out")"
+    local light heavy
+    light=$(row_samples "$WORK/m.txt" "$(row_name "$mode" "RatioMethods>>light:")")
+    heavy=$(row_samples "$WORK/m.txt" "$(row_name "$mode" "RatioMethods>>heavy:")")
+    [ -n "$light" ] && [ -n "$heavy" ] || fail "no rows for RatioMethods>>light: and heavy: in the report"
+    [ $((light + heavy)) -ge 1000 ] || fail "only $((light + heavy)) samples in light: and heavy:"
+    local share
+    share=$(awk -v l="$light" -v h="$heavy" 'BEGIN { printf "%.2f", 100 * l / (l + h) }')
+    local clock
+    clock=$(sed -n 's/.*light: took \([0-9]*\) per mille.*/\1/p' "$WORK/stvm.out")
+    awk -v g="$share" 'BEGIN { exit !(g >= 22 && g <= 28) }' ||
+        fail "$mode: light: has $share% of the two methods' samples ($light vs $heavy); expected 25 +- 3 (by its own clock: ${clock:-?} per mille)"
+    # the code zone is per method now: no anonymous row is left for resolved code
+    [ "$mode" = jit ] && grep -qF "[code zone" "$WORK/m.txt" && fail "anonymous code zone rows: $(grep -F '[code zone' "$WORK/m.txt")"
+    echo "ok: $mode: light: $share% of $((light + heavy)) samples (expected 25 +- 3; by its own clock ${clock:-?} per mille)"
+}
+
+# One method with two loops 1:3 on two source lines (RatioLoops.som): the
+# bytecode ranges, with --lines, give loop 1's line 25% +- 3 of the method.
+test_som_loops() {
+    local mode=$1
+    "$VMPROFD" --seconds 30 --lines -o "$WORK/l.txt" -- "$STVM" $(ratio_vm_flags "$mode") -cp "$SOM_DIR" RatioLoops 3000 \
+        >"$WORK/stvm.out" 2>"$WORK/vmprofd.err" || fail "vmprofd exited with status $?"
+    grep -q "^ratio: done" "$WORK/stvm.out" || fail "RatioLoops did not finish: $(cat "$WORK/stvm.out")"
+    local l1 l3 row
+    l1=$(grep -n '"loop 1"' "$SOM_DIR/RatioLoops.som" | cut -d: -f1)
+    l3=$(grep -n '"loop 3"' "$SOM_DIR/RatioLoops.som" | cut -d: -f1)
+    row=$(row_name "$mode" "RatioLoops>>twoLoops:")
+    # the ranges under the row: "\t<pct>\t<a>-><b>  line N\t(<n>)\t(<cum>)"
+    awk -F'\t' -v row="$row" -v l1="$l1" -v l3="$l3" '
+        $2 == row && $1 != "" { on = 1; next }
+        on && $1 != "" { exit }
+        on { n = $4; gsub(/[()]/, "", n); tot += n
+             if ($3 ~ ("  line " l1 "$")) a += n; else if ($3 ~ ("  line " l3 "$")) b += n; else other += n }
+        END { printf "%d %d %d %d\n", a, b, other, tot }' "$WORK/l.txt" >"$WORK/loops"
+    local a b other tot
+    read -r a b other tot <"$WORK/loops"
+    [ "$tot" -ge 1000 ] || fail "only $tot samples in the ranges of $row: $(grep -F -A3 "$row" "$WORK/l.txt")"
+    [ $((other * 100)) -le $((tot * 3)) ] || fail "$other of $tot samples in ranges of neither loop's line"
+    local share
+    share=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", 100 * a / (a + b) }')
+    awk -v g="$share" 'BEGIN { exit !(g >= 22 && g <= 28) }' ||
+        fail "$mode: loop 1 (line $l1) has $share% of the loops' samples ($a vs $b); expected 25 +- 3"
+    echo "ok: $mode: loop 1 (line $l1) $share% of $((a + b)) samples, loop 3 (line $l3) the rest; $other elsewhere"
+}
+
+# pprof for Smalltalk: one Function per method with its .som file and
+# first line, and go tool pprof -list showing the method's source lines
+# with their samples (when Go is installed).
+test_som_pprof() {
+    "$VMPROFD" --seconds 30 --pprof "$WORK/s.pb.gz" -- "$STVM" --code-size 64K -cp "$SOM_DIR" RatioMethods 1500 \
+        >"$WORK/stvm.out" 2>"$WORK/vmprofd.err" || fail "vmprofd exited with status $?"
+    "$PPROF_CHECK" "$WORK/s.pb.gz" "RatioMethods>>light:" "RatioMethods>>heavy:" >"$WORK/check.out" 2>&1 || {
+        cat "$WORK/check.out"
+        fail "pprof_check rejected the profile"
+    }
+    cat "$WORK/check.out"
+    grep -q "function RatioMethods>>light: file $SOM_DIR/RatioMethods.som line [1-9]" "$WORK/check.out" ||
+        fail "light:'s Function does not name RatioMethods.som and a line"
+    if ! command -v go >/dev/null 2>&1; then
+        echo "skipped: go not installed (go tool pprof -list check)"
+        return
+    fi
+    # from a neutral directory: pprof's source search strips a path up to
+    # the working directory's name when it occurs in it ("vmprofd" here)
+    (cd "$WORK" && go tool pprof -list 'RatioMethods>>light:' "$WORK/s.pb.gz") >"$WORK/go.out" 2>&1 ||
+        fail "go tool pprof -list failed: $(cat "$WORK/go.out")"
+    cat "$WORK/go.out"
+    grep -q "ROUTINE .* RatioMethods>>light: in $SOM_DIR/RatioMethods.som" "$WORK/go.out" ||
+        fail "go tool pprof -list does not find light:'s source file"
+    # the loop's line carries (nearly) all of the method's time
+    grep -E '^ +[0-9.]+m?s +[0-9.]+m?s +[0-9]+: +\[ i < n \] whileTrue:' "$WORK/go.out" >/dev/null ||
+        fail "go tool pprof -list shows no time on the loop's source line"
+    echo "ok: go tool pprof -list shows RatioMethods>>light:'s source with its samples"
+}
+
+# Interpreted samples (interp_fake.c: an "interpreter" whose ip is in R12,
+# two 16-bytecode methods run 1:3, one of them moved halfway): the rows
+# "Fake>>light (interpreted)" and "... heavy" split 25/75 +- 3, each of
+# light's 16 bytecodes is a range of about 1/16, and heavy is found at
+# both of its addresses.
+test_interp_fake() {
+    "$VMPROFD" --seconds 20 --lines -o "$WORK/i.txt" --debug-resolutions "$WORK/res.txt" -- "$INTERP_FAKE" 2.5 \
+        >"$WORK/fake.out" 2>"$WORK/vmprofd.err" || fail "vmprofd exited with status $?"
+    grep -q "^interp_fake: ok" "$WORK/fake.out" || fail "interp_fake did not finish: $(cat "$WORK/fake.out")"
+    local light heavy share
+    light=$(row_samples "$WORK/i.txt" "Fake>>light (interpreted)")
+    heavy=$(row_samples "$WORK/i.txt" "Fake>>heavy (interpreted)")
+    [ -n "$light" ] && [ -n "$heavy" ] || fail "no interpreted rows in the report"
+    [ $((light + heavy)) -ge 1500 ] || fail "only $((light + heavy)) interpreted samples"
+    share=$(awk -v l="$light" -v h="$heavy" 'BEGIN { printf "%.2f", 100 * l / (l + h) }')
+    awk -v g="$share" 'BEGIN { exit !(g >= 22 && g <= 28) }' ||
+        fail "Fake>>light has $share% of the interpreted samples ($light vs $heavy); expected 25 +- 3"
+    awk -F'\t' -v row="Fake>>light (interpreted)" '
+        $2 == row && $1 != "" { on = 1; next }
+        on && $1 != "" { exit }
+        on { n++; p = $2; sub(/%/, "", p); if (p + 0 < 2 || p + 0 > 12) bad++ }
+        END { exit !(n == 16 && bad == 0) }' "$WORK/i.txt" ||
+        fail "light's bytecode ranges are not 16 of about 1/16: $(grep -F -A17 "Fake>>light (interpreted)" "$WORK/i.txt")"
+    local starts
+    starts=$(awk '$3 == "b" && $5 == "found" && $NF == "Fake>>heavy" { print $6 }' "$WORK/res.txt" | sort -u | wc -l)
+    [ "$starts" -eq 2 ] || fail "heavy was found at $starts addresses, not before and after its move"
+    echo "ok: interpreted: light $share% of $((light + heavy)) samples, 16 ranges, heavy at 2 addresses"
+}
+
+# A 64 KiB code zone compacting all the time (CodeChurn.som cycles through
+# five benchmarks): every sample vmprofd resolves in JIT'd code names the
+# piece stvm itself says was at that address at that time.
+test_code_churn() {
+    local ring=${1:-} extra=()
+    [ -n "$ring" ] && extra=(--export-log-size "$ring")
+    "$VMPROFD" --seconds 30 -o "$WORK/c.txt" --debug-resolutions "$WORK/res.txt" -- \
+        "$STVM" --code-size 64K "${extra[@]}" --code-zone-stats --code-log-truth "$WORK/truth.txt" \
+        -cp "$SOURCE_DIR/smalltalk/bench:$SOM_DIR" CodeChurn 2500 >"$WORK/stvm.out" 2>"$WORK/vmprofd.err" ||
+        fail "vmprofd exited with status $?"
+    grep -q "^churn: done" "$WORK/stvm.out" || fail "CodeChurn did not finish: $(cat "$WORK/stvm.out")"
+    local compactions
+    compactions=$(sed -n 's/^  compactions \([0-9]*\) .*/\1/p' "$WORK/vmprofd.err")
+    [ -n "$compactions" ] && [ "$compactions" -ge 100 ] ||
+        fail "only '${compactions}' code compactions: the zone did not churn"
+    "$TRUTH_CHECK" "$WORK/truth.txt" "$WORK/res.txt" 300 >"$WORK/check.out" 2>&1 || {
+        cat "$WORK/check.out"
+        fail "vmprofd's resolutions disagree with stvm's own record"
+    }
+    if [ -n "$ring" ]; then
+        # a ring of ~30 ms of events read every 50 ms: overwritten events are
+        # said, recovered from at checkpoints, and their samples not guessed
+        grep -q "warning: code log: the VM overwrote" "$WORK/vmprofd.err" ||
+            fail "no overrun warning with a $ring ring: $(grep warning "$WORK/vmprofd.err")"
+        grep -q "code event log: events lost" "$WORK/c.txt" || fail "the report does not say events were lost"
+        grep -q "while events were lost" "$WORK/check.out" || fail "no check output"
+        awk '/^truth:/ { for (i = 1; i <= NF; i++) if ($(i+1) == "while") n = $i } END { exit !(n > 0) }' \
+            "$WORK/check.out" || fail "no sample fell in a gap: the ring did not overrun"
+    fi
+    echo "ok: $compactions compactions${ring:+, a $ring ring}; $(tail -1 "$WORK/check.out")"
 }
 
 case $TEST in
@@ -409,6 +589,14 @@ unknown_pid) test_unknown_pid ;;
 bad_options) test_bad_options ;;
 not_permitted) test_not_permitted ;;
 corrupt_segment) test_corrupt_segment ;;
+som_methods_jit) test_som_methods jit ;;
+som_methods_interp) test_som_methods interp ;;
+som_loops_jit) test_som_loops jit ;;
+som_loops_interp) test_som_loops interp ;;
+code_churn) test_code_churn ;;
+code_churn_small_ring) test_code_churn 256K ;;
+som_pprof) test_som_pprof ;;
+interp_fake) test_interp_fake ;;
 *)
     echo "unknown test $TEST" >&2
     exit 2

@@ -562,6 +562,19 @@ static void pprof_round_trips_through_protobuf_c(void **state)
     assert_int_equal(bf->start_line, 3);
     assert_non_null(function_named(pr, "main"));
     assert_non_null(function_named(pr, "memcpy"));
+    /* benchFib at two addresses (before and after a compaction) is one Function */
+    size_t copies = 0;
+    for (size_t i = 0; i < pr->n_function; i++)
+        copies += strcmp(str(pr, pr->function[i]->name), "Integer>>benchFib") == 0;
+    assert_int_equal(copies, 1);
+    bool saw_second_copy = false;
+    for (size_t i = 0; i < pr->n_location; i++) {
+        if (pr->location[i]->address >= FIXTURE_BENCHFIB2 && pr->location[i]->address < FIXTURE_BENCHFIB2 + 0x1000) {
+            assert_int_equal(pr->location[i]->line[0]->function_id, bf->id);
+            saw_second_copy = true;
+        }
+    }
+    assert_true(saw_second_copy);
 
     for (size_t i = 0; i < pr->n_location; i++) {
         assert_int_equal(pr->location[i]->id, i + 1);
@@ -610,6 +623,21 @@ static void pprof_round_trips_through_protobuf_c(void **state)
     report_profile_free(fx.p);
 }
 
+static void blocks_sharing_a_name_and_an_address_stay_two_functions(void **state)
+{
+    (void)state;
+    Profile *p = report_profile_new();
+    static const ReportMapEntry one[] = {{60, 3}}, two[] = {{60, 2}, {90, 7}};
+    ReportFunctionInfo f = {.name = "[] in Foo>>bar", .region = REPORT_REGION_GENERATED, .start = 0x1000,
+                            .size = 256, .mapping = -1, .map = one, .nmap = 1, .last_bcpc = 5};
+    int a = report_profile_add_function(p, &f);
+    assert_int_equal(report_profile_add_function(p, &f), a); /* the same block again */
+    f.map = two, f.nmap = 2, f.last_bcpc = 9; /* the method's other block, later at the same address */
+    int b = report_profile_add_function(p, &f);
+    assert_int_not_equal(a, b);
+    report_profile_free(p);
+}
+
 static void empty_profile_writes_a_valid_pprof(void **state)
 {
     (void)state;
@@ -656,6 +684,7 @@ int main(void)
         cmocka_unit_test(folded_names_lose_separators),
         cmocka_unit_test(pprof_round_trips_through_protobuf_c),
         cmocka_unit_test(empty_profile_writes_a_valid_pprof),
+        cmocka_unit_test(blocks_sharing_a_name_and_an_address_stay_two_functions),
     };
     return cmocka_run_group_tests(tests, use_utc, NULL);
 }

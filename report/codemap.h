@@ -1,0 +1,111 @@
+/*
+ * report/codemap.h — the VM's code over time: which piece of code (JIT'd
+ * method or block, PIC, trampoline, or a method's bytecodes) owned which
+ * addresses at which moment, rebuilt from the VM's code events, so that a
+ * sample is resolved against the code as it was when the sample was taken
+ * (Cog's VMProfiler resolved every sample against the zone as it was when
+ * profiling stopped, so samples in code freed or moved since went to
+ * whatever lay there at the end).
+ *
+ *   piece   what one LOAD described: name, kind, size, mcpc->bcpc map,
+ *           source file and bcpc->line table (copied here)
+ *   span    one piece at one address for one time interval
+ *           [t_begin, t_end): a load opens a span, a move closes it and
+ *           opens another for the same piece at the new address, a free
+ *           closes it
+ *
+ * Events are fed in the order they happened (report/codelog.c does so from
+ * the export's log). Two address spaces are kept apart (ProfCodeSpace):
+ * machine code, looked up with instruction pointers, and bytecodes, looked
+ * up with the interpreter's ip.
+ *
+ * What the map knows about time: nothing before the first state it was
+ * given (report_codemap_known), and nothing inside a gap, where the events
+ * were lost (report_codemap_lost until the next known state): a lookup
+ * there answers BEFORE or GAP, never a guess.
+ *
+ * Invariants: at most one open span per (space, start); spans never have
+ * t_end < t_begin; times fed in decreasing order are taken as equal to the
+ * last (the writer is one thread on one monotonic clock, so only a corrupt
+ * log does that).
+ *
+ * Who may call: vmprofd/, stvm's in-VM profiler, tests. Not thread-safe.
+ */
+#ifndef REPORT_CODEMAP_H
+#define REPORT_CODEMAP_H
+
+#include "profiler/export.h"
+#include "report/report.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ReportCodePiece {
+    uint32_t kind;            /* ProfCodeKind */
+    uint32_t bytecode_size;   /* bytecodes of the method or block; 0: none */
+    uint64_t size;            /* bytes of machine code, or bytecodes */
+    uint64_t code_offset;     /* first instruction - start */
+    const char *name;
+    const char *source;       /* NULL when unknown */
+    const ReportMapEntry *map; /* (offset from start, bcpc), sorted by offset */
+    size_t nmap;
+    const ReportLineEntry *lines; /* sorted by bcpc */
+    size_t nlines;
+    bool truncated;           /* the log dropped part of its map or lines */
+} ReportCodePiece;
+
+typedef enum ReportCodeStatus {
+    REPORT_CODE_FOUND = 0,
+    REPORT_CODE_NOTHING,  /* known, and no piece was there */
+    REPORT_CODE_GAP,      /* events were lost around that time */
+    REPORT_CODE_BEFORE,   /* before the first known state */
+} ReportCodeStatus;
+
+typedef struct ReportCodeHit {
+    const ReportCodePiece *piece; /* the map's copy */
+    uint64_t start;               /* where the piece was at that time */
+    uint64_t t_begin, t_end;      /* ... and from when to when (t_end UINT64_MAX: still) */
+    uint32_t span;                /* identifies (piece, start, interval) */
+    uint32_t bc_from, bc_to;      /* machine code: the bytecode range (REPORT.md); bytecodes: the bcpc twice */
+    uint32_t line;                /* source line of bc_to, 0 when unknown */
+} ReportCodeHit;
+
+typedef struct ReportCodeMapStats {
+    uint64_t loads, moves, frees;
+    uint64_t anomalies;    /* a move or free of an unknown piece, a load over a live one */
+    uint64_t gaps;         /* times events were lost */
+} ReportCodeMapStats;
+
+typedef struct ReportCodeMap ReportCodeMap;
+
+ReportCodeMap *report_codemap_new(void);
+void report_codemap_free(ReportCodeMap *m);
+
+/* The state is known from time on (the first call sets where BEFORE ends;
+ * after report_codemap_lost it ends the gap). */
+void report_codemap_known(ReportCodeMap *m, uint64_t time);
+/* Events after time were lost: every live span ends at time and lookups
+ * answer GAP from there until the next report_codemap_known. */
+void report_codemap_lost(ReportCodeMap *m, uint64_t time);
+
+/* piece is copied (strings, map, lines). */
+void report_codemap_load(ReportCodeMap *m, uint64_t time, ProfCodeSpace space, uint64_t start,
+                         const ReportCodePiece *piece);
+void report_codemap_move(ReportCodeMap *m, uint64_t time, ProfCodeSpace space, uint64_t from, uint64_t to);
+void report_codemap_unload(ReportCodeMap *m, uint64_t time, ProfCodeSpace space, uint64_t start);
+
+/* What owned address in space at time. hit is filled when FOUND. */
+ReportCodeStatus report_codemap_resolve(ReportCodeMap *m, uint64_t time, uint64_t address, ProfCodeSpace space,
+                                        ReportCodeHit *hit);
+
+/* The piece's last bytecode pc: the end of its last bytecode range (SOM
+ * methods and blocks end in a one-byte return, so it is the last byte). */
+uint32_t report_codemap_last_bcpc(const ReportCodePiece *p);
+/* The smallest line of its line table (where pprof's start_line points). */
+uint32_t report_codemap_first_line(const ReportCodePiece *p);
+
+ReportCodeMapStats report_codemap_stats(const ReportCodeMap *m);
+size_t report_codemap_span_count(const ReportCodeMap *m);
+
+#endif
