@@ -88,7 +88,14 @@ static long count_lines(const char *dirs, const char *file)
     long n = -1;
     for (char *d = strtok(copy, ":"); d && n < 0; d = strtok(NULL, ":")) {
         char path[4096];
-        snprintf(path, sizeof path, "%s/%s", d, file);
+        size_t dl = strlen(d);
+        if (file[0] == '/') {
+            /* stvm names the file as its class was loaded: a path under d */
+            if (strncmp(file, d, dl) != 0 || file[dl] != '/') continue;
+            snprintf(path, sizeof path, "%s", file);
+        } else {
+            snprintf(path, sizeof path, "%s/%s", d, file);
+        }
         FILE *in = fopen(path, "r");
         if (!in) continue;
         n = 0;

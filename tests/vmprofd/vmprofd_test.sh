@@ -559,8 +559,10 @@ test_code_churn() {
         fail "vmprofd's resolutions disagree with stvm's own record"
     }
     if [ -n "$ring" ]; then
-        # a ring of ~30 ms of events read every 50 ms: overwritten events are
+        # a ring of ~60 ms of events read every 50 ms: overwritten events are
         # said, recovered from at checkpoints, and their samples not guessed
+        # (512K, not less: a checkpoint restates every method's bytecodes
+        # too, ~300 KB here, and must fit the ring)
         grep -q "warning: code log: the VM overwrote" "$WORK/vmprofd.err" ||
             fail "no overrun warning with a $ring ring: $(grep warning "$WORK/vmprofd.err")"
         grep -q "code event log: events lost" "$WORK/c.txt" || fail "the report does not say events were lost"
@@ -594,7 +596,7 @@ som_methods_interp) test_som_methods interp ;;
 som_loops_jit) test_som_loops jit ;;
 som_loops_interp) test_som_loops interp ;;
 code_churn) test_code_churn ;;
-code_churn_small_ring) test_code_churn 256K ;;
+code_churn_small_ring) test_code_churn 512K ;;
 som_pprof) test_som_pprof ;;
 interp_fake) test_interp_fake ;;
 *)
