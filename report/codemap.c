@@ -190,22 +190,6 @@ static void open_span(ReportCodeMap *m, uint8_t space, uint64_t start, uint32_t 
 
 /* -- Events ---------------------------------------------------------------------- */
 
-/* Lookups binary-search maps and line tables; a log that sends them out
- * of order (only a corrupt one does) must not make them wrong. */
-static int cmp_map_entry(const void *a, const void *b)
-{
-    const ReportMapEntry *x = a, *y = b;
-    if (x->mcpc != y->mcpc)
-        return x->mcpc < y->mcpc ? -1 : 1;
-    return (x->bcpc > y->bcpc) - (x->bcpc < y->bcpc);
-}
-
-static int cmp_line_entry(const void *a, const void *b)
-{
-    const ReportLineEntry *x = a, *y = b;
-    return (x->bcpc > y->bcpc) - (x->bcpc < y->bcpc);
-}
-
 void report_codemap_known(ReportCodeMap *m, uint64_t time)
 {
     time = clamp_time(m, time);
@@ -251,9 +235,9 @@ void report_codemap_load(ReportCodeMap *m, uint64_t time, ProfCodeSpace space, u
     d->lines = report_mem_dup(piece->lines, piece->nlines * sizeof *piece->lines);
     d->nlines = d->lines ? piece->nlines : 0;
     if (d->nmap > 1)
-        qsort((ReportMapEntry *)d->map, d->nmap, sizeof *d->map, cmp_map_entry);
+        report_ranges_sort_map((ReportMapEntry *)d->map, d->nmap);
     if (d->nlines > 1)
-        qsort((ReportLineEntry *)d->lines, d->nlines, sizeof *d->lines, cmp_line_entry);
+        report_ranges_sort_lines((ReportLineEntry *)d->lines, d->nlines);
     open_span(m, (uint8_t)space, start, (uint32_t)m->npieces, time);
     m->npieces++;
 }

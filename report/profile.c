@@ -5,6 +5,7 @@
 #include "report/profile.h"
 
 #include "report/mem.h"
+#include "report/ranges.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -119,22 +120,6 @@ int report_profile_add_mapping(Profile *p, const ReportMappingInfo *m)
     return idx;
 }
 
-/* The ranges and --lines lookups binary-search these tables; sorting our
- * own copies makes a producer's ordering mistake harmless. */
-static int cmp_map_entry(const void *a, const void *b)
-{
-    const ReportMapEntry *x = a, *y = b;
-    if (x->mcpc != y->mcpc)
-        return x->mcpc < y->mcpc ? -1 : 1;
-    return (x->bcpc > y->bcpc) - (x->bcpc < y->bcpc);
-}
-
-static int cmp_line_entry(const void *a, const void *b)
-{
-    const ReportLineEntry *x = a, *y = b;
-    return (x->bcpc > y->bcpc) - (x->bcpc < y->bcpc);
-}
-
 typedef struct FunctionKey {
     const Profile *p;
     const ReportFunctionInfo *f;
@@ -178,11 +163,11 @@ int report_profile_add_function(Profile *p, const ReportFunctionInfo *f)
     d->map = report_mem_dup(f->map, f->nmap * sizeof *f->map);
     d->nmap = d->map ? f->nmap : 0;
     if (d->nmap > 1)
-        qsort((ReportMapEntry *)d->map, d->nmap, sizeof *d->map, cmp_map_entry);
+        report_ranges_sort_map((ReportMapEntry *)d->map, d->nmap);
     d->lines = report_mem_dup(f->lines, f->nlines * sizeof *f->lines);
     d->nlines = d->lines ? f->nlines : 0;
     if (d->nlines > 1)
-        qsort((ReportLineEntry *)d->lines, d->nlines, sizeof *d->lines, cmp_line_entry);
+        report_ranges_sort_lines((ReportLineEntry *)d->lines, d->nlines);
     int idx = (int)p->nfunctions++;
     report_index_insert(&p->function_index, h, idx);
     return idx;

@@ -106,3 +106,20 @@ void report_ranges_free(ReportRanges *r)
     r->v = NULL;
     r->n = r->cap = 0;
 }
+
+static int cmp_map_entry(const void *a, const void *b)
+{
+    const ReportMapEntry *x = a, *y = b;
+    if (x->mcpc != y->mcpc)
+        return x->mcpc < y->mcpc ? -1 : 1;
+    return (x->bcpc > y->bcpc) - (x->bcpc < y->bcpc);
+}
+
+static int cmp_line_entry(const void *a, const void *b)
+{
+    const ReportLineEntry *x = a, *y = b;
+    return (x->bcpc > y->bcpc) - (x->bcpc < y->bcpc);
+}
+
+void report_ranges_sort_map(ReportMapEntry *map, size_t n) { qsort(map, n, sizeof *map, cmp_map_entry); }
+void report_ranges_sort_lines(ReportLineEntry *lines, size_t n) { qsort(lines, n, sizeof *lines, cmp_line_entry); }

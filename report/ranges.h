@@ -46,6 +46,11 @@ typedef struct ReportRanges {
  * report/codemap.c. */
 void report_ranges_range_of(const ReportMapEntry *map, size_t nmap, uint32_t last_bcpc, uint64_t offset,
                             uint32_t *from, uint32_t *to);
+/* Sorts a map by mcpc (then bcpc) and a line table by bcpc, as the
+ * lookups above need: callers sort their own copies, so a producer's
+ * ordering mistake (only a corrupt log makes one) cannot make them wrong. */
+void report_ranges_sort_map(ReportMapEntry *map, size_t n);
+void report_ranges_sort_lines(ReportLineEntry *lines, size_t n);
 /* Source line of bytecode pc b in a line table sorted by bcpc (the run
  * with the largest start <= b); 0 when unknown. */
 uint32_t report_ranges_line_at(const ReportLineEntry *lines, size_t nlines, uint32_t b);
