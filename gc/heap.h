@@ -114,6 +114,26 @@ Oop gc_alloc_old(uint32_t class_index, uint32_t format, size_t slots);
  * limit, large objects, old space. Call gc_alloc or gc_alloc_fast. */
 Oop gc_alloc_slow(uint32_t class_index, uint32_t format, size_t slots);
 
+/* Allocation observer: how the USDT probe object__alloc (profiler/probes.h)
+ * sees every allocation without gc/ knowing probes or class names. While
+ * *gc_alloc_watch is nonzero (the VM points it at the probe's semaphore,
+ * which a tracer raises), each allocation calls the observer with the new
+ * object (header written, storage filled) and its bytes, overflow word and
+ * padding included. The observer must not allocate or collect. Untraced,
+ * an allocation pays one test; built with STVM_PROBES=0 (no probes), none. */
+typedef void (*GcAllocObserver)(Oop obj, size_t bytes);
+extern const volatile unsigned short *gc_alloc_watch; /* never NULL */
+void gc_set_alloc_observer(const volatile unsigned short *watch, GcAllocObserver fn);
+void gc_alloc_observed(Oop obj, size_t bytes); /* calls the observer */
+#if STVM_PROBES
+#define GC_ALLOC_OBSERVE(obj, bytes)                                         \
+    do {                                                                     \
+        if (__builtin_expect(*gc_alloc_watch != 0, 0)) gc_alloc_observed(obj, bytes); \
+    } while (0)
+#else
+#define GC_ALLOC_OBSERVE(obj, bytes) ((void)0)
+#endif
+
 /* gc_alloc with its common case inline: a small object bumped into eden
  * below the soft limit. Same contract as gc_alloc. */
 static inline Oop gc_alloc_fast(uint32_t class_index, uint32_t format, size_t slots)
@@ -129,6 +149,7 @@ static inline Oop gc_alloc_fast(uint32_t class_index, uint32_t format, size_t sl
         for (size_t i = 1; i <= storage; i++)
             w[i] = fill;
         gc_stats.bytes_allocated += end - p;
+        GC_ALLOC_OBSERVE((Oop)p, end - p);
         return (Oop)p;
     }
     return gc_alloc_slow(class_index, format, slots);

@@ -116,6 +116,13 @@ typedef struct JitCompileRuntime {
     void *const *page;                   /* &vm_page: its first word is the page's base */
     int headroom_words;                  /* the interpreter's stack headroom */
     Oop nil, true_obj, false_obj;        /* never move */
+    /* USDT method probes (profiler/probes.h): while *method_entry_semaphore
+     * is nonzero the prologue, once the frame is built, calls probe_entry;
+     * while *method_return_semaphore is, every return calls probe_return
+     * before the frame goes (rax kept). Both trampolines: fn(). NULL: the
+     * code tests nothing (probes compiled out, tests). */
+    const volatile unsigned short *method_entry_semaphore, *method_return_semaphore;
+    const uint8_t *probe_entry, *probe_return;
 } JitCompileRuntime;
 
 /* Compiles `method` into z: a JIT_KIND_METHOD piece whose entries are its

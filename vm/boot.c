@@ -11,6 +11,7 @@
 #include "vm/interp.h"
 #include "vm/jitglue.h"
 #include "vm/loader.h"
+#include "vm/probes.h"
 #include "vm/stack.h"
 #include "vm/universe.h"
 
@@ -73,6 +74,7 @@ static void print_exit_reports(void)
 noreturn void vm_exit(int status)
 {
     fflush(stdout);
+    vm_probe_rt_end(status);
     print_exit_reports();
     fflush(stderr);
     exit(status);
@@ -108,9 +110,16 @@ static void visit_roots(GcVisitFn visit, void *ctx, void *client)
     vm_interp_visit_roots(visit, ctx);
 }
 
+static void before_collect(bool full, void *client)
+{
+    (void)client;
+    vm_probe_gc_start(full);
+}
+
 static void after_collect(bool full, void *client)
 {
     (void)client;
+    vm_probe_gc_finish(full);
     prof_publish_gc();
     /* selectors and methods are old: only a full GC moves them */
     if (full) vm_lookup_cache_flush();
@@ -119,6 +128,7 @@ static void after_collect(bool full, void *client)
 bool vm_boot(const VmOptions *opts, char *err, size_t errlen)
 {
     start_usec = now_usec();
+    vm_probe_rt_init();
     vm_options = *opts;
     GcConfig cfg = {
         .heap_bytes = opts->heap_bytes,
@@ -127,6 +137,7 @@ bool vm_boot(const VmOptions *opts, char *err, size_t errlen)
         .stress = opts->gc_stress,
     };
     if (!gc_heap_init(&cfg, err, errlen)) return false;
+    vm_probe_gc_init();
     vm_class_table_reserve(CLASS_INDEX_FIRST_FREE);
     /* first in old space, so compaction never moves them */
     vm_nil = gc_alloc_old(CLASS_INDEX_NIL, FMT_POINTERS, 0);
@@ -139,7 +150,7 @@ bool vm_boot(const VmOptions *opts, char *err, size_t errlen)
     }
     gc_set_fill(vm_nil);
     vm_universe_fill_nil_slots();
-    static const GcClient client = {visit_roots, NULL, after_collect, NULL};
+    static const GcClient client = {visit_roots, before_collect, after_collect, NULL};
     gc_set_client(&client);
     vm_prims_init();
     if (!vm_stack_init(opts->stack_pages, err, errlen)) return false;
@@ -179,7 +190,9 @@ int vm_run(int argc, char **argv)
         if (!s) vm_out_of_memory("arguments");
         gc_store(args, (size_t)i, s);
     }
+    vm_probe_rt_start();
     vm_interpret(vm_system, vm_symbol_from_cstr("initialize:"), &args, 1);
+    vm_probe_rt_end(0);
     fflush(stdout);
     print_exit_reports();
     return 0;

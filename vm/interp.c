@@ -21,6 +21,7 @@
 #include "vm/loader.h"
 #include "vm/method.h"
 #include "vm/primitive.h"
+#include "vm/probes.h"
 #include "vm/stack.h"
 #include "vm/universe.h"
 #include "vm/vm.h"
@@ -747,6 +748,7 @@ push_frame : {
     nargs = mnargs;
     lits = obj_slots(m) + METHOD_FIXED_SLOTS;
     bytes = ip = (uint8_t *)(obj_slots(m) + (hdr & 0xffff));
+    VM_PROBE_METHOD_ENTRY(m, 0);
     DISPATCH();
 }
 
@@ -757,7 +759,9 @@ primitive : {
         Oop *a = prim_args;
         for (int i = 0; i <= n; i++) a[i] = sp[n - i];
         Oop r;
+        VM_PROBE_METHOD_ENTRY(m, e - vm_prim_table);
         if (LIKELY(((VmPrimFn)e->fn)(a, &r))) {
+            VM_PROBE_METHOD_RETURN(m, e - vm_prim_table);
             if (UNLIKELY(mc_retaddr)) {
                 result = r;
                 goto prim_answer;
@@ -886,6 +890,7 @@ op_RETURN_SELF:
 op_RETURN_TOP:
     result = *sp;
 do_return : {
+    VM_PROBE_METHOD_RETURN(fp[FRAME_METHOD], 0);
     if (frame_flags(fp) & FRAME_FLAG_CONTEXT) vm_context_widow(fp);
     Oop *caller = (Oop *)fp[FRAME_SAVED_FP];
     Oop saved_ip = fp[FRAME_SAVED_IP];
@@ -943,6 +948,7 @@ op_RETURN_NONLOCAL : {
     Oop *hf = ctx_frame(home);
     if (hf) {
         for (Oop *f = fp; f != hf;) {
+            VM_PROBE_FRAME_UNWOUND(f);
             if (frame_flags(f) & FRAME_FLAG_CONTEXT) vm_context_widow(f);
             Oop *caller = (Oop *)f[FRAME_SAVED_FP];
             if (!caller) {
@@ -960,6 +966,7 @@ op_RETURN_NONLOCAL : {
         /* home was divorced: every frame on every page is newer than it */
         StackPage *pg = vm_page;
         for (Oop *f = fp; f;) {
+            VM_PROBE_FRAME_UNWOUND(f);
             if (frame_flags(f) & FRAME_FLAG_CONTEXT) vm_context_widow(f);
             Oop *caller = (Oop *)f[FRAME_SAVED_FP];
             if (!caller && pg->caller_fp) {
@@ -970,12 +977,14 @@ op_RETURN_NONLOCAL : {
         }
         Oop c = pg->caller_context;
         while (c && c != vm_nil && c != home) {
+            VM_PROBE_CONTEXT_UNWOUND(c);
             Oop next = obj_slots(c)[CTX_SENDER];
             obj_slots(c)[CTX_PC] = vm_nil;
             obj_slots(c)[CTX_SENDER] = vm_nil;
             c = next;
         }
         VM_ASSERT(c == home);
+        VM_PROBE_CONTEXT_UNWOUND(home);
         Oop target = obj_slots(home)[CTX_SENDER];
         obj_slots(home)[CTX_PC] = vm_nil;
         obj_slots(home)[CTX_SENDER] = vm_nil;

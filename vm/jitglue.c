@@ -4,6 +4,7 @@
  */
 #include "vm/jitglue.h"
 #include "vm/jitpublish.h"
+#include "vm/probes.h"
 
 #include "jit/compile.h"
 #include "jit/sendsite.h"
@@ -124,7 +125,10 @@ static uint64_t dispatch(Oop sel, int nargs)
              * effects) is left to the interpreter, which reports it */
             Oop args[JIT_MAX_PRIM_ARGS + 1];
             for (int i = 0; i <= nargs; i++) args[i] = sp[1 + nargs - i];
-            if (((VmPrimFn)vm_prim_table[p].fn)(args, &prim_answer)) return (uint64_t)(uintptr_t)prim_return;
+            VM_PROBE_METHOD_ENTRY(m, p);
+            bool ok = ((VmPrimFn)vm_prim_table[p].fn)(args, &prim_answer);
+            VM_PROBE_METHOD_RETURN(m, p); /* a failure's retry in the interpreter fires again */
+            if (ok) return (uint64_t)(uintptr_t)prim_return;
         } else if (p == 0) {
             JitMethod *jm = callable(m, nargs);
             if (jm) return unchecked(jm);
@@ -280,7 +284,10 @@ static uint64_t rt_primitive(uint64_t index, uint64_t nargs, JitMethod *stub)
     Oop args[JIT_MAX_PRIM_ARGS + 1];
     for (int i = 0; i <= (int)nargs; i++) args[i] = sp[2 + nargs - i];
     Oop r;
-    if (((VmPrimFn)vm_prim_table[index].fn)(args, &r)) return r;
+    VM_PROBE_METHOD_ENTRY(stub->method, (intptr_t)index);
+    bool ok = ((VmPrimFn)vm_prim_table[index].fn)(args, &r);
+    VM_PROBE_METHOD_RETURN(stub->method, (intptr_t)index); /* a failure's retry in the interpreter fires again */
+    if (ok) return r;
     jit_cstate.st_sp = sp + 1; /* leave as if the site had called the interpreter */
     return exit_to_interpreter(VM_JIT_PENDING_METHOD, stub->method, (int)nargs);
 }
@@ -532,11 +539,14 @@ static void clear_on_stack(void)
 
 static void compact(void)
 {
+    JitZoneStats before;
+    jit_zone_stats(&zone, &before); /* for the code__compact probe */
     for_each_return_address(mark_on_stack, NULL);
     JitZoneRelocate cb = { .can_free = can_free, .on_free = on_free, .on_move = on_move, .before_slide = before_slide };
     jit_zone_compact(&zone, &cb);
     clear_on_stack();
     if (vm_jit_verify) vm_jit_verify_zone("after a compaction");
+    vm_probe_code_compact(&zone, &before);
 }
 
 static void *alloc_or_compact(JitMethod *(*make)(JitZone *, const JitPicRuntime *, Oop, int), Oop sel, int nargs)
@@ -641,6 +651,10 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
         snprintf(err, errlen, "the code zone's trampoline area is too small");
         return false;
     }
+    if (!vm_probe_jit_init(&zone, &runtime)) {
+        snprintf(err, errlen, "the code zone's trampoline area is too small for the probe trampolines");
+        return false;
+    }
     runtime.collect_wanted = &gc_collect_wanted;
     runtime.old_start = &gc_old_start;
     runtime.page = (void *const *)&vm_page;
@@ -709,6 +723,10 @@ const char *vm_jit_trampoline_name(const void *addr)
         { pic_runtime.open_miss, "ceOpenPICMiss" },
         { prim_return, "cePrimitiveAnswer" },
         { vm_jit_enter.return_to_interpreter, "ceReturnToInterpreter" },
+        { runtime.probe_entry, "ceProbeMethodEntry" },
+        { runtime.probe_return, "ceProbeMethodReturn" },
+        { (const void *)runtime.method_entry_semaphore, "&stvm_method__entry_semaphore" },
+        { (const void *)runtime.method_return_semaphore, "&stvm_method__return_semaphore" },
         { (const void *)vm_jit_enter.enter, "enilopmart: enter" },
         { (const void *)vm_jit_enter.return_to, "enilopmart: return to" },
         { (const void *)&gc_collect_wanted, "&gc_collect_wanted" },

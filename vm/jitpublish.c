@@ -12,6 +12,7 @@
 #include "vm/jitglue.h"
 #include "vm/loader.h"
 #include "vm/method.h"
+#include "vm/probes.h"
 #include "vm/universe.h"
 
 #include <stdio.h>
@@ -38,9 +39,21 @@ static const char *trampoline_name(const JitMethod *m)
     return "trampoline";
 }
 
+/* "Class>>sel", "[] in Class>>sel", "sel (closed PIC)" or a trampoline's name. */
+static const char *piece_name(const JitMethod *m, char *name, size_t len)
+{
+    char sel[256];
+    if (jit_method_is_compiled(m)) vm_method_name(m->method, name, len);
+    else if (jit_method_is_pic(m))
+        snprintf(name, len, "%s (%s)", vm_string_cstr(m->method, sel, sizeof sel),
+                 jit_method_kind_name((JitMethodKind)m->kind));
+    else snprintf(name, len, "%s", trampoline_name(m));
+    return name;
+}
+
 static void announce(const JitMethod *m, const ProfCodeSink *only)
 {
-    char name[600], sel[256], file[512];
+    char name[600], file[512];
     ProfCodeLoad e = {
         .kind = kind_of(m),
         .name = name,
@@ -49,8 +62,8 @@ static void announce(const JitMethod *m, const ProfCodeSink *only)
         .code_start = (uint64_t)(uintptr_t)jit_method_code(m),
     };
     uint32_t *map = NULL, *lines = NULL;
+    piece_name(m, name, sizeof name);
     if (jit_method_is_compiled(m)) {
-        vm_method_name(m->method, name, sizeof name);
         map = malloc((m->map_count ? m->map_count : 1) * 2 * sizeof *map);
         JitMapIter it;
         JitMapEntry me;
@@ -72,11 +85,6 @@ static void announce(const JitMethod *m, const ProfCodeSink *only)
             e.line_count = (uint32_t)nl;
         }
         e.bytecode_size = (uint32_t)vm_method_bytecode_length(m->method);
-    } else if (jit_method_is_pic(m)) {
-        snprintf(name, sizeof name, "%s (%s)", vm_string_cstr(m->method, sel, sizeof sel),
-                 jit_method_kind_name((JitMethodKind)m->kind));
-    } else {
-        snprintf(name, sizeof name, "%s", trampoline_name(m));
     }
     if (only) {
         if (only->load) only->load(&e, only->ctx);
@@ -90,6 +98,10 @@ static void announce(const JitMethod *m, const ProfCodeSink *only)
 void vm_jit_publish_load(const JitMethod *m)
 {
     if (prof_code_observed()) announce(m, NULL);
+    if (STVM_JIT_COMPILE_ENABLED()) {
+        char name[600];
+        STVM_JIT_COMPILE(piece_name(m, name, sizeof name), (uint64_t)(uintptr_t)m, (uint64_t)m->size);
+    }
 }
 
 void vm_jit_publish_move(const JitMethod *from, const JitMethod *to)
