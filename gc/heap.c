@@ -182,9 +182,10 @@ void gc_set_alloc_observer(const volatile unsigned short *watch, GcAllocObserver
     gc_alloc_watch = watch && fn ? watch : &unwatched;
 }
 
-void gc_alloc_observed(Oop obj, size_t bytes)
+Oop gc_alloc_observed(Oop obj, size_t bytes)
 {
     if (alloc_observer) alloc_observer(obj, bytes);
+    return obj;
 }
 
 /* -- Allocation --------------------------------------------------------- */
@@ -253,8 +254,7 @@ static Oop alloc_old(uint32_t class_index, uint32_t format, size_t slots)
     if (s->old_top > s->old_threshold)
         gc_collect_wanted = true;
     gc_stats.bytes_allocated += total;
-    Oop o = init_object(mem, class_index, format, slots, total);
-    GC_ALLOC_OBSERVE(o, total);
+    Oop o = GC_ALLOC_OBSERVED(init_object(mem, class_index, format, slots, total), total);
     /* A new object may be filled without the write barrier (heap.h), which
      * is only sound for young objects: an old one is remembered up front
      * and dropped by the first scavenge that finds no young pointer in it. */
@@ -275,9 +275,7 @@ Oop gc_alloc_slow(uint32_t class_index, uint32_t format, size_t slots)
         if (gc_eden_top > gc_eden_soft_limit)
             gc_collect_wanted = true;
         gc_stats.bytes_allocated += total;
-        Oop o = init_object(mem, class_index, format, slots, total);
-        GC_ALLOC_OBSERVE(o, total);
-        return o;
+        return GC_ALLOC_OBSERVED(init_object(mem, class_index, format, slots, total), total);
     }
     if (total <= s->large_bytes)
         gc_collect_wanted = true; /* eden is full */

@@ -124,14 +124,28 @@ Oop gc_alloc_slow(uint32_t class_index, uint32_t format, size_t slots);
 typedef void (*GcAllocObserver)(Oop obj, size_t bytes);
 extern const volatile unsigned short *gc_alloc_watch; /* never NULL */
 void gc_set_alloc_observer(const volatile unsigned short *watch, GcAllocObserver fn);
-void gc_alloc_observed(Oop obj, size_t bytes); /* calls the observer */
+/* calls the observer; answers obj (out of line and cold: a tail call from
+ * the allocators, whose fast path then saves no register) */
+__attribute__((noinline, cold)) Oop gc_alloc_observed(Oop obj, size_t bytes);
 #if STVM_PROBES
-#define GC_ALLOC_OBSERVE(obj, bytes)                                         \
-    do {                                                                     \
-        if (__builtin_expect(*gc_alloc_watch != 0, 0)) gc_alloc_observed(obj, bytes); \
-    } while (0)
+/* The test: one compare of the watched word in memory (in asm, as a
+ * volatile read would load it into a register first). */
+static inline __attribute__((always_inline)) bool gc_alloc_watched(void)
+{
+#if defined(__x86_64__)
+    bool watched;
+    __asm__ volatile("cmpw $0, %1" : "=@ccne"(watched) : "m"(*gc_alloc_watch));
+    return watched;
 #else
-#define GC_ALLOC_OBSERVE(obj, bytes) ((void)0)
+    return *gc_alloc_watch != 0;
+#endif
+}
+/* obj, after the observer saw it while watched: an allocator's last word,
+ * `return GC_ALLOC_OBSERVED(obj, bytes);`, so the call is a tail call and the
+ * fast path keeps its registers */
+#define GC_ALLOC_OBSERVED(obj, bytes) (__builtin_expect(gc_alloc_watched(), 0) ? gc_alloc_observed(obj, bytes) : (obj))
+#else
+#define GC_ALLOC_OBSERVED(obj, bytes) ((void)(bytes), (obj))
 #endif
 
 /* gc_alloc with its common case inline: a small object bumped into eden
@@ -149,8 +163,7 @@ static inline Oop gc_alloc_fast(uint32_t class_index, uint32_t format, size_t sl
         for (size_t i = 1; i <= storage; i++)
             w[i] = fill;
         gc_stats.bytes_allocated += end - p;
-        GC_ALLOC_OBSERVE((Oop)p, end - p);
-        return (Oop)p;
+        return GC_ALLOC_OBSERVED((Oop)p, end - p);
     }
     return gc_alloc_slow(class_index, format, slots);
 }

@@ -36,7 +36,7 @@
 
 /* Code-size bounds, in bytes, of each template (measured from the encodings
  * below with margin; an underestimate only makes jit_compile decline). */
-#define BOUND_PROLOGUE 192 /* checked entry, checks, frame, probe test, slow paths */
+#define BOUND_PROLOGUE 168 /* checked entry, checks (the method probes' too), frame, slow paths */
 #define BOUND_PER_TEMP 2
 #define BOUND_SIMPLE 24        /* pushes, stores, returns, plain jumps */
 #define BOUND_SEND 40          /* argument registers, call, drop, push */
@@ -46,7 +46,7 @@
 #define BOUND_BACK_JUMP 48     /* safepoint check + call + jmp */
 #define BOUND_TAIL 16
 #define BOUND_OUTER 160      /* inline chain walk + runtime fallback */
-#define BOUND_RETURN 80     /* widow check + call, probe test + call, epilogue */
+#define BOUND_RETURN 48     /* widow check + call + epilogue */
 #define MAP_ENTRIES_PER_BYTECODE 3
 
 typedef struct Compiler {
@@ -227,28 +227,10 @@ static void jcc_to(Compiler *c, X64Cond cc, X64Label *l, size_t bcpc)
     jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_BRANCH);
 }
 
-/* A USDT method probe (profiler/probes.h): calls the probe's trampoline
- * only while its semaphore (a 16-bit word a tracer raises) is nonzero;
- * keep_rax saves the answer of a returning frame around the call. */
-static void probe_test(Compiler *c, const volatile unsigned short *semaphore, const uint8_t *trampoline, bool keep_rax)
-{
-    X64Label off = JIT_X64_LABEL("probe off");
-    jit_x64_mov_ri(&c->b, R11, (int64_t)(uintptr_t)semaphore);
-    jit_x64_movzx_rm16(&c->b, RCX, jit_x64_mem(R11, 0));
-    jit_x64_test_rr(&c->b, RCX, RCX);
-    jit_x64_jcc_label32(&c->b, JIT_X64_CC_Z, &off);
-    if (keep_rax) jit_x64_push_r(&c->b, RAX);
-    jit_x64_call_rel32(&c->b, trampoline);
-    jit_map_add(&c->map, mcpc(c), 0, JIT_MAP_OTHER);
-    if (keep_rax) jit_x64_pop_r(&c->b, RAX);
-    jit_x64_label_bind(&c->b, &off);
-}
-
 /* rax = the answer. A frame that made blocks may have a context, which
  * must take its variables before the frame goes (vm/stack.c's widow). */
 static void epilogue(Compiler *c)
 {
-    if (c->rt->probe_return) probe_test(c, c->rt->method_return_semaphore, c->rt->probe_return, true);
     if (c->makes_blocks) {
         X64Label no_context = JIT_X64_LABEL("no context");
         jit_x64_mov_rm(&c->b, RCX, jit_x64_mem(RBP, 8 * FRAME_FLAGS));
@@ -296,10 +278,18 @@ static void emit_entry_exits(X64Buf *b, JitMapBuilder *map, const JitCompileRunt
 static void emit_prologue(Compiler *c, X64Label *header, X64Label *slow, X64Label *checked)
 {
     X64Buf *b = &c->b;
-    /* interrupts (a GC wanted), then room for the frame on this page */
+    /* interrupts (a GC wanted, a tracer on the method probes), then room
+     * for the frame on this page */
     jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->collect_wanted);
     jit_x64_movzx_rm8(b, RAX, jit_x64_mem(R11, 0));
-    jit_x64_test_rr(b, RAX, RAX);
+    if (c->rt->method_probe_semaphores) {
+        /* both are the VM's globals: vm_probe_jit_init checked they lie within 2 GiB */
+        intptr_t d = (intptr_t)c->rt->method_probe_semaphores - (intptr_t)c->rt->collect_wanted;
+        VM_ASSERT(d == (int32_t)d);
+        jit_x64_or_rm(b, RAX, jit_x64_mem(R11, (int32_t)d)); /* both semaphores, and 32 bits of 0 */
+    } else {
+        jit_x64_test_rr(b, RAX, RAX);
+    }
     jit_x64_jcc_label32(b, JIT_X64_CC_NZ, slow);
     int words = FRAME_HEADER_WORDS + c->ntemps + vm_method_max_stack(c->method) + 1 + c->rt->headroom_words;
     jit_x64_lea_rm(b, RAX, jit_x64_mem(RSP, 8 - 8 * words)); /* rsp + 8: the interpreter's sp (vm/interp.c, activate) */
@@ -325,7 +315,6 @@ static void emit_prologue(Compiler *c, X64Label *header, X64Label *slow, X64Labe
     if (c->is_block) jit_x64_mov_rm(b, RAX, field_of_rax(BLOCK_RECEIVER)); /* the receiver slot holds the closure */
     jit_x64_push_r(b, RAX); /* fp[-4] self */
     for (int t = 0; t < c->ntemps; t++) jit_x64_push_r(b, R11);
-    if (c->rt->probe_entry) probe_test(c, c->rt->method_entry_semaphore, c->rt->probe_entry, false);
 }
 
 /* Loads receiver into rax and argument into rcx and jumps to `slow` unless

@@ -607,7 +607,7 @@ activate : {
             }
             obj_slots(m)[METHOD_COUNTER] = oop_from_int(cv);
         }
-        if (cv <= -2 && fp) {
+        if (cv <= -2 && fp && !VM_PROBE_METHODS_TRACED()) { /* traced: see profiler/probes.h */
             intptr_t hdr = vm_method_hdr(m);
             int need = FRAME_HEADER_WORDS + (int)((hdr >> 24) & 0xffff) + (int)((hdr >> 40) & 0xffff) + 1;
             /* machine code never changes pages: run it only where its frame fits */
@@ -748,7 +748,7 @@ push_frame : {
     nargs = mnargs;
     lits = obj_slots(m) + METHOD_FIXED_SLOTS;
     bytes = ip = (uint8_t *)(obj_slots(m) + (hdr & 0xffff));
-    VM_PROBE_METHOD_ENTRY(m, 0);
+    VM_PROBE_METHOD_ENTRY(method, 0);
     DISPATCH();
 }
 
@@ -759,9 +759,9 @@ primitive : {
         Oop *a = prim_args;
         for (int i = 0; i <= n; i++) a[i] = sp[n - i];
         Oop r;
-        VM_PROBE_METHOD_ENTRY(m, e - vm_prim_table);
-        if (LIKELY(((VmPrimFn)e->fn)(a, &r))) {
-            VM_PROBE_METHOD_RETURN(m, e - vm_prim_table);
+        VmPrimFn fn = (VmPrimFn)e->fn;
+        VM_PROBE_PRIMITIVE(fn, m, e - vm_prim_table);
+        if (LIKELY(fn(a, &r))) {
             if (UNLIKELY(mc_retaddr)) {
                 result = r;
                 goto prim_answer;

@@ -125,10 +125,9 @@ static uint64_t dispatch(Oop sel, int nargs)
              * effects) is left to the interpreter, which reports it */
             Oop args[JIT_MAX_PRIM_ARGS + 1];
             for (int i = 0; i <= nargs; i++) args[i] = sp[1 + nargs - i];
-            VM_PROBE_METHOD_ENTRY(m, p);
-            bool ok = ((VmPrimFn)vm_prim_table[p].fn)(args, &prim_answer);
-            VM_PROBE_METHOD_RETURN(m, p); /* a failure's retry in the interpreter fires again */
-            if (ok) return (uint64_t)(uintptr_t)prim_return;
+            VmPrimFn fn = (VmPrimFn)vm_prim_table[p].fn;
+            VM_PROBE_PRIMITIVE(fn, m, p);
+            if (fn(args, &prim_answer)) return (uint64_t)(uintptr_t)prim_return;
         } else if (p == 0) {
             JitMethod *jm = callable(m, nargs);
             if (jm) return unchecked(jm);
@@ -257,8 +256,10 @@ static uint64_t rt_open_pic_miss(uint64_t unused, JitMethod *pic)
     return dispatch(pic->method, pic->nargs);
 }
 
-/* The unchecked entry's checks failed: a GC is wanted, or the frame does not
- * fit the page (the interpreter then activates the method on a new page). */
+/* The unchecked entry's checks failed: a GC is wanted, a tracer holds the
+ * method probes (profiler/probes.h: the interpreter runs the activation and
+ * fires them), or the frame does not fit the page (the interpreter then
+ * activates the method on a new page). */
 static uint64_t rt_entry_slow(uint64_t unused, uint8_t *resume)
 {
     (void)unused;
@@ -272,7 +273,8 @@ static uint64_t rt_entry_slow(uint64_t unused, uint8_t *resume)
     }
     Oop m = jm->method;
     int words = FRAME_HEADER_WORDS + vm_method_ntemps(m) + vm_method_max_stack(m) + 1 + VM_STACK_HEADROOM_WORDS;
-    if (jit_cstate.st_sp + 1 - words >= vm_page->base) return (uint64_t)(uintptr_t)resume; /* as the prologue */
+    if (jit_cstate.st_sp + 1 - words >= vm_page->base && !VM_PROBE_METHODS_TRACED())
+        return (uint64_t)(uintptr_t)resume; /* as the prologue */
     return exit_to_interpreter(VM_JIT_PENDING_METHOD, m, jm->nargs);
 }
 
@@ -284,10 +286,9 @@ static uint64_t rt_primitive(uint64_t index, uint64_t nargs, JitMethod *stub)
     Oop args[JIT_MAX_PRIM_ARGS + 1];
     for (int i = 0; i <= (int)nargs; i++) args[i] = sp[2 + nargs - i];
     Oop r;
-    VM_PROBE_METHOD_ENTRY(stub->method, (intptr_t)index);
-    bool ok = ((VmPrimFn)vm_prim_table[index].fn)(args, &r);
-    VM_PROBE_METHOD_RETURN(stub->method, (intptr_t)index); /* a failure's retry in the interpreter fires again */
-    if (ok) return r;
+    VmPrimFn fn = (VmPrimFn)vm_prim_table[index].fn;
+    VM_PROBE_PRIMITIVE(fn, stub->method, (intptr_t)index);
+    if (fn(args, &r)) return r;
     jit_cstate.st_sp = sp + 1; /* leave as if the site had called the interpreter */
     return exit_to_interpreter(VM_JIT_PENDING_METHOD, stub->method, (int)nargs);
 }
@@ -651,11 +652,8 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
         snprintf(err, errlen, "the code zone's trampoline area is too small");
         return false;
     }
-    if (!vm_probe_jit_init(&zone, &runtime)) {
-        snprintf(err, errlen, "the code zone's trampoline area is too small for the probe trampolines");
-        return false;
-    }
     runtime.collect_wanted = &gc_collect_wanted;
+    if (!vm_probe_jit_init(&runtime, err, errlen)) return false;
     runtime.old_start = &gc_old_start;
     runtime.page = (void *const *)&vm_page;
     runtime.array_at_inline = &vm_array_at_is_prim;
@@ -723,10 +721,6 @@ const char *vm_jit_trampoline_name(const void *addr)
         { pic_runtime.open_miss, "ceOpenPICMiss" },
         { prim_return, "cePrimitiveAnswer" },
         { vm_jit_enter.return_to_interpreter, "ceReturnToInterpreter" },
-        { runtime.probe_entry, "ceProbeMethodEntry" },
-        { runtime.probe_return, "ceProbeMethodReturn" },
-        { (const void *)runtime.method_entry_semaphore, "&stvm_method__entry_semaphore" },
-        { (const void *)runtime.method_return_semaphore, "&stvm_method__return_semaphore" },
         { (const void *)vm_jit_enter.enter, "enilopmart: enter" },
         { (const void *)vm_jit_enter.return_to, "enilopmart: return to" },
         { (const void *)&gc_collect_wanted, "&gc_collect_wanted" },

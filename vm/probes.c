@@ -13,7 +13,6 @@
 
 #include "gc/heap.h"
 #include "jit/compile.h"
-#include "jit/enter.h"
 #include "jit/zone.h"
 #include "vm/class.h"
 #include "vm/frame.h"
@@ -118,40 +117,51 @@ void vm_probe_method_return(Oop method, intptr_t primitive)
     STVM_METHOD_RETURN(cls, sel, (int)primitive);
 }
 
+/* The primitive vm_probe_primitive_fn handed out last: primitives do not
+ * nest (they never send), so one at a time is all there is. */
+static Oop probed_method;
+static intptr_t probed_primitive;
+static VmProbePrimFn probed_fn;
+
+static bool probed_call(Oop *args, Oop *result)
+{
+    Oop method = probed_method;
+    intptr_t primitive = probed_primitive;
+    if (STVM_METHOD_ENTRY_ENABLED()) vm_probe_method_entry(method, primitive);
+    bool ok = probed_fn(args, result);
+    if (STVM_METHOD_RETURN_ENABLED()) vm_probe_method_return(method, primitive);
+    return ok;
+}
+
+VmProbePrimFn vm_probe_primitive_fn(Oop method, intptr_t primitive, VmProbePrimFn fn)
+{
+    probed_method = method;
+    probed_primitive = primitive;
+    probed_fn = fn;
+    return probed_call;
+}
+
 void vm_probe_frame_unwound(const Oop *fp) { vm_probe_method_return(fp[FRAME_METHOD], 0); }
 
 void vm_probe_context_unwound(Oop context) { vm_probe_method_return(obj_slots(context)[CTX_METHOD], 0); }
 
-/* The trampolines' routines: the frame machine code just built, or is
- * about to tear down, is jit_cstate.st_fp. */
-static uint64_t jit_entry(void)
-{
-    vm_probe_method_entry(jit_cstate.st_fp[FRAME_METHOD], 0);
-    return 0;
-}
-
-static uint64_t jit_return(void)
-{
-    vm_probe_method_return(jit_cstate.st_fp[FRAME_METHOD], 0);
-    return 0;
-}
-
-bool vm_probe_jit_init(JitZone *zone, JitCompileRuntime *rt)
+bool vm_probe_jit_init(JitCompileRuntime *rt, char *err, size_t errlen)
 {
 #if STVM_PROBES
-    rt->probe_entry = jit_enter_runtime_trampoline(zone, (const void *)jit_entry, 0);
-    rt->probe_return = jit_enter_runtime_trampoline(zone, (const void *)jit_return, 0);
-    rt->method_entry_semaphore = &stvm_method__entry_semaphore;
-    rt->method_return_semaphore = &stvm_method__return_semaphore;
-    return rt->probe_entry && rt->probe_return;
+    /* the prologue reads the semaphore word at a 32-bit displacement from
+     * &gc_collect_wanted (jit/compile.h): both are in this binary's data */
+    intptr_t d = (intptr_t)stvm_method_probe_semaphores - (intptr_t)rt->collect_wanted;
+    if (d != (int32_t)d) {
+        snprintf(err, errlen, "the method probes' semaphores lie %td bytes from gc_collect_wanted (more than 2 GiB)", d);
+        return false;
+    }
+    rt->method_probe_semaphores = stvm_method_probe_semaphores;
 #else
-    (void)zone;
-    (void)jit_entry;
-    (void)jit_return;
-    rt->probe_entry = rt->probe_return = NULL;
-    rt->method_entry_semaphore = rt->method_return_semaphore = NULL;
-    return true;
+    (void)err;
+    (void)errlen;
+    rt->method_probe_semaphores = NULL;
 #endif
+    return true;
 }
 
 /* -- The heap ------------------------------------------------------------------------ */

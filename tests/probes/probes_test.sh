@@ -9,10 +9,16 @@
 #                              allocated, 1000 activations of ProbeThing>>touch: entered and
 #                              returned (compiled after the second in the JIT run), as many
 #                              returns as entries overall, scavenges, one rt__start/rt__end
+#   attach-nojit, attach-jit   the same, but the semaphores are raised only when the
+#                              workload's full GC fires gc__start, halfway through its loop
+#                              (as a tracer attaching to a running VM): under the JIT the
+#                              loop's block is machine code by then; exactly the second half
+#                              of the ProbeThings and touch: activations are seen
 #   raised-compaction          DeltaBlue in the smallest code zone with every semaphore
-#                              raised and --jit-verify: compaction moves methods whose
-#                              prologues and returns call the probe trampolines; the output
-#                              is unchanged and jit__compile and code__compact fire
+#                              raised and --jit-verify: methods are compiled (the interpreter
+#                              runs them while the method probes are traced), the zone is
+#                              compacted, the output is unchanged, and jit__compile and
+#                              code__compact fire
 #   bpftrace-nojit, -jit       the counts of the raised-* tests through bpftrace
 #   recipes                    every tools/bpftrace script on ProbeWorkload
 #
@@ -97,6 +103,24 @@ raised() {
     echo "ok: $mode, semaphores raised: output unchanged; $(tr '\n' ';' <"$WORK/counts")"
 }
 
+attach() {
+    local mode=$1 half=$((N / 2))
+    "$STVM" "$mode" "${WORKLOAD[@]}" >"$WORK/plain.out" 2>"$WORK/plain.err" || fail "untraced run failed"
+    "$USDT_TRACE" --raise all --raise-on gc__start --report "$WORK/counts" \
+        --count object__alloc/0=ProbeThing \
+        --count method__entry/1=touch: --count method__return/1=touch: --count gc__start \
+        -- "$STVM" "$mode" "${WORKLOAD[@]}" >"$WORK/traced.out" 2>"$WORK/traced.err"
+    local rc=$?
+    ((rc == 125)) && fail "usdt_trace could not trace: $(tail -1 "$WORK/traced.err")"
+    ((rc == 0)) || fail "the traced run exited with status $rc"
+    cmp -s "$WORK/plain.out" "$WORK/traced.out" || fail "the output differs when a tracer attaches midway"
+    expect_count "$WORK/counts" object__alloc/0=ProbeThing $((N - half))
+    expect_count "$WORK/counts" method__entry/1=touch: $((N - half))
+    expect_count "$WORK/counts" method__return/1=touch: $((N - half))
+    expect_at_least "$WORK/counts" gc__start 1
+    echo "ok: $mode, attached at the full GC: the second half seen; $(tr '\n' ';' <"$WORK/counts")"
+}
+
 raised_compaction() {
     local args=(--jit --jit-threshold 1 --jit-verify --code-size 64K
         -cp "$SOURCE_DIR/smalltalk/core:$SOURCE_DIR/smalltalk/bench" BenchRunner DeltaBlue 1)
@@ -113,7 +137,7 @@ raised_compaction() {
     grep -q "DeltaBlue: 1 iterations" "$WORK/traced.out" || fail "DeltaBlue did not finish"
     expect_at_least "$WORK/counts" jit__compile 100
     expect_at_least "$WORK/counts" code__compact 1
-    echo "ok: compacting zone with probe trampolines: $(tr '\n' ';' <"$WORK/counts")"
+    echo "ok: compacting zone, method probes traced: $(tr '\n' ';' <"$WORK/counts")"
 }
 
 # -- bpftrace ------------------------------------------------------------------------------
@@ -225,6 +249,8 @@ recipes() {
 case $TEST in
 raised-nojit) raised --no-jit ;;
 raised-jit) raised --jit ;;
+attach-nojit) attach --no-jit ;;
+attach-jit) attach --jit ;;
 raised-compaction) raised_compaction ;;
 bpftrace-nojit) bpftrace_counts --no-jit ;;
 bpftrace-jit) bpftrace_counts --jit ;;

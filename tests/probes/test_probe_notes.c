@@ -3,8 +3,8 @@
  * probes profiler/probes.h documents: every probe of STVM_PROBE_LIST has
  * notes, each with the documented argument count, a semaphore in section
  * .probes shared by all its sites, and a site that is a nop in executable
- * code; no undocumented stvm probe exists. A build with STVM_PROBES=0 has
- * no stvm notes at all.
+ * code; no undocumented stvm probe exists; the two method probes'
+ * semaphores open one aligned 64-bit word, as compiled code reads them. A build with STVM_PROBES=0 has no stvm notes at all.
  *
  *   test_probe_notes PATH-TO-STVM
  */
@@ -25,7 +25,7 @@ typedef struct Documented {
     int nargs;
 } Documented;
 
-#define STVM_PROBE_ROW(name, nargs) {#name, nargs},
+#define STVM_PROBE_ROW(name, nargs, storage) {#name, nargs},
 static const Documented documented[] = {STVM_PROBE_LIST(STVM_PROBE_ROW)};
 #undef STVM_PROBE_ROW
 #define NDOCUMENTED (sizeof documented / sizeof documented[0])
@@ -95,6 +95,25 @@ static void every_probe_has_one_semaphore_in_the_probes_section(void **state)
     }
 }
 
+/* The semaphore of the first note of probe name. */
+static uint64_t semaphore_of(const char *name)
+{
+    for (size_t i = 0; i < elf.nprobes; i++)
+        if (is_stvm(&elf.probes[i]) && !strcmp(elf.probes[i].name, name)) return elf.probes[i].semaphore;
+    fail_msg("no note for stvm:%s", name);
+    return 0;
+}
+
+static void the_method_semaphores_open_one_aligned_quadword(void **state)
+{
+    (void)state;
+    uint64_t entry = semaphore_of("method__entry"), ret = semaphore_of("method__return");
+    if (entry % 8 != 0 || ret != entry + 2)
+        fail_msg("method__entry's semaphore is at %#llx and method__return's at %#llx: not the first two 16-bit "
+                 "words of an aligned 64-bit word (profiler/probes.c), which compiled prologues read at once",
+                 (unsigned long long)entry, (unsigned long long)ret);
+}
+
 static void every_site_is_a_nop_in_executable_code(void **state)
 {
     (void)state;
@@ -141,6 +160,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(every_documented_probe_has_notes_with_its_argument_count),
         cmocka_unit_test(no_stvm_probe_is_undocumented),
         cmocka_unit_test(every_probe_has_one_semaphore_in_the_probes_section),
+        cmocka_unit_test(the_method_semaphores_open_one_aligned_quadword),
         cmocka_unit_test(every_site_is_a_nop_in_executable_code),
 #else
         cmocka_unit_test(a_build_without_probes_has_no_stvm_notes),

@@ -6,13 +6,16 @@
  * through /proc/PID/mem as a tracer's kernel reference counter would) and
  * turns probe sites (one-byte nops) into breakpoints, then counts the hits.
  *
- *   usdt_trace [--raise all|PROBE,...] [--count SPEC]... [--report FILE] -- PROGRAM [ARGS...]
+ *   usdt_trace [--raise all|PROBE,...] [--raise-on PROBE] [--count SPEC]... [--report FILE]
+ *              -- PROGRAM [ARGS...]
  *
  *   --raise    probes whose semaphores are raised before the program's first
  *              instruction: "all" (every probe in PROGRAM), or a comma list.
  *              Default: the counted probes. A raised probe's guarded code
  *              runs (its arguments are computed and the nop is reached);
  *              only counted probes trap.
+ *   --raise-on not before the program's first instruction but when PROBE
+ *              first fires, as a tracer attaching to a running process
  *   --count    PROBE counts every hit of PROBE (any provider); PROBE/N=TEXT
  *              only hits whose argument N (0-based) points at the C string
  *              TEXT. Repeatable.
@@ -72,6 +75,9 @@ static Spec specs[MAX_SPECS];
 static int nspecs;
 static Site *sites;
 static size_t nsites;
+static const char *raise_set;      /* --raise, or NULL: the counted probes */
+static const char *raise_on;       /* --raise-on, or NULL */
+static bool raised;
 
 static _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static _Noreturn void die(const char *fmt, ...)
@@ -287,7 +293,8 @@ unsupported:
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: usdt_trace [--raise all|PROBE,...] [--count PROBE[/N=TEXT]]... [--report FILE] -- PROGRAM [ARGS...]\n");
+    fprintf(out, "usage: usdt_trace [--raise all|PROBE,...] [--raise-on PROBE] [--count PROBE[/N=TEXT]]... [--report FILE]\n"
+                 "                  -- PROGRAM [ARGS...]\n");
 }
 
 static void add_spec(const char *text)
@@ -330,8 +337,10 @@ static bool counted(const char *name)
 
 /* -- Tracing ---------------------------------------------------------------------------- */
 
-static void raise_semaphores(const char *raise)
+static void raise_semaphores(void)
 {
+    const char *raise = raise_set;
+    raised = true;
     for (size_t i = 0; i < elf.nprobes; i++) {
         const SdtProbe *p = &elf.probes[i];
         if (!p->semaphore || !(raise ? listed(raise, p->name) : counted(p->name))) continue;
@@ -355,9 +364,14 @@ static void plant_breakpoints(void)
         for (size_t i = 0; i < elf.nprobes; i++) any |= !strcmp(elf.probes[i].name, specs[s].probe);
         if (!any) die("%s has no probe named %s", prog, specs[s].probe);
     }
+    if (raise_on) {
+        bool any = false;
+        for (size_t i = 0; i < elf.nprobes; i++) any |= !strcmp(elf.probes[i].name, raise_on);
+        if (!any) die("%s has no probe named %s (--raise-on)", prog, raise_on);
+    }
     for (size_t i = 0; i < elf.nprobes; i++) {
         const SdtProbe *p = &elf.probes[i];
-        if (!counted(p->name)) continue;
+        if (!counted(p->name) && !(raise_on && !strcmp(p->name, raise_on))) continue;
         uint64_t a = p->pc + bias;
         uint8_t b;
         peek(a, &b, 1);
@@ -370,6 +384,7 @@ static void plant_breakpoints(void)
 
 static void on_hit(const Site *site, const struct user_regs_struct *regs)
 {
+    if (raise_on && !raised && !strcmp(site->probe->name, raise_on)) raise_semaphores();
     for (int s = 0; s < nspecs; s++) {
         Spec *sp = &specs[s];
         if (strcmp(sp->probe, site->probe->name)) continue;
@@ -417,14 +432,16 @@ static int trace(void)
 
 int main(int argc, char **argv)
 {
-    const char *raise = NULL, *report = NULL;
+    const char *report = NULL;
     int i = 1;
     for (; i < argc; i++) {
         if (!strcmp(argv[i], "--")) {
             i++;
             break;
         } else if (!strcmp(argv[i], "--raise") && i + 1 < argc) {
-            raise = argv[++i];
+            raise_set = argv[++i];
+        } else if (!strcmp(argv[i], "--raise-on") && i + 1 < argc) {
+            raise_on = argv[++i];
         } else if (!strcmp(argv[i], "--count") && i + 1 < argc) {
             add_spec(argv[++i]);
         } else if (!strcmp(argv[i], "--report") && i + 1 < argc) {
@@ -472,7 +489,7 @@ int main(int argc, char **argv)
     mem = open(path, O_RDWR | O_CLOEXEC);
     if (mem < 0) die("cannot open %s: %s", path, strerror(errno));
     bias = find_bias();
-    raise_semaphores(raise);
+    if (!raise_on) raise_semaphores();
     plant_breakpoints();
     if (ptrace(PTRACE_CONT, child, NULL, NULL) < 0) die("PTRACE_CONT: %s", strerror(errno));
     int rc = trace();
