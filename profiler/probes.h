@@ -64,24 +64,23 @@
  * Method probes and machine code: while a tracer holds method__entry or
  * method__return, compiled code is not entered and the interpreter runs
  * (and fires the probes for) every new activation. The two method
- * semaphores lie in one aligned 64-bit word (the rest of it 0); every
+ * semaphores lie in one aligned 64-bit word (the rest of it 0). Every
  * compiled method's and block's prologue already loads gc_collect_wanted
- * for its interrupt check and now ORs that word (at a fixed displacement
- * from it) into the test instead of testing the flag alone: either raised
- * takes the entry's slow path,
- * which hands the activation to the interpreter (vm/jitglue.c,
- * rt_entry_slow); the interpreter does not enter machine code while the
- * word is nonzero (vm/interp.c). Activations running in machine code when
- * the tracer attached finish there unseen, their entries unseen too, so
- * entries and returns stay paired. Untraced, a compiled activation pays the
- * OR's load from memory, no extra instruction; nothing is recompiled when
- * a tracer comes or goes. The price is
- * paid while tracing: methods run at the interpreter's speed, so latencies
- * measured with the method probes are the interpreter's (they also carry
- * the probes' own cost, microseconds per hit). The alternative — test the
- * semaphores in every compiled prologue and return and call the probes from
- * machine code — measured +5% instructions on a send-bound benchmark
- * (Fibonacci under the JIT) untraced, against +0.8% for this design.
+ * for its interrupt check; it now ORs that word (at a fixed displacement
+ * from the flag) into the test instead of testing the flag alone, so either
+ * semaphore raised takes the entry's slow path, which hands the activation
+ * to the interpreter (vm/jitglue.c, rt_entry_slow), and the interpreter does
+ * not enter machine code while the word is nonzero (vm/interp.c).
+ * Activations running in machine code when the tracer attached finish there
+ * unseen, their entries unseen too, so entries and returns stay paired.
+ * Untraced, a compiled activation pays the OR's load, no extra instruction,
+ * and nothing is recompiled when a tracer comes or goes. The price is paid
+ * while tracing: methods run at the interpreter's speed, so latencies taken
+ * with the method probes are the interpreter's (and carry the probes' own
+ * cost, microseconds a hit). The alternative, testing the semaphores in
+ * every compiled prologue and return and calling the probes from machine
+ * code, cost +6.4% instructions untraced on Fibonacci under the JIT, where
+ * this design costs +0.0% (valgrind's count; scripts/bench-probes).
  *
  * Who may call: vm/ (through vm/probes.h, which turns heap objects into the
  * probes' arguments) and the tests that read the notes (STVM_PROBE_LIST).
@@ -94,7 +93,7 @@
 #endif
 
 /* Every probe: X(name, argument count, semaphore storage: OWN, or PAIRED
- * for the two method probes, whose semaphores share one 32-bit word). One
+ * for the two method probes, whose semaphores share one quadword). One
  * table: the semaphores (profiler/probes.c) and the notes test
  * (tests/probes) come from it. */
 #define STVM_PROBE_LIST(X)         \

@@ -1,7 +1,7 @@
 /*
  * vm/probes.c — firing the `stvm` USDT probes (profiler/probes.h) with what
  * only vm/ knows: class and selector names copied out of the heap into C
- * strings, the heap's byte counts, the frames machine code runs in.
+ * strings, the heap's byte counts, the frames a non-local return unwinds.
  *
  * Everything here runs while a tracer watches (the guarded probes) or a few
  * times per run (boot, exit, collections), so clarity wins over speed; the
