@@ -137,6 +137,11 @@ static void every_site_is_a_nop_in_executable_code(void **state)
 static void a_build_without_probes_has_no_stvm_notes(void **state)
 {
     (void)state;
+    for (size_t i = 0; i < elf.nprobes; i++)
+        for (size_t d = 0; d < NDOCUMENTED; d++)
+            if (!strcmp(elf.probes[i].name, documented[d].name))
+                fail_msg("a probe named %s:%s is in %s, built without probes", elf.probes[i].provider,
+                         elf.probes[i].name, binary);
     assert_int_equal(stvm_notes(), 0);
 }
 
