@@ -23,6 +23,9 @@ volatile bool gc_collect_wanted;
 uintptr_t gc_eden_top;
 uintptr_t gc_eden_soft_limit;
 Oop gc_fill_value;
+static const volatile unsigned short unwatched; /* gc_alloc_watch until an observer is set */
+const volatile unsigned short *gc_alloc_watch = &unwatched;
+static GcAllocObserver alloc_observer;
 
 /* Eden's soft limit, in tenths of eden. The last 10% (400 KiB of the
  * default 4 MiB eden) is what the mutator may allocate between raising
@@ -173,6 +176,18 @@ void gc_set_client(const GcClient *client) { gc_space.client = *client; }
 
 void gc_set_fill(Oop nil) { gc_fill_value = nil; }
 
+void gc_set_alloc_observer(const volatile unsigned short *watch, GcAllocObserver fn)
+{
+    alloc_observer = fn;
+    gc_alloc_watch = watch && fn ? watch : &unwatched;
+}
+
+Oop gc_alloc_observed(Oop obj, size_t bytes)
+{
+    if (alloc_observer) alloc_observer(obj, bytes);
+    return obj;
+}
+
 /* -- Allocation --------------------------------------------------------- */
 
 /* Old-space growth threshold after a full GC that left `live` bytes: twice
@@ -239,7 +254,7 @@ static Oop alloc_old(uint32_t class_index, uint32_t format, size_t slots)
     if (s->old_top > s->old_threshold)
         gc_collect_wanted = true;
     gc_stats.bytes_allocated += total;
-    Oop o = init_object(mem, class_index, format, slots, total);
+    Oop o = GC_ALLOC_OBSERVED(init_object(mem, class_index, format, slots, total), total);
     /* A new object may be filled without the write barrier (heap.h), which
      * is only sound for young objects: an old one is remembered up front
      * and dropped by the first scavenge that finds no young pointer in it. */
@@ -260,7 +275,7 @@ Oop gc_alloc_slow(uint32_t class_index, uint32_t format, size_t slots)
         if (gc_eden_top > gc_eden_soft_limit)
             gc_collect_wanted = true;
         gc_stats.bytes_allocated += total;
-        return init_object(mem, class_index, format, slots, total);
+        return GC_ALLOC_OBSERVED(init_object(mem, class_index, format, slots, total), total);
     }
     if (total <= s->large_bytes)
         gc_collect_wanted = true; /* eden is full */

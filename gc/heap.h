@@ -114,6 +114,40 @@ Oop gc_alloc_old(uint32_t class_index, uint32_t format, size_t slots);
  * limit, large objects, old space. Call gc_alloc or gc_alloc_fast. */
 Oop gc_alloc_slow(uint32_t class_index, uint32_t format, size_t slots);
 
+/* Allocation observer: how the USDT probe object__alloc (profiler/probes.h)
+ * sees every allocation without gc/ knowing probes or class names. While
+ * *gc_alloc_watch is nonzero (the VM points it at the probe's semaphore,
+ * which a tracer raises), each allocation calls the observer with the new
+ * object (header written, storage filled) and its bytes, overflow word and
+ * padding included. The observer must not allocate or collect. Untraced,
+ * an allocation pays one test; built with STVM_PROBES=0 (no probes), none. */
+typedef void (*GcAllocObserver)(Oop obj, size_t bytes);
+extern const volatile unsigned short *gc_alloc_watch; /* never NULL */
+void gc_set_alloc_observer(const volatile unsigned short *watch, GcAllocObserver fn);
+/* calls the observer; answers obj (out of line and cold: a tail call from
+ * the allocators, whose fast path then saves no register) */
+__attribute__((noinline, cold)) Oop gc_alloc_observed(Oop obj, size_t bytes);
+#if STVM_PROBES
+/* The test: one compare of the watched word in memory (in asm, as a
+ * volatile read would load it into a register first). */
+static inline __attribute__((always_inline)) bool gc_alloc_watched(void)
+{
+#if defined(__x86_64__)
+    bool watched;
+    __asm__ volatile("cmpw $0, %1" : "=@ccne"(watched) : "m"(*gc_alloc_watch));
+    return watched;
+#else
+    return *gc_alloc_watch != 0;
+#endif
+}
+/* obj, after the observer saw it while watched: an allocator's last word,
+ * `return GC_ALLOC_OBSERVED(obj, bytes);`, so the call is a tail call and the
+ * fast path keeps its registers */
+#define GC_ALLOC_OBSERVED(obj, bytes) (__builtin_expect(gc_alloc_watched(), 0) ? gc_alloc_observed(obj, bytes) : (obj))
+#else
+#define GC_ALLOC_OBSERVED(obj, bytes) ((void)(bytes), (obj))
+#endif
+
 /* gc_alloc with its common case inline: a small object bumped into eden
  * below the soft limit. Same contract as gc_alloc. */
 static inline Oop gc_alloc_fast(uint32_t class_index, uint32_t format, size_t slots)
@@ -129,7 +163,7 @@ static inline Oop gc_alloc_fast(uint32_t class_index, uint32_t format, size_t sl
         for (size_t i = 1; i <= storage; i++)
             w[i] = fill;
         gc_stats.bytes_allocated += end - p;
-        return (Oop)p;
+        return GC_ALLOC_OBSERVED((Oop)p, end - p);
     }
     return gc_alloc_slow(class_index, format, slots);
 }

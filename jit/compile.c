@@ -36,7 +36,7 @@
 
 /* Code-size bounds, in bytes, of each template (measured from the encodings
  * below with margin; an underestimate only makes jit_compile decline). */
-#define BOUND_PROLOGUE 160 /* checked entry, checks, frame, slow paths */
+#define BOUND_PROLOGUE 168 /* checked entry, checks (the method probes' too), frame, slow paths */
 #define BOUND_PER_TEMP 2
 #define BOUND_SIMPLE 24        /* pushes, stores, returns, plain jumps */
 #define BOUND_SEND 40          /* argument registers, call, drop, push */
@@ -329,10 +329,18 @@ static void emit_entry_exits(X64Buf *b, JitMapBuilder *map, const JitCompileRunt
 static void emit_prologue(Compiler *c, X64Label *header, X64Label *slow, X64Label *checked)
 {
     X64Buf *b = &c->b;
-    /* interrupts (a GC wanted), then room for the frame on this page */
+    /* interrupts (a GC wanted, a tracer on the method probes), then room
+     * for the frame on this page */
     jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->collect_wanted);
     jit_x64_movzx_rm8(b, RAX, jit_x64_mem(R11, 0));
-    jit_x64_test_rr(b, RAX, RAX);
+    if (c->rt->method_probe_semaphores) {
+        /* both are the VM's globals: vm_probe_jit_init checked they lie within 2 GiB */
+        intptr_t d = (intptr_t)c->rt->method_probe_semaphores - (intptr_t)c->rt->collect_wanted;
+        VM_ASSERT(d == (int32_t)d);
+        jit_x64_or_rm(b, RAX, jit_x64_mem(R11, (int32_t)d)); /* both semaphores, and 32 bits of 0 */
+    } else {
+        jit_x64_test_rr(b, RAX, RAX);
+    }
     jit_x64_jcc_label32(b, JIT_X64_CC_NZ, slow);
     int words = FRAME_HEADER_WORDS + c->ntemps + vm_method_max_stack(c->method) + 1 + c->rt->headroom_words;
     jit_x64_lea_rm(b, RAX, jit_x64_mem(RSP, 8 - 8 * words)); /* rsp + 8: the interpreter's sp (vm/interp.c, activate) */

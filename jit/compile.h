@@ -23,7 +23,8 @@
  *               tag); a mismatch jumps to rt->method_abort with rsi = the
  *               header (the site's return address still on top).
  *   unchecked   where the interpreter, PICs and a freshly linked send enter:
- *               the interrupt check (*collect_wanted) and the stack check
+ *               the interrupt check (*collect_wanted, or a tracer on the
+ *               method probes: JitCompileRuntime) and the stack check
  *               (the frame plus the interpreter's headroom must fit above the
  *               current page's base); either failing jumps to rt->entry_slow
  *               with rsi = the address just past the checks.
@@ -123,6 +124,13 @@ typedef struct JitCompileRuntime {
     void *const *page;                   /* &vm_page: its first word is the page's base */
     int headroom_words;                  /* the interpreter's stack headroom */
     Oop nil, true_obj, false_obj;        /* never move */
+    /* The USDT method probes' two 16-bit semaphores, the first half of an
+     * aligned 64-bit word whose second half is 0 (profiler/probes.h), within
+     * 2 GiB of *collect_wanted: the interrupt check ORs that word into its
+     * test, so that while a tracer holds either probe every entry takes
+     * entry_slow, which hands the activation to the interpreter (it fires
+     * the probes). NULL: no such test (probes compiled out, tests). */
+    const volatile unsigned short *method_probe_semaphores;
 } JitCompileRuntime;
 
 /* -- Global sites ----------------------------------------------------------------

@@ -6,7 +6,8 @@ STVM_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # Debian packages the build and the tests need.
 STVM_PACKAGES=(build-essential cmake pkg-config libgmp-dev libcmocka-dev
-    libelf-dev libdw-dev libunwind-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libcapstone-dev)
+    libelf-dev libdw-dev libunwind-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libcapstone-dev
+    systemtap-sdt-dev bpftrace)
 
 stvm_install_deps() {
     local missing=()
@@ -59,7 +60,8 @@ stvm_bench_name() {
 #   Runs  STVM STVM-FLAGS -cp core:bench BenchRunner NAME RUNS [INNER]  (an empty INNER:
 #   the benchmark's default) with a time-out of TIMEOUT seconds, stdout in FILES.out and
 #   stderr in FILES.err, and writes the runtimes of the outer iterations it reported, in
-#   microseconds, sorted, to FILES.times. Sets STVM_BENCH_STATUS to "ok" or "FAILED
+#   microseconds, sorted, to FILES.times, and the CPU seconds the whole run took (user
+#   and system, start-up included) to FILES.cpu. Sets STVM_BENCH_STATUS to "ok" or "FAILED
 #   (reason)": failed result check, exit status, time-out, fewer iterations reported than
 #   RUNS. Returns 0 when ok, 1 when failed.
 stvm_bench_run() {
@@ -67,10 +69,12 @@ stvm_bench_run() {
     shift 6
     local args=(BenchRunner "$name" "$runs")
     [[ -n $inner ]] && args+=("$inner")
-    timeout --kill-after=10 "$timeout_s" "$stvm" "$@" \
+    local TIMEFORMAT='%3U %3S'
+    { time timeout --kill-after=10 "$timeout_s" "$stvm" "$@" \
         -cp "$STVM_ROOT/smalltalk/core:$STVM_ROOT/smalltalk/bench" "${args[@]}" \
-        > "$files.out" 2> "$files.err" < /dev/null
+        > "$files.out" 2> "$files.err" < /dev/null ; } 2> "$files.time"
     local rc=$?
+    awk '{ printf "%.3f\n", $1 + $2 }' "$files.time" > "$files.cpu"
 
     awk -v name="$name" '$1 == name ":" && $2 == "iteration" && $4 == "runtime" && $5 ~ /^[0-9]+us$/ {
             sub(/us$/, "", $5); print $5 }' "$files.out" | sort -n > "$files.times"

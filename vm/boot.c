@@ -14,6 +14,7 @@
 #include "vm/jitglue.h"
 #include "vm/jitpublish.h"
 #include "vm/loader.h"
+#include "vm/probes.h"
 #include "vm/stack.h"
 #include "vm/universe.h"
 
@@ -76,6 +77,7 @@ static void print_exit_reports(void)
 noreturn void vm_exit(int status)
 {
     fflush(stdout);
+    vm_probe_rt_end(status);
     print_exit_reports();
     fflush(stderr);
     exit(status);
@@ -116,6 +118,7 @@ static void before_collect(bool full, void *client)
 {
     (void)client;
     vm_jit_before_collect(full);
+    vm_probe_gc_start(full);
 }
 
 static void after_collect(bool full, void *client)
@@ -123,6 +126,7 @@ static void after_collect(bool full, void *client)
     (void)client;
     vm_jit_after_collect(full);
     if (full) vm_bytecode_publish_after_full_gc();
+    vm_probe_gc_finish(full);
     prof_publish_gc();
     /* selectors and methods are old: only a full GC moves them */
     if (full) vm_lookup_cache_flush();
@@ -131,6 +135,7 @@ static void after_collect(bool full, void *client)
 bool vm_boot(const VmOptions *opts, char *err, size_t errlen)
 {
     start_usec = now_usec();
+    vm_probe_rt_init();
     vm_options = *opts;
     GcConfig cfg = {
         .heap_bytes = opts->heap_bytes,
@@ -139,6 +144,7 @@ bool vm_boot(const VmOptions *opts, char *err, size_t errlen)
         .stress = opts->gc_stress,
     };
     if (!gc_heap_init(&cfg, err, errlen)) return false;
+    vm_probe_gc_init();
     vm_class_table_reserve(CLASS_INDEX_FIRST_FREE);
     /* first in old space, so compaction never moves them */
     vm_nil = gc_alloc_old(CLASS_INDEX_NIL, FMT_POINTERS, 0);
@@ -195,7 +201,9 @@ int vm_run(int argc, char **argv)
         if (!s) vm_out_of_memory("arguments");
         gc_store(args, (size_t)i, s);
     }
+    vm_probe_rt_start();
     vm_interpret(vm_system, vm_symbol_from_cstr("initialize:"), &args, 1);
+    vm_probe_rt_end(0);
     fflush(stdout);
     print_exit_reports();
     return 0;

@@ -32,6 +32,7 @@ register unsigned char *ip asm("r15"); /* VM_INTERP_IP_REGISTER in vm/interp.h *
 #include "vm/loader.h"
 #include "vm/method.h"
 #include "vm/primitive.h"
+#include "vm/probes.h"
 #include "vm/stack.h"
 #include "vm/universe.h"
 #include "vm/vm.h"
@@ -635,7 +636,7 @@ activate : {
             }
             obj_slots(m)[METHOD_COUNTER] = oop_from_int(cv);
         }
-        if (cv <= -2 && fp) {
+        if (cv <= -2 && fp && !VM_PROBE_METHODS_TRACED()) { /* traced: see profiler/probes.h */
             intptr_t hdr = vm_method_hdr(m);
             int need = FRAME_HEADER_WORDS + (int)((hdr >> 24) & 0xffff) + (int)((hdr >> 40) & 0xffff) + 1;
             /* machine code never changes pages: run it only where its frame fits */
@@ -776,6 +777,7 @@ push_frame : {
     nargs = mnargs;
     lits = obj_slots(m) + METHOD_FIXED_SLOTS;
     bytes = ip = (uint8_t *)(obj_slots(m) + (hdr & 0xffff));
+    VM_PROBE_METHOD_ENTRY(method, 0);
     DISPATCH();
 }
 
@@ -786,7 +788,9 @@ primitive : {
         Oop *a = prim_args;
         for (int i = 0; i <= n; i++) a[i] = sp[n - i];
         Oop r;
-        if (LIKELY(((VmPrimFn)e->fn)(a, &r))) {
+        VmPrimFn fn = (VmPrimFn)e->fn;
+        VM_PROBE_PRIMITIVE(fn, m, e - vm_prim_table);
+        if (LIKELY(fn(a, &r))) {
             if (UNLIKELY(mc_retaddr)) {
                 result = r;
                 goto prim_answer;
@@ -915,6 +919,7 @@ op_RETURN_SELF:
 op_RETURN_TOP:
     result = *sp;
 do_return : {
+    VM_PROBE_METHOD_RETURN(fp[FRAME_METHOD], 0);
     if (frame_flags(fp) & FRAME_FLAG_CONTEXT) vm_context_widow(fp);
     Oop *caller = (Oop *)fp[FRAME_SAVED_FP];
     Oop saved_ip = fp[FRAME_SAVED_IP];
@@ -972,6 +977,7 @@ op_RETURN_NONLOCAL : {
     Oop *hf = ctx_frame(home);
     if (hf) {
         for (Oop *f = fp; f != hf;) {
+            VM_PROBE_FRAME_UNWOUND(f);
             if (frame_flags(f) & FRAME_FLAG_CONTEXT) vm_context_widow(f);
             Oop *caller = (Oop *)f[FRAME_SAVED_FP];
             if (!caller) {
@@ -989,6 +995,7 @@ op_RETURN_NONLOCAL : {
         /* home was divorced: every frame on every page is newer than it */
         StackPage *pg = vm_page;
         for (Oop *f = fp; f;) {
+            VM_PROBE_FRAME_UNWOUND(f);
             if (frame_flags(f) & FRAME_FLAG_CONTEXT) vm_context_widow(f);
             Oop *caller = (Oop *)f[FRAME_SAVED_FP];
             if (!caller && pg->caller_fp) {
@@ -999,12 +1006,14 @@ op_RETURN_NONLOCAL : {
         }
         Oop c = pg->caller_context;
         while (c && c != vm_nil && c != home) {
+            VM_PROBE_CONTEXT_UNWOUND(c);
             Oop next = obj_slots(c)[CTX_SENDER];
             obj_slots(c)[CTX_PC] = vm_nil;
             obj_slots(c)[CTX_SENDER] = vm_nil;
             c = next;
         }
         VM_ASSERT(c == home);
+        VM_PROBE_CONTEXT_UNWOUND(home);
         Oop target = obj_slots(home)[CTX_SENDER];
         obj_slots(home)[CTX_PC] = vm_nil;
         obj_slots(home)[CTX_SENDER] = vm_nil;
@@ -1053,7 +1062,7 @@ op_JUMP_BACK : {
             }
             obj_slots(method)[METHOD_COUNTER] = oop_from_int(cv);
         }
-        if (cv <= -2) {
+        if (cv <= -2 && !VM_PROBE_METHODS_TRACED()) { /* a traced frame's return must be seen */
             uint8_t *entry = vm_jit_osr_entry(fp, jump_bcpc);
             if (entry) {
                 vm_jit_stats.osr_entries++;

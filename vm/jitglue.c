@@ -4,6 +4,7 @@
  */
 #include "vm/jitglue.h"
 #include "vm/jitpublish.h"
+#include "vm/probes.h"
 
 #include "jit/compile.h"
 #include "jit/sendsite.h"
@@ -124,7 +125,9 @@ static uint64_t dispatch(Oop sel, int nargs)
              * effects) is left to the interpreter, which reports it */
             Oop args[JIT_MAX_PRIM_ARGS + 1];
             for (int i = 0; i <= nargs; i++) args[i] = sp[1 + nargs - i];
-            if (((VmPrimFn)vm_prim_table[p].fn)(args, &prim_answer)) return (uint64_t)(uintptr_t)prim_return;
+            VmPrimFn fn = (VmPrimFn)vm_prim_table[p].fn;
+            VM_PROBE_PRIMITIVE(fn, m, p);
+            if (fn(args, &prim_answer)) return (uint64_t)(uintptr_t)prim_return;
         } else if (p == 0) {
             JitMethod *jm = callable(m, nargs);
             if (jm) return unchecked(jm);
@@ -253,8 +256,10 @@ static uint64_t rt_open_pic_miss(uint64_t unused, JitMethod *pic)
     return dispatch(pic->method, pic->nargs);
 }
 
-/* The unchecked entry's checks failed: a GC is wanted, or the frame does not
- * fit the page (the interpreter then activates the method on a new page). */
+/* The unchecked entry's checks failed: a GC is wanted, a tracer holds the
+ * method probes (profiler/probes.h: the interpreter runs the activation and
+ * fires them), or the frame does not fit the page (the interpreter then
+ * activates the method on a new page). */
 static uint64_t rt_entry_slow(uint64_t unused, uint8_t *resume)
 {
     (void)unused;
@@ -268,7 +273,8 @@ static uint64_t rt_entry_slow(uint64_t unused, uint8_t *resume)
     }
     Oop m = jm->method;
     int words = FRAME_HEADER_WORDS + vm_method_ntemps(m) + vm_method_max_stack(m) + 1 + VM_STACK_HEADROOM_WORDS;
-    if (jit_cstate.st_sp + 1 - words >= vm_page->base) return (uint64_t)(uintptr_t)resume; /* as the prologue */
+    if (jit_cstate.st_sp + 1 - words >= vm_page->base && !VM_PROBE_METHODS_TRACED())
+        return (uint64_t)(uintptr_t)resume; /* as the prologue */
     return exit_to_interpreter(VM_JIT_PENDING_METHOD, m, jm->nargs);
 }
 
@@ -280,7 +286,9 @@ static uint64_t rt_primitive(uint64_t index, uint64_t nargs, JitMethod *stub)
     Oop args[JIT_MAX_PRIM_ARGS + 1];
     for (int i = 0; i <= (int)nargs; i++) args[i] = sp[2 + nargs - i];
     Oop r;
-    if (((VmPrimFn)vm_prim_table[index].fn)(args, &r)) return r;
+    VmPrimFn fn = (VmPrimFn)vm_prim_table[index].fn;
+    VM_PROBE_PRIMITIVE(fn, stub->method, (intptr_t)index);
+    if (fn(args, &r)) return r;
     jit_cstate.st_sp = sp + 1; /* leave as if the site had called the interpreter */
     return exit_to_interpreter(VM_JIT_PENDING_METHOD, stub->method, (int)nargs);
 }
@@ -541,11 +549,14 @@ static void clear_on_stack(void)
 
 static void compact(void)
 {
+    JitZoneStats before;
+    jit_zone_stats(&zone, &before); /* for the code__compact probe */
     for_each_return_address(mark_on_stack, NULL);
     JitZoneRelocate cb = { .can_free = can_free, .on_free = on_free, .on_move = on_move, .before_slide = before_slide };
     jit_zone_compact(&zone, &cb);
     clear_on_stack();
     if (vm_jit_verify) vm_jit_verify_zone("after a compaction");
+    vm_probe_code_compact(&zone, &before);
 }
 
 static void *alloc_or_compact(JitMethod *(*make)(JitZone *, const JitPicRuntime *, Oop, int), Oop sel, int nargs)
@@ -656,6 +667,7 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     runtime.eden_limit = &gc_eden_soft_limit;
     runtime.bytes_allocated = &gc_stats.bytes_allocated;
     runtime.collect_wanted = &gc_collect_wanted;
+    if (!vm_probe_jit_init(&runtime, err, errlen)) return false;
     runtime.old_start = &gc_old_start;
     runtime.page = (void *const *)&vm_page;
     runtime.array_at_inline = &vm_array_at_is_prim;

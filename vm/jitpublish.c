@@ -13,6 +13,7 @@
 #include "vm/jitglue.h"
 #include "vm/loader.h"
 #include "vm/method.h"
+#include "vm/probes.h"
 #include "vm/universe.h"
 
 #include <stdio.h>
@@ -39,9 +40,21 @@ static const char *trampoline_name(const JitMethod *m)
     return "trampoline";
 }
 
+/* "Class>>sel", "[] in Class>>sel", "sel (closed PIC)" or a trampoline's name. */
+static const char *piece_name(const JitMethod *m, char *name, size_t len)
+{
+    char sel[256];
+    if (jit_method_is_compiled(m)) vm_method_name(m->method, name, len);
+    else if (jit_method_is_pic(m))
+        snprintf(name, len, "%s (%s)", vm_string_cstr(m->method, sel, sizeof sel),
+                 jit_method_kind_name((JitMethodKind)m->kind));
+    else snprintf(name, len, "%s", trampoline_name(m));
+    return name;
+}
+
 static void announce(const JitMethod *m, const ProfCodeSink *only)
 {
-    char name[600], sel[256], file[1100];
+    char name[600], file[1100];
     ProfCodeLoad e = {
         .kind = kind_of(m),
         .name = name,
@@ -51,8 +64,8 @@ static void announce(const JitMethod *m, const ProfCodeSink *only)
         .code_size = jit_method_code_bytes(m),
     };
     uint32_t *map = NULL, *lines = NULL;
+    piece_name(m, name, sizeof name);
     if (jit_method_is_compiled(m)) {
-        vm_method_name(m->method, name, sizeof name);
         map = malloc((m->map_count ? m->map_count : 1) * 2 * sizeof *map);
         JitMapIter it;
         JitMapEntry me;
@@ -74,11 +87,6 @@ static void announce(const JitMethod *m, const ProfCodeSink *only)
             e.line_count = (uint32_t)nl;
         }
         e.bytecode_size = (uint32_t)vm_method_bytecode_length(m->method);
-    } else if (jit_method_is_pic(m)) {
-        snprintf(name, sizeof name, "%s (%s)", vm_string_cstr(m->method, sel, sizeof sel),
-                 jit_method_kind_name((JitMethodKind)m->kind));
-    } else {
-        snprintf(name, sizeof name, "%s", trampoline_name(m));
     }
     if (only) {
         if (only->load) only->load(&e, only->ctx);
@@ -92,6 +100,10 @@ static void announce(const JitMethod *m, const ProfCodeSink *only)
 void vm_jit_publish_load(const JitMethod *m)
 {
     if (prof_code_observed()) announce(m, NULL);
+    if (STVM_JIT_COMPILE_ENABLED()) {
+        char name[600];
+        STVM_JIT_COMPILE(piece_name(m, name, sizeof name), (uint64_t)(uintptr_t)m, (uint64_t)m->size);
+    }
 }
 
 void vm_jit_publish_move(const JitMethod *from, const JitMethod *to)

@@ -240,9 +240,11 @@ const char *vm_method_name(Oop m, char *buf, size_t len)
 {
     char cls[256], sel[256];
     Oop holder = obj_slots(m)[METHOD_HOLDER];
+    /* a class-side method's holder is a metaclass ("Foo class"), an instance of Metaclass */
+    bool named = vm_is_class(holder) || (oop_is_ptr(holder) && holder && holder != vm_nil &&
+                                         obj_class_index(holder) == CLASS_INDEX_METACLASS);
     snprintf(buf, len, "%s%s>>%s", vm_method_is_block(m) ? "[] in " : "",
-             /* a class-side method's holder is a metaclass, named "Foo class" */
-             oop_is_ptr(holder) && holder != vm_nil ? vm_class_name_cstr(holder, cls, sizeof cls) : "?",
+             named ? vm_class_name_cstr(holder, cls, sizeof cls) : "?",
              vm_string_cstr(obj_slots(m)[METHOD_SIGNATURE], sel, sizeof sel));
     return buf;
 }
