@@ -39,9 +39,22 @@ static const char *trampoline_name(const JitMethod *m)
     return "trampoline";
 }
 
+const char *vm_jit_publish_name(const JitMethod *m, char *buf, size_t len)
+{
+    char sel[256];
+    if (jit_method_is_compiled(m))
+        vm_method_name(m->method, buf, len);
+    else if (jit_method_is_pic(m))
+        snprintf(buf, len, "%s (%s)", vm_string_cstr(m->method, sel, sizeof sel),
+                 jit_method_kind_name((JitMethodKind)m->kind));
+    else
+        snprintf(buf, len, "%s", trampoline_name(m));
+    return buf;
+}
+
 static void announce(const JitMethod *m, const ProfCodeSink *only)
 {
-    char name[600], sel[256], file[1100];
+    char name[600], file[1100];
     ProfCodeLoad e = {
         .kind = kind_of(m),
         .name = name,
@@ -51,8 +64,8 @@ static void announce(const JitMethod *m, const ProfCodeSink *only)
         .code_size = jit_method_code_bytes(m),
     };
     uint32_t *map = NULL, *lines = NULL;
+    vm_jit_publish_name(m, name, sizeof name);
     if (jit_method_is_compiled(m)) {
-        vm_method_name(m->method, name, sizeof name);
         map = malloc((m->map_count ? m->map_count : 1) * 2 * sizeof *map);
         JitMapIter it;
         JitMapEntry me;
@@ -74,11 +87,6 @@ static void announce(const JitMethod *m, const ProfCodeSink *only)
             e.line_count = (uint32_t)nl;
         }
         e.bytecode_size = (uint32_t)vm_method_bytecode_length(m->method);
-    } else if (jit_method_is_pic(m)) {
-        snprintf(name, sizeof name, "%s (%s)", vm_string_cstr(m->method, sel, sizeof sel),
-                 jit_method_kind_name((JitMethodKind)m->kind));
-    } else {
-        snprintf(name, sizeof name, "%s", trampoline_name(m));
     }
     if (only) {
         if (only->load) only->load(&e, only->ctx);
