@@ -162,6 +162,12 @@ void prof_publish_gc(void)
     __atomic_store_n(&c->seq, c->seq + 1, __ATOMIC_RELEASE);
 }
 
+void prof_publish_read_counters(ProfCounters *out)
+{
+    prof_publish_gc(); /* the old space's sizes now, not as of the last collection */
+    *out = *counters;
+}
+
 const char *prof_publish_path(void) { return shm_name[0] ? shm_path : NULL; }
 
 void prof_publish_interp_ip(const void *interp_fn, unsigned perf_reg)

@@ -39,6 +39,9 @@ typedef struct ProfPublishInit {
 ProfCounters *prof_publish_open(const ProfPublishInit *init, char *err, size_t errlen);
 /* Copies the collector's statistics in (under the seqlock). */
 void prof_publish_gc(void);
+/* A copy of the counters now (the in-VM profiler's start and end; works
+ * with --no-export too). */
+void prof_publish_read_counters(ProfCounters *out);
 /* Path of the segment, or NULL when private. */
 const char *prof_publish_path(void);
 /* Tells profilers where the interpreter keeps its bytecode ip

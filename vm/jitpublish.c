@@ -40,16 +40,17 @@ static const char *trampoline_name(const JitMethod *m)
     return "trampoline";
 }
 
-/* "Class>>sel", "[] in Class>>sel", "sel (closed PIC)" or a trampoline's name. */
-static const char *piece_name(const JitMethod *m, char *name, size_t len)
+const char *vm_jit_publish_name(const JitMethod *m, char *buf, size_t len)
 {
     char sel[256];
-    if (jit_method_is_compiled(m)) vm_method_name(m->method, name, len);
+    if (jit_method_is_compiled(m))
+        vm_method_name(m->method, buf, len);
     else if (jit_method_is_pic(m))
-        snprintf(name, len, "%s (%s)", vm_string_cstr(m->method, sel, sizeof sel),
+        snprintf(buf, len, "%s (%s)", vm_string_cstr(m->method, sel, sizeof sel),
                  jit_method_kind_name((JitMethodKind)m->kind));
-    else snprintf(name, len, "%s", trampoline_name(m));
-    return name;
+    else
+        snprintf(buf, len, "%s", trampoline_name(m));
+    return buf;
 }
 
 static void announce(const JitMethod *m, const ProfCodeSink *only)
@@ -64,7 +65,7 @@ static void announce(const JitMethod *m, const ProfCodeSink *only)
         .code_size = jit_method_code_bytes(m),
     };
     uint32_t *map = NULL, *lines = NULL;
-    piece_name(m, name, sizeof name);
+    vm_jit_publish_name(m, name, sizeof name);
     if (jit_method_is_compiled(m)) {
         map = malloc((m->map_count ? m->map_count : 1) * 2 * sizeof *map);
         JitMapIter it;
@@ -102,7 +103,7 @@ void vm_jit_publish_load(const JitMethod *m)
     if (prof_code_observed()) announce(m, NULL);
     if (STVM_JIT_COMPILE_ENABLED()) {
         char name[600];
-        STVM_JIT_COMPILE(piece_name(m, name, sizeof name), (uint64_t)(uintptr_t)m, (uint64_t)m->size);
+        STVM_JIT_COMPILE(vm_jit_publish_name(m, name, sizeof name), (uint64_t)(uintptr_t)m, (uint64_t)m->size);
     }
 }
 

@@ -7,16 +7,21 @@
  * the bytes move (the event carries both addresses) but in the order the
  * zone moves them, free before the piece is reused.
  *
- * Who may call: vm/jitglue.c; vm/boot.c (init).
+ * Who may call: vm/jitglue.c; vm/boot.c (init); vm/prim_profiler.c (names).
  */
 #ifndef VM_JITPUBLISH_H
 #define VM_JITPUBLISH_H
 
 #include "jit/method.h"
 
+#include <stddef.h>
+
 void vm_jit_publish_init(void); /* installs the replay: methods' bytecodes, then the live zone */
 void vm_jit_publish_load(const JitMethod *m);
 void vm_jit_publish_move(const JitMethod *from, const JitMethod *to);
 void vm_jit_publish_free(const JitMethod *m);
+/* The name a piece is announced by: "Class>>sel", "[] in Class>>sel",
+ * "sel (closed PIC)", "ceSend". Answers buf. */
+const char *vm_jit_publish_name(const JitMethod *m, char *buf, size_t len);
 
 #endif

@@ -83,7 +83,7 @@ void vm_prims_init(void)
         prim_add(special_prims[i].class_name, special_prims[i].class_side, special_prims[i].selector, NULL,
                  special_prims[i].special);
     const VmPrimDef *tables[] = {vm_prims_integer, vm_prims_double, vm_prims_string, vm_prims_object,
-                                 vm_prims_array,   vm_prims_class,  vm_prims_system};
+                                 vm_prims_array,   vm_prims_class,  vm_prims_system, vm_prims_profiler};
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
         for (const VmPrimDef *d = tables[t]; d->class_name; d++)
             prim_add(d->class_name, d->class_side, d->selector, (void *)d->fn, SP_NONE);

@@ -38,6 +38,7 @@ extern const VmPrimDef vm_prims_object[];
 extern const VmPrimDef vm_prims_array[];
 extern const VmPrimDef vm_prims_class[];
 extern const VmPrimDef vm_prims_system[];
+extern const VmPrimDef vm_prims_profiler[]; /* VMProfiler class side: vm/prim_profiler.c */
 
 /* Records the failure message and returns false. */
 bool vm_prim_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

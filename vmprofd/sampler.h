@@ -23,7 +23,7 @@
 #ifndef VMPROFD_SAMPLER_H
 #define VMPROFD_SAMPLER_H
 
-#include "vmprofd/symbolize.h"
+#include "vmprofd/unwind.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -9,10 +9,11 @@
 #include "vmprofd/jitcode.h"
 #include "vmprofd/output.h"
 #include "vmprofd/progress.h"
-#include "vmprofd/resolve.h"
+#include "report/resolve.h"
 #include "vmprofd/sampler.h"
-#include "vmprofd/samples.h"
-#include "vmprofd/symbolize.h"
+#include "report/samples.h"
+#include "report/symbolize.h"
+#include "vmprofd/unwind.h"
 #include "vmprofd/target.h"
 
 #include <errno.h>
@@ -90,15 +91,15 @@ typedef struct Session {
 static void on_sample(void *ctx, const RawSample *r)
 {
     Session *ss = ctx;
-    uint64_t pcs[VMPROFD_MAX_FRAMES];
+    uint64_t pcs[REPORT_MAX_FRAMES];
     size_t n = 0;
     if (r->regs.ip != 0) {
         if (ss->sym)
-            n = vmprofd_unwind(ss->sym, &r->regs, r->stack, r->stack_len, pcs, VMPROFD_MAX_FRAMES);
+            n = vmprofd_unwind(ss->sym, &r->regs, r->stack, r->stack_len, pcs, REPORT_MAX_FRAMES);
         else
             pcs[n++] = r->regs.ip;
     }
-    if (!vmprofd_samples_add(&ss->store, r->time_ns, r->tid, r->kernel_ip, pcs, n)) {
+    if (!report_samples_add(&ss->store, r->time_ns, r->tid, r->kernel_ip, pcs, n)) {
         ss->dropped++;
         return;
     }
@@ -144,15 +145,15 @@ static void ensure_symbolizer(Session *ss)
         ze = h->code_zone_end;
     }
     if (ss->sym && strcmp(ss->sym_exe, exe ? exe : "") == 0 && ss->sym_zone_start == zs && ss->sym_zone_end == ze) {
-        vmprofd_symbolizer_refresh(ss->sym);
+        report_symbolizer_refresh(ss->sym);
         return;
     }
     char err[512];
-    Symbolizer *s = vmprofd_symbolizer_new(ss->target.pid, exe, zs, ze, err, sizeof err);
+    Symbolizer *s = report_symbolizer_new(ss->target.pid, exe, zs, ze, err, sizeof err);
     if (!s)
         return; /* the target may be gone; the previous one (if any) still serves */
     if (ss->sym)
-        vmprofd_symbolizer_free(ss->sym);
+        report_symbolizer_free(ss->sym);
     ss->sym = s;
     snprintf(ss->sym_exe, sizeof ss->sym_exe, "%s", exe ? exe : "");
     ss->sym_zone_start = zs;
@@ -323,7 +324,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
     if (!attach(ss)) {
         finish_target_on_failure(ss);
         if (ss->sym)
-            vmprofd_symbolizer_free(ss->sym);
+            report_symbolizer_free(ss->sym);
         vmprofd_export_close(ss->exp);
         restore_signals();
         free(ss);
@@ -488,7 +489,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
             debug_ok = false;
         }
     }
-    vmprofd_resolve_samples(p, ss->sym, &ss->store, &code);
+    report_resolve_samples(p, ss->sym, &ss->store, &code);
     if (code.debug && fclose(code.debug) != 0) {
         fprintf(stderr, "vmprofd: cannot write %s: %s\n", o->debug_resolutions, strerror(errno));
         debug_ok = false;
@@ -519,11 +520,11 @@ int vmprofd_session_run(const VmprofdOptions *o)
     restore_signals();
     report_profile_free(p);
     if (ss->sym)
-        vmprofd_symbolizer_free(ss->sym);
+        report_symbolizer_free(ss->sym);
     vmprofd_jitcode_close(&ss->jit);
     vmprofd_export_close(ss->exp);
     vmprofd_target_close(&ss->target);
-    vmprofd_samples_free(&ss->store);
+    report_samples_free(&ss->store);
     free(ss);
     return wrote ? 0 : 1;
 }

@@ -15,7 +15,8 @@
  * last good frame when it stops on an error.
  */
 #define _GNU_SOURCE /* process_vm_readv */
-#include "vmprofd/symbolize_internal.h"
+#include "vmprofd/unwind.h"
+#include "report/symbolize_internal.h"
 
 #include <asm/perf_regs.h>
 #include <dwarf.h>
@@ -141,8 +142,8 @@ static bool read_word(UnwindCtx *c, uint64_t addr, uint64_t *out)
     }
     if (!is_user_addr(addr) || addr > UNWIND_USER_END - 8)
         return false;
-    SymModule *m = vmprofd_symbolize_module_at(c->s, addr);
-    if (m != NULL && vmprofd_symbolize_read_image(m, addr, out, 8))
+    SymModule *m = report_symbolize_module_at(c->s, addr);
+    if (m != NULL && report_symbolize_read_image(m, addr, out, 8))
         return true;
     uint64_t page = addr & ~(uint64_t)(UNWIND_PAGE - 1);
     if (addr - page > UNWIND_PAGE - 8)
@@ -182,7 +183,7 @@ static bool load_eh_table(SymModule *m)
     if (m->eh_tried)
         return m->eh_ok;
     m->eh_tried = true;
-    if (!vmprofd_symbolize_module_elf(m) || m->image == NULL)
+    if (!report_symbolize_module_elf(m) || m->image == NULL)
         return false;
     size_t nph = 0;
     if (elf_getphdrnum(m->elf, &nph) != 0)
@@ -233,7 +234,7 @@ static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_
                               void *arg)
 {
     UnwindCtx *c = arg;
-    SymModule *m = vmprofd_symbolize_module_at(c->s, ip);
+    SymModule *m = report_symbolize_module_at(c->s, ip);
     if (m == NULL || !load_eh_table(m))
         return -UNW_ENOINFO; /* libunwind then tries its frame-chain heuristic */
     unw_dyn_info_t di;
@@ -318,13 +319,13 @@ static unw_accessors_t accessors = {
     .get_proc_name = NULL, /* names come from symbolize.c */
 };
 
-void vmprofd_unwind_flush(Symbolizer *s)
+static void unwind_flush(Symbolizer *s)
 {
     if (s->unwind_as != NULL)
         unw_flush_cache(s->unwind_as, 0, 0);
 }
 
-void vmprofd_unwind_release(Symbolizer *s)
+static void unwind_release(Symbolizer *s)
 {
     if (s->unwind_as != NULL) {
         unw_destroy_addr_space(s->unwind_as);
@@ -370,6 +371,8 @@ static size_t walk_dwarf(UnwindCtx *c, uint64_t *pcs, size_t limit, Frame *last,
             return 1;
         /* tables are per module, not per sample: share them across walks */
         unw_set_caching_policy(c->s->unwind_as, UNW_CACHE_GLOBAL);
+        c->s->unwind_flush = unwind_flush;
+        c->s->unwind_release = unwind_release;
     }
     unw_cursor_t cur;
     if (unw_init_remote(&cur, c->s->unwind_as, c) < 0)

@@ -1,12 +1,12 @@
 /*
- * Unit tests for vmprofd/symbolize.c and vmprofd/unwind.c, against a live
+ * Unit tests for report/symbolize.c and vmprofd/unwind.c, against a live
  * child (victim.c) whose function addresses it tells us through a pipe.
  * Unwinding stops the child with ptrace (SEIZE + INTERRUPT), hands its
  * registers over in perf's packed order and 16 KiB of its stack, as a
  * perf_event sample would carry them.
  */
 #define _GNU_SOURCE
-#include "vmprofd/symbolize.h"
+#include "vmprofd/unwind.h"
 
 #include <asm/perf_regs.h>
 #include <errno.h>
@@ -103,9 +103,9 @@ static int stop_leftover_victim(void **state)
 static Symbolizer *symbolizer_for(const Victim *v, const char *vm_exe, uint64_t zs, uint64_t ze)
 {
     char err[256] = "";
-    Symbolizer *s = vmprofd_symbolizer_new(v->pid, vm_exe, zs, ze, err, sizeof err);
+    Symbolizer *s = report_symbolizer_new(v->pid, vm_exe, zs, ze, err, sizeof err);
     if (s == NULL)
-        fail_msg("vmprofd_symbolizer_new: %s", err);
+        fail_msg("report_symbolizer_new: %s", err);
     return s;
 }
 
@@ -120,7 +120,7 @@ static bool ends_with(const char *s, const char *suffix)
 static void check_victim_function(Symbolizer *s, uint64_t addr, const char *name, ReportRegion region)
 {
     SymbolizedAddr r;
-    vmprofd_symbolize_lookup(s, addr, false, &r);
+    report_symbolize_lookup(s, addr, false, &r);
     assert_string_equal(r.function, name);
     assert_int_equal(r.region, region);
     assert_non_null(r.file);
@@ -147,11 +147,11 @@ static void victim_functions_resolve_to_name_file_line_in_the_vanilla_region(voi
     check_victim_function(s, v.b, "victim_b", REPORT_REGION_VANILLA);
     check_victim_function(s, v.c, "victim_c", REPORT_REGION_VANILLA);
     check_victim_function(s, v.main_addr, "main", REPORT_REGION_VANILLA);
-    vmprofd_symbolizer_free(s);
+    report_symbolizer_free(s);
 
     s = symbolizer_for(&v, VICTIM_PATH, 0, 0);
     check_victim_function(s, v.b, "victim_b", REPORT_REGION_VANILLA);
-    vmprofd_symbolizer_free(s);
+    report_symbolizer_free(s);
     victim_stop(&v);
 }
 
@@ -162,7 +162,7 @@ static void victim_functions_are_rest_when_another_executable_is_the_vm(void **s
     victim_start(&v, "idle");
     Symbolizer *s = symbolizer_for(&v, "/bin/sh", 0, 0);
     check_victim_function(s, v.a, "victim_a", REPORT_REGION_REST);
-    vmprofd_symbolizer_free(s);
+    report_symbolizer_free(s);
     victim_stop(&v);
 }
 
@@ -175,11 +175,11 @@ static void return_address_resolves_to_the_calling_function(void **state)
     SymbolizedAddr r;
     /* the byte after victim_a's first byte is still victim_a; as a return
      * address, victim_b's first byte belongs to whatever precedes it */
-    vmprofd_symbolize_lookup(s, v.a + 1, true, &r);
+    report_symbolize_lookup(s, v.a + 1, true, &r);
     assert_string_equal(r.function, "victim_a");
-    vmprofd_symbolize_lookup(s, v.b, true, &r);
+    report_symbolize_lookup(s, v.b, true, &r);
     assert_string_not_equal(r.function, "victim_b");
-    vmprofd_symbolizer_free(s);
+    report_symbolizer_free(s);
     victim_stop(&v);
 }
 
@@ -190,13 +190,13 @@ static void libc_function_is_rest_with_its_library_as_mapping(void **state)
     victim_start(&v, "idle");
     Symbolizer *s = symbolizer_for(&v, NULL, 0, 0);
     SymbolizedAddr r;
-    vmprofd_symbolize_lookup(s, v.nanosleep_addr, false, &r);
+    report_symbolize_lookup(s, v.nanosleep_addr, false, &r);
     assert_non_null(strstr(r.function, "nanosleep"));
     assert_int_equal(r.region, REPORT_REGION_REST);
     assert_non_null(r.module);
     assert_non_null(strstr(r.module, "libc"));
     assert_int_equal(r.function_start, v.nanosleep_addr);
-    vmprofd_symbolizer_free(s);
+    report_symbolizer_free(s);
     victim_stop(&v);
 }
 
@@ -208,15 +208,15 @@ static void address_in_the_code_zone_is_generated(void **state)
     /* any range will do: the zone is what the VM says it is */
     Symbolizer *s = symbolizer_for(&v, NULL, 0x10000, 0x20000);
     SymbolizedAddr r;
-    vmprofd_symbolize_lookup(s, 0x10010, false, &r);
+    report_symbolize_lookup(s, 0x10010, false, &r);
     assert_string_equal(r.function, "[code zone]");
     assert_int_equal(r.region, REPORT_REGION_GENERATED);
     assert_string_equal(r.module, "[code zone]");
-    vmprofd_symbolize_lookup(s, 0x20000, false, &r);
+    report_symbolize_lookup(s, 0x20000, false, &r);
     assert_int_not_equal(r.region, REPORT_REGION_GENERATED);
-    vmprofd_symbolize_lookup(s, v.a, false, &r);
+    report_symbolize_lookup(s, v.a, false, &r);
     assert_int_equal(r.region, REPORT_REGION_VANILLA);
-    vmprofd_symbolizer_free(s);
+    report_symbolizer_free(s);
     victim_stop(&v);
 }
 
@@ -227,18 +227,18 @@ static void unmapped_address_is_unknown_and_kernel_address_is_kernel(void **stat
     victim_start(&v, "idle");
     Symbolizer *s = symbolizer_for(&v, NULL, 0, 0);
     SymbolizedAddr r;
-    vmprofd_symbolize_lookup(s, 0x8, false, &r);
+    report_symbolize_lookup(s, 0x8, false, &r);
     assert_string_equal(r.function, "[unknown]");
     assert_int_equal(r.region, REPORT_REGION_REST);
     assert_null(r.module);
-    vmprofd_symbolize_lookup(s, 0xffffffff81000000ULL, false, &r);
+    report_symbolize_lookup(s, 0xffffffff81000000ULL, false, &r);
     assert_string_equal(r.function, "[kernel]");
     assert_int_equal(r.region, REPORT_REGION_REST);
-    vmprofd_symbolize_lookup(s, 0xffffffffffffffffULL, true, &r);
+    report_symbolize_lookup(s, 0xffffffffffffffffULL, true, &r);
     assert_string_equal(r.function, "[kernel]");
-    vmprofd_symbolize_lookup(s, 0, true, &r);
+    report_symbolize_lookup(s, 0, true, &r);
     assert_string_equal(r.function, "[unknown]");
-    vmprofd_symbolizer_free(s);
+    report_symbolizer_free(s);
     victim_stop(&v);
 }
 
@@ -249,13 +249,13 @@ static void address_without_symbol_is_named_after_its_module(void **state)
     victim_start(&v, "idle");
     Symbolizer *s = symbolizer_for(&v, NULL, 0, 0);
     SymbolizedAddr r;
-    vmprofd_symbolize_lookup(s, v.a, false, &r);
+    report_symbolize_lookup(s, v.a, false, &r);
     uint64_t start = r.module_start; /* the ELF header: no symbol covers it */
-    vmprofd_symbolize_lookup(s, start, false, &r);
+    report_symbolize_lookup(s, start, false, &r);
     assert_string_equal(r.function, "[symbolize_victim]");
     assert_int_equal(r.region, REPORT_REGION_VANILLA);
     assert_int_equal(r.line, 0);
-    vmprofd_symbolizer_free(s);
+    report_symbolizer_free(s);
     victim_stop(&v);
 }
 
@@ -264,10 +264,10 @@ static void missing_process_is_an_error_not_a_crash(void **state)
     (void)state;
     char err[256] = "";
     /* pid_max is at most 2^22, so this pid never exists */
-    Symbolizer *s = vmprofd_symbolizer_new(1 << 23, NULL, 0, 0, err, sizeof err);
+    Symbolizer *s = report_symbolizer_new(1 << 23, NULL, 0, 0, err, sizeof err);
     assert_null(s);
     assert_non_null(strstr(err, "/proc/"));
-    vmprofd_symbolizer_free(NULL);
+    report_symbolizer_free(NULL);
 }
 
 static char *folded_text(Profile *p)
@@ -289,14 +289,14 @@ static void symbolize_interns_locations_into_the_profile(void **state)
     victim_start(&v, "idle");
     Symbolizer *s = symbolizer_for(&v, NULL, 0, 0);
     Profile *p = report_profile_new();
-    int la = vmprofd_symbolize(s, p, v.a, false);
-    int lb = vmprofd_symbolize(s, p, v.b + 4, true);
-    int lc = vmprofd_symbolize(s, p, v.c, false);
+    int la = report_symbolize(s, p, v.a, false);
+    int lb = report_symbolize(s, p, v.b + 4, true);
+    int lc = report_symbolize(s, p, v.c, false);
     assert_true(la >= 0 && lb >= 0 && lc >= 0);
     assert_int_not_equal(la, lc);
-    assert_int_equal(vmprofd_symbolize(s, p, v.a, false), la); /* cached */
-    assert_int_not_equal(vmprofd_symbolize(s, p, v.a + 1, false), la);
-    int lk = vmprofd_symbolize(s, p, 0xffffffff81000000ULL, false);
+    assert_int_equal(report_symbolize(s, p, v.a, false), la); /* cached */
+    assert_int_not_equal(report_symbolize(s, p, v.a + 1, false), la);
+    int lk = report_symbolize(s, p, 0xffffffff81000000ULL, false);
     int frames[] = {lk, lc, lb, la};
     report_profile_add_sample(p, 1, (uint32_t)v.pid, frames, 4);
     char *text = folded_text(p);
@@ -305,14 +305,14 @@ static void symbolize_interns_locations_into_the_profile(void **state)
 
     /* a second profile gets its own indices, not the first one's */
     Profile *q = report_profile_new();
-    int qc = vmprofd_symbolize(s, q, v.c, false);
+    int qc = report_symbolize(s, q, v.c, false);
     report_profile_add_sample(q, 1, 1, &qc, 1);
     text = folded_text(q);
     assert_non_null(strstr(text, "victim_c 1"));
     free(text);
     report_profile_free(q);
     report_profile_free(p);
-    vmprofd_symbolizer_free(s);
+    report_symbolizer_free(s);
     victim_stop(&v);
 }
 
@@ -323,7 +323,7 @@ static void refresh_sees_a_library_loaded_later(void **state)
     victim_start(&v, "idle");
     Symbolizer *s = symbolizer_for(&v, NULL, 0, 0);
     Profile *p = report_profile_new();
-    vmprofd_symbolizer_refresh(s); /* nothing changed: still fine */
+    report_symbolizer_refresh(s); /* nothing changed: still fine */
     assert_int_equal(write(v.in, "load\n", 5), 5);
     char line[128];
     assert_non_null(fgets(line, sizeof line, v.out));
@@ -333,20 +333,20 @@ static void refresh_sees_a_library_loaded_later(void **state)
     uint64_t addr = (uintptr_t)cos_addr;
 
     SymbolizedAddr r;
-    vmprofd_symbolize_lookup(s, addr, false, &r);
+    report_symbolize_lookup(s, addr, false, &r);
     assert_string_equal(r.function, "[unknown]");
-    int before = vmprofd_symbolize(s, p, addr, false);
+    int before = report_symbolize(s, p, addr, false);
 
-    vmprofd_symbolizer_refresh(s);
-    vmprofd_symbolize_lookup(s, addr, false, &r);
+    report_symbolizer_refresh(s);
+    report_symbolize_lookup(s, addr, false, &r);
     assert_non_null(r.module);
     assert_non_null(strstr(r.module, "libm"));
     assert_int_equal(r.region, REPORT_REGION_REST);
     assert_string_not_equal(r.function, "[unknown]");
-    int after = vmprofd_symbolize(s, p, addr, false);
+    int after = report_symbolize(s, p, addr, false);
     assert_int_not_equal(before, after); /* the stale answer was dropped */
     report_profile_free(p);
-    vmprofd_symbolizer_free(s);
+    report_symbolizer_free(s);
     victim_stop(&v);
 }
 
@@ -417,7 +417,7 @@ static void stop_in_leaf(const Victim *v, Symbolizer *s, const char *leaf_name, 
         assert_true(WIFSTOPPED(st));
         assert_int_equal(ptrace(PTRACE_GETREGS, v->pid, 0, &u), 0);
         SymbolizedAddr r;
-        vmprofd_symbolize_lookup(s, u.rip, false, &r);
+        report_symbolize_lookup(s, u.rip, false, &r);
         /* past "push %rbp; mov %rsp,%rbp": in the loop, frame complete */
         in_leaf = strcmp(r.function, leaf_name) == 0 && u.rip - r.function_start >= 4;
         if (!in_leaf) { /* still starting up: let it run into the spin */
@@ -448,7 +448,7 @@ static void assert_chain(Symbolizer *s, const uint64_t *pcs, size_t n, const cha
     char chain[2048] = "";
     for (size_t i = 0; i < n; i++) {
         SymbolizedAddr r;
-        vmprofd_symbolize_lookup(s, pcs[i], i > 0, &r);
+        report_symbolize_lookup(s, pcs[i], i > 0, &r);
         if (w < nwant && strcmp(r.function, want[w]) == 0)
             w++;
         size_t used = strlen(chain);
@@ -475,7 +475,7 @@ static void unwind_with_stack_copy_finds_c_b_a_main(void **state)
     uint64_t again[64];
     assert_int_equal(vmprofd_unwind(s, &st.regs, st.stack, st.stack_len, again, 64), n);
     assert_memory_equal(again, pcs, n * sizeof pcs[0]);
-    vmprofd_symbolizer_free(s);
+    report_symbolizer_free(s);
     victim_stop(&v);
 }
 
@@ -491,7 +491,7 @@ static void frame_pointers_find_c_b_a_main_without_stack_copy(void **state)
     size_t n = vmprofd_unwind(s, &st.regs, NULL, 0, pcs, 64);
     static const char *const want[] = {"victim_c", "victim_b", "victim_a", "main"};
     assert_chain(s, pcs, n, want, 4);
-    vmprofd_symbolizer_free(s);
+    report_symbolizer_free(s);
     victim_stop(&v);
 }
 
@@ -513,7 +513,7 @@ static void dwarf_unwinding_finds_the_caller_of_a_leaf_without_frame_pointer(voi
     n = vmprofd_unwind(s, &st.regs, NULL, 0, pcs, 64);
     static const char *const fp_want[] = {"victim_c_nofp", "victim_a", "main"};
     assert_chain(s, pcs, n, fp_want, 3);
-    vmprofd_symbolizer_free(s);
+    report_symbolizer_free(s);
     victim_stop(&v);
 }
 
@@ -531,7 +531,7 @@ static void depth_is_bounded_by_the_caller(void **state)
     assert_int_equal(vmprofd_unwind(s, &st.regs, st.stack, st.stack_len, pcs, 1), 1);
     assert_int_equal(pcs[0], st.regs.ip);
     assert_int_equal(vmprofd_unwind(s, &st.regs, st.stack, st.stack_len, pcs, 0), 0);
-    vmprofd_symbolizer_free(s);
+    report_symbolizer_free(s);
     victim_stop(&v);
 }
 
@@ -579,7 +579,7 @@ static void garbage_stacks_end_the_walk_without_crashing(void **state)
         n = vmprofd_unwind(s, &r, NULL, 0, pcs, 200);
         assert_true(n >= 1 && n <= 128);
     }
-    vmprofd_symbolizer_free(s);
+    report_symbolizer_free(s);
     victim_stop(&v);
 }
 

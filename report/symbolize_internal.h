@@ -1,5 +1,5 @@
 /*
- * vmprofd/symbolize_internal.h — what symbolize.c and unwind.c share: the
+ * report/symbolize_internal.h — what symbolize.c and unwind.c share: the
  * Symbolizer itself and its table of the target's modules.
  *
  * The module table mirrors the Dwfl's modules sorted by start address, so
@@ -8,12 +8,12 @@
  * re-report of /proc/PID/maps; per-module facts (ELF image, eh_frame_hdr,
  * vanilla or not, build id) are filled in lazily on first use.
  *
- * Who may call: vmprofd/symbolize.c and vmprofd/unwind.c only.
+ * Who may call: report/symbolize.c and vmprofd/unwind.c only.
  */
-#ifndef VMPROFD_SYMBOLIZE_INTERNAL_H
-#define VMPROFD_SYMBOLIZE_INTERNAL_H
+#ifndef REPORT_SYMBOLIZE_INTERNAL_H
+#define REPORT_SYMBOLIZE_INTERNAL_H
 
-#include "vmprofd/symbolize.h"
+#include "report/symbolize.h"
 
 #include <elfutils/libdwfl.h>
 #include <sys/types.h>
@@ -22,7 +22,7 @@ struct unw_addr_space; /* libunwind's, kept opaque so symbolize.c needs no libun
 
 /* Build ids are 20 bytes (SHA-1) in practice; 64 leaves room for any
  * --build-id style the linker offers. */
-#define VMPROFD_BUILD_ID_MAX_BYTES 64
+#define REPORT_BUILD_ID_MAX_BYTES 64
 
 typedef struct SymModule {
     Dwfl_Module *mod;
@@ -45,7 +45,7 @@ typedef struct SymModule {
     int vanilla;
     bool facts_done;
     uint64_t file_offset;
-    char build_id[2 * VMPROFD_BUILD_ID_MAX_BYTES + 1]; /* "" when none */
+    char build_id[2 * REPORT_BUILD_ID_MAX_BYTES + 1]; /* "" when none */
 } SymModule;
 
 typedef struct SymCacheSlot {
@@ -79,20 +79,22 @@ struct Symbolizer {
     /* scratch for SymbolizedAddr strings */
     char namebuf[320];
 
-    /* unwind.c's libunwind address space, created on first unwind */
+    /* vmprofd/unwind.c's libunwind address space, created on first unwind,
+     * with the hooks symbolize.c calls when the modules change (forget
+     * cached unwind tables) and at free; NULL until then. Hooks, not calls:
+     * report/ does not link vmprofd/. */
     struct unw_addr_space *unwind_as;
+    void (*unwind_flush)(Symbolizer *s);
+    void (*unwind_release)(Symbolizer *s);
 };
 
 /* The module covering addr, or NULL. */
-SymModule *vmprofd_symbolize_module_at(Symbolizer *s, uint64_t addr);
+SymModule *report_symbolize_module_at(Symbolizer *s, uint64_t addr);
 /* Loads m's main ELF (once); false when there is none. */
-bool vmprofd_symbolize_module_elf(SymModule *m);
+bool report_symbolize_module_elf(SymModule *m);
 /* Copies n bytes at target address addr out of m's file image when addr
  * lies in a read-only, file-backed part of a PT_LOAD segment. */
-bool vmprofd_symbolize_read_image(SymModule *m, uint64_t addr, void *dst, size_t n);
+bool report_symbolize_read_image(SymModule *m, uint64_t addr, void *dst, size_t n);
 
-/* unwind.c: forget cached unwind tables (modules changed) / release all. */
-void vmprofd_unwind_flush(Symbolizer *s);
-void vmprofd_unwind_release(Symbolizer *s);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * vmprofd/samples.h — the samples of one run, kept as unwound stacks of raw
+ * report/samples.h — the samples of one run, kept as unwound stacks of raw
  * addresses until sampling ends.
  *
  * Samples are unwound as they arrive (the stack copy is only valid then,
@@ -10,10 +10,11 @@
  * Layout: one growing array of StoredSample and one of addresses; sample i
  * owns pcs[first .. first + npcs).
  *
- * Who may call: vmprofd/session.c, vmprofd/resolve.c.
+ * Who may call: vmprofd/session.c, report/resolve.c, the in-VM profiler
+ * (profiler/inimage.c).
  */
-#ifndef VMPROFD_SAMPLES_H
-#define VMPROFD_SAMPLES_H
+#ifndef REPORT_SAMPLES_H
+#define REPORT_SAMPLES_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,7 +22,7 @@
 
 /* Deeper stacks are cut at the root end; recursive Smalltalk code can
  * nest the interpreter deeper than any profile needs to show. */
-#define VMPROFD_MAX_FRAMES 128
+#define REPORT_MAX_FRAMES 128
 
 typedef struct StoredSample {
     uint64_t time_ns;
@@ -40,8 +41,8 @@ typedef struct SampleStore {
 } SampleStore;
 
 /* False when out of memory (the sample is dropped). */
-bool vmprofd_samples_add(SampleStore *st, uint64_t time_ns, uint32_t tid, uint64_t kernel_ip, const uint64_t *pcs,
+bool report_samples_add(SampleStore *st, uint64_t time_ns, uint32_t tid, uint64_t kernel_ip, const uint64_t *pcs,
                          size_t npcs);
-void vmprofd_samples_free(SampleStore *st);
+void report_samples_free(SampleStore *st);
 
 #endif

@@ -1,7 +1,7 @@
 /*
- * vmprofd/samples.c — the store of unwound samples. See samples.h.
+ * report/samples.c — the store of unwound samples. See samples.h.
  */
-#include "vmprofd/samples.h"
+#include "report/samples.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +21,11 @@ static bool grow(void **p, size_t *cap, size_t need, size_t elem)
     return true;
 }
 
-bool vmprofd_samples_add(SampleStore *st, uint64_t time_ns, uint32_t tid, uint64_t kernel_ip, const uint64_t *pcs,
+bool report_samples_add(SampleStore *st, uint64_t time_ns, uint32_t tid, uint64_t kernel_ip, const uint64_t *pcs,
                          size_t npcs)
 {
-    if (npcs > VMPROFD_MAX_FRAMES)
-        npcs = VMPROFD_MAX_FRAMES;
+    if (npcs > REPORT_MAX_FRAMES)
+        npcs = REPORT_MAX_FRAMES;
     if (!grow((void **)&st->v, &st->cap, st->n + 1, sizeof *st->v) ||
         !grow((void **)&st->pcs, &st->cappcs, st->npcs + npcs, sizeof *st->pcs))
         return false;
@@ -42,7 +42,7 @@ bool vmprofd_samples_add(SampleStore *st, uint64_t time_ns, uint32_t tid, uint64
     return true;
 }
 
-void vmprofd_samples_free(SampleStore *st)
+void report_samples_free(SampleStore *st)
 {
     free(st->v);
     free(st->pcs);

@@ -1,7 +1,7 @@
 /*
- * vmprofd/resolve.c — stored samples to a report Profile. See resolve.h.
+ * report/resolve.c — stored samples to a report Profile. See resolve.h.
  */
-#include "vmprofd/resolve.h"
+#include "report/resolve.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -199,17 +199,17 @@ static int interpreted_location(Profile *p, Zone *z, const StoredSample *s)
     return report_profile_add_location(p, z->interp_fn[hit.span] - 1, s->interp_ip, (int)hit.line);
 }
 
-void vmprofd_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st, ResolveCode *code)
+void report_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st, ResolveCode *code)
 {
     int kernel_fn = -1, unknown_fn = -1;
-    int frames[VMPROFD_MAX_FRAMES + 2]; /* + [kernel] + an interpreted method */
+    int frames[REPORT_MAX_FRAMES + 2]; /* + [kernel] + an interpreted method */
     Zone z = {.code = code, .mapping = -1, .anonymous = {-1, -1, -1, -1}};
     if (sym)
-        vmprofd_symbolize_vm_mapping(sym, p); /* the first mapping: pprof's main binary */
+        report_symbolize_vm_mapping(sym, p); /* the first mapping: pprof's main binary */
     bool have_zone = code && code->zone_end > code->zone_start;
     if (code && code->map && code->interp_fn && sym) {
         SymbolizedAddr a;
-        vmprofd_symbolize_lookup(sym, code->interp_fn, false, &a);
+        report_symbolize_lookup(sym, code->interp_fn, false, &a);
         if (a.region == REPORT_REGION_VANILLA && a.function_start && a.function_size) {
             z.interp_start = a.function_start;
             z.interp_end = a.function_start + a.function_size;
@@ -242,7 +242,7 @@ void vmprofd_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st,
             if (have_zone && q >= code->zone_start && q < code->zone_end)
                 frames[n++] = zone_location(p, &z, s->time_ns, pc, k > 0, k == 0 && !s->kernel_ip, s->tid);
             else
-                frames[n++] = sym ? vmprofd_symbolize(sym, p, pc, k > 0) : intern_plain(p, "[unknown]", &unknown_fn, pc);
+                frames[n++] = sym ? report_symbolize(sym, p, pc, k > 0) : intern_plain(p, "[unknown]", &unknown_fn, pc);
         }
         if (n == 0)
             frames[n++] = intern_plain(p, "[unknown]", &unknown_fn, 0);

@@ -1,10 +1,10 @@
 /*
- * vmprofd/resolve.h — turning the stored samples (raw addresses) into a
+ * report/resolve.h — turning the stored samples (raw addresses) into a
  * report Profile: each address becomes a location through the symbolizer,
  * each sample a stack of locations, leaf first.
  *
  * Addresses in the VM's code zone are resolved against the code as it was
- * at the sample's time (vmprofd/jitcode.h's timeline): one function per
+ * at the sample's time (a report/codemap.h timeline): one function per
  * Smalltalk method or block with its mcpc->bcpc map (bytecode ranges), its
  * .som file and lines; PICs by selector and kind; trampolines by name.
  * Without a code event log, or where the log cannot say (events lost,
@@ -23,15 +23,16 @@
  * "[kernel]" function in the "rest" region on top of the user stack: the
  * kernel's own symbols are not ours to resolve, but the time is real.
  *
- * Who may call: vmprofd/session.c, tests.
+ * Who may call: vmprofd/session.c, the in-VM profiler (profiler/inimage.c),
+ * tests.
  */
-#ifndef VMPROFD_RESOLVE_H
-#define VMPROFD_RESOLVE_H
+#ifndef REPORT_RESOLVE_H
+#define REPORT_RESOLVE_H
 
 #include "report/codemap.h"
 #include "report/report.h"
-#include "vmprofd/samples.h"
-#include "vmprofd/symbolize.h"
+#include "report/samples.h"
+#include "report/symbolize.h"
 
 #include <stdio.h>
 
@@ -41,13 +42,13 @@ typedef struct ResolveCode {
     const char *cwd;           /* the target's working directory, for relative .som paths; NULL */
     FILE *debug;               /* --debug-resolutions: one line per leaf in the zone; NULL */
     uint64_t interp_fn;        /* an address inside the interpreter function; 0: not published */
-    /* counts of leaf frames in the zone, filled by vmprofd_resolve_samples */
+    /* counts of leaf frames in the zone, filled by report_resolve_samples */
     uint64_t zone_leaves, resolved, nothing, lost, before;
     uint64_t interpreted;      /* samples attributed to an interpreted method */
 } ResolveCode;
 
 /* sym may be NULL (the target vanished before it could be described):
  * every user address then resolves to "[unknown]". code may be NULL. */
-void vmprofd_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st, ResolveCode *code);
+void report_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st, ResolveCode *code);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * vmprofd/symbolize.c — native addresses of a live process to functions,
+ * report/symbolize.c — native addresses of a live process to functions,
  * source lines and mappings, through elfutils' libdwfl.
  *
  * One Dwfl describes the target's modules as /proc/PID/maps lists them.
@@ -9,7 +9,7 @@
  * already loaded. The address -> location cache is dropped only when the
  * set of modules itself changes.
  */
-#include "vmprofd/symbolize_internal.h"
+#include "report/symbolize_internal.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -203,7 +203,8 @@ static void rebuild_modules(Symbolizer *s)
     if (h != s->modules_hash) {
         s->modules_hash = h;
         cache_clear(s);
-        vmprofd_unwind_flush(s);
+        if (s->unwind_flush)
+            s->unwind_flush(s);
     }
 }
 
@@ -274,7 +275,7 @@ static void resolve_vm_exe(Symbolizer *s, const char *vm_exe)
     }
 }
 
-Symbolizer *vmprofd_symbolizer_new(pid_t pid, const char *vm_exe, uint64_t code_zone_start,
+Symbolizer *report_symbolizer_new(pid_t pid, const char *vm_exe, uint64_t code_zone_start,
                                    uint64_t code_zone_end, char *err, size_t errlen)
 {
     Symbolizer *s = calloc(1, sizeof *s);
@@ -299,7 +300,7 @@ Symbolizer *vmprofd_symbolizer_new(pid_t pid, const char *vm_exe, uint64_t code_
     if (!read_maps(pid, &maps, &len)) {
         set_err(err, errlen, "cannot read /proc/%d/maps: %s (is the process alive and yours?)", (int)pid,
                 strerror(errno));
-        vmprofd_symbolizer_free(s);
+        report_symbolizer_free(s);
         return NULL;
     }
     resolve_vm_exe(s, vm_exe);
@@ -307,13 +308,13 @@ Symbolizer *vmprofd_symbolizer_new(pid_t pid, const char *vm_exe, uint64_t code_
     bool ok = report_modules(s, maps, len, err, errlen);
     free(maps);
     if (!ok) {
-        vmprofd_symbolizer_free(s);
+        report_symbolizer_free(s);
         return NULL;
     }
     return s;
 }
 
-void vmprofd_symbolizer_refresh(Symbolizer *s)
+void report_symbolizer_refresh(Symbolizer *s)
 {
     char *maps = NULL;
     size_t len = 0;
@@ -327,11 +328,12 @@ void vmprofd_symbolizer_refresh(Symbolizer *s)
     free(maps);
 }
 
-void vmprofd_symbolizer_free(Symbolizer *s)
+void report_symbolizer_free(Symbolizer *s)
 {
     if (s == NULL)
         return;
-    vmprofd_unwind_release(s);
+    if (s->unwind_release)
+        s->unwind_release(s);
     if (s->dwfl != NULL)
         dwfl_end(s->dwfl);
     free(s->mods);
@@ -342,7 +344,7 @@ void vmprofd_symbolizer_free(Symbolizer *s)
 
 /* -- Modules ---------------------------------------------------------- */
 
-SymModule *vmprofd_symbolize_module_at(Symbolizer *s, uint64_t addr)
+SymModule *report_symbolize_module_at(Symbolizer *s, uint64_t addr)
 {
     size_t lo = 0, hi = s->nmods;
     while (lo < hi) { /* first module starting above addr */
@@ -358,7 +360,7 @@ SymModule *vmprofd_symbolize_module_at(Symbolizer *s, uint64_t addr)
     return addr < m->end ? m : NULL;
 }
 
-bool vmprofd_symbolize_module_elf(SymModule *m)
+bool report_symbolize_module_elf(SymModule *m)
 {
     if (!m->elf_tried) {
         m->elf_tried = true;
@@ -369,9 +371,9 @@ bool vmprofd_symbolize_module_elf(SymModule *m)
     return m->elf != NULL;
 }
 
-bool vmprofd_symbolize_read_image(SymModule *m, uint64_t addr, void *dst, size_t n)
+bool report_symbolize_read_image(SymModule *m, uint64_t addr, void *dst, size_t n)
 {
-    if (!vmprofd_symbolize_module_elf(m) || m->image == NULL)
+    if (!report_symbolize_module_elf(m) || m->image == NULL)
         return false;
     uint64_t vaddr = addr - m->bias;
     size_t nph = 0;
@@ -413,7 +415,7 @@ static void module_facts(SymModule *m)
         return;
     m->facts_done = true;
     m->build_id[0] = '\0';
-    if (!vmprofd_symbolize_module_elf(m))
+    if (!report_symbolize_module_elf(m))
         return;
     size_t nph = 0;
     if (elf_getphdrnum(m->elf, &nph) == 0) {
@@ -432,8 +434,8 @@ static void module_facts(SymModule *m)
     GElf_Addr vaddr = 0;
     int n = dwfl_module_build_id(m->mod, &bits, &vaddr);
     if (n > 0 && bits != NULL) {
-        if (n > VMPROFD_BUILD_ID_MAX_BYTES)
-            n = VMPROFD_BUILD_ID_MAX_BYTES;
+        if (n > REPORT_BUILD_ID_MAX_BYTES)
+            n = REPORT_BUILD_ID_MAX_BYTES;
         static const char hex[] = "0123456789abcdef";
         for (int i = 0; i < n; i++) {
             m->build_id[2 * i] = hex[bits[i] >> 4];
@@ -491,7 +493,7 @@ static const char *base_name(const char *path)
     return slash ? slash + 1 : path;
 }
 
-void vmprofd_symbolize_lookup(Symbolizer *s, uint64_t addr, bool is_return_address, SymbolizedAddr *out)
+void report_symbolize_lookup(Symbolizer *s, uint64_t addr, bool is_return_address, SymbolizedAddr *out)
 {
     memset(out, 0, sizeof *out);
     out->function = "[unknown]";
@@ -511,7 +513,7 @@ void vmprofd_symbolize_lookup(Symbolizer *s, uint64_t addr, bool is_return_addre
         out->module_end = s->zone_end;
         return;
     }
-    SymModule *m = vmprofd_symbolize_module_at(s, q);
+    SymModule *m = report_symbolize_module_at(s, q);
     if (m == NULL)
         return;
     module_facts(m);
@@ -556,7 +558,7 @@ void vmprofd_symbolize_lookup(Symbolizer *s, uint64_t addr, bool is_return_addre
     out->line = df.call_line > 0 ? df.call_line : (line > 0 ? line : 0);
 }
 
-int vmprofd_symbolize_vm_mapping(Symbolizer *s, Profile *p)
+int report_symbolize_vm_mapping(Symbolizer *s, Profile *p)
 {
     for (size_t i = 0; i < s->nmods; i++) {
         SymModule *m = &s->mods[i];
@@ -575,7 +577,7 @@ int vmprofd_symbolize_vm_mapping(Symbolizer *s, Profile *p)
     return -1;
 }
 
-int vmprofd_symbolize(Symbolizer *s, Profile *p, uint64_t addr, bool is_return_address)
+int report_symbolize(Symbolizer *s, Profile *p, uint64_t addr, bool is_return_address)
 {
     if (p != s->cache_profile) {
         cache_clear(s);
@@ -586,7 +588,7 @@ int vmprofd_symbolize(Symbolizer *s, Profile *p, uint64_t addr, bool is_return_a
         return hit;
 
     SymbolizedAddr a;
-    vmprofd_symbolize_lookup(s, addr, is_return_address, &a);
+    report_symbolize_lookup(s, addr, is_return_address, &a);
     int mapping = -1;
     if (a.module != NULL) {
         ReportMappingInfo mi = {
