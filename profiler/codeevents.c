@@ -10,7 +10,7 @@ static int nsinks;
 static ProfCodeReplayFn replay;
 static uint64_t event_ns;
 
-static uint64_t now_ns(void)
+uint64_t prof_clock_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -32,21 +32,21 @@ bool prof_code_observed(void) { return nsinks > 0; }
 
 void prof_code_load(const ProfCodeLoad *e)
 {
-    event_ns = now_ns();
+    event_ns = prof_clock_ns();
     for (int i = 0; i < nsinks; i++)
         if (sinks[i]->load) sinks[i]->load(e, sinks[i]->ctx);
 }
 
 void prof_code_move(uint64_t from, uint64_t to, uint64_t size)
 {
-    event_ns = now_ns();
+    event_ns = prof_clock_ns();
     for (int i = 0; i < nsinks; i++)
         if (sinks[i]->move) sinks[i]->move(from, to, size, sinks[i]->ctx);
 }
 
 void prof_code_free(uint64_t start, uint64_t size)
 {
-    event_ns = now_ns();
+    event_ns = prof_clock_ns();
     for (int i = 0; i < nsinks; i++)
         if (sinks[i]->free) sinks[i]->free(start, size, sinks[i]->ctx);
 }
@@ -55,6 +55,6 @@ void prof_code_set_replay(ProfCodeReplayFn fn) { replay = fn; }
 
 void prof_code_replay(const ProfCodeSink *to)
 {
-    event_ns = now_ns();
+    event_ns = prof_clock_ns();
     if (replay) replay(to);
 }

@@ -60,6 +60,11 @@ bool prof_code_sink_add(const ProfCodeSink *sink);
 /* True when anyone listens: callers skip building events otherwise. */
 bool prof_code_observed(void);
 
+/* CLOCK_MONOTONIC in ns: the clock of every profiler timestamp (code
+ * events, in-VM samples, jitdump records), the one perf_event samples carry.
+ * Async-signal-safe. */
+uint64_t prof_clock_ns(void);
+
 void prof_code_load(const ProfCodeLoad *e);
 void prof_code_move(uint64_t from, uint64_t to, uint64_t size);
 void prof_code_free(uint64_t start, uint64_t size);

@@ -29,13 +29,6 @@ static time_t start_wall;
 static uint64_t begin_ns, end_ns;
 static bool sink_added;
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* -- The private sink: code events straight into the timeline ---------------- */
 
 static ProfCodeSpace space_of(uint64_t addr)
@@ -117,12 +110,12 @@ bool prof_inimage_begin(const ProfInimageVm *v, char *err, size_t errlen)
     state = PROF_INIMAGE_ACTIVE;
     /* the replay stamps its loads with one time: the timeline is known
      * from there on */
-    uint64_t t = now_ns();
+    uint64_t t = prof_clock_ns();
     report_codemap_known(timeline, t);
     prof_code_replay(&sink);
     prof_publish_read_counters(&start_counters);
     start_wall = time(NULL);
-    begin_ns = now_ns();
+    begin_ns = prof_clock_ns();
     return true;
 }
 
@@ -132,7 +125,7 @@ bool prof_inimage_end(char *err, size_t errlen)
         snprintf(err, errlen, "%s", state == PROF_INIMAGE_IDLE ? "no profile is running" : "the profile has already ended");
         return false;
     }
-    end_ns = now_ns();
+    end_ns = prof_clock_ns();
     prof_publish_read_counters(&end_counters);
     state = PROF_INIMAGE_ENDED;
     return true;

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "profiler/jitdump.h"
 
+#include "profiler/codeevents.h"
 #include "profiler/livecode.h"
 
 #include <elf.h>
@@ -31,13 +32,6 @@ static size_t rec_len, rec_cap;
 static bool rec_failed;
 
 const char *prof_jitdump_path(void) { return fd >= 0 ? path : ""; }
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* -- Records ---------------------------------------------------------------------- */
 
@@ -170,7 +164,7 @@ static void write_debug_info(const ProfCodeLoad *e, uint64_t code, uint64_t code
         rec_put(e->source, flen);
     }
     free(r.v);
-    rec_end(PROF_JITDUMP_CODE_DEBUG_INFO, now_ns());
+    rec_end(PROF_JITDUMP_CODE_DEBUG_INFO, prof_clock_ns());
 }
 
 /* -- The sink --------------------------------------------------------------------- */
@@ -192,7 +186,7 @@ static void on_load(const ProfCodeLoad *e, void *ctx)
     rec_put(&l, sizeof l);
     rec_put(name, strlen(name) + 1);
     rec_put((const void *)(uintptr_t)code, (size_t)size);
-    rec_end(PROF_JITDUMP_CODE_LOAD, now_ns());
+    rec_end(PROF_JITDUMP_CODE_LOAD, prof_clock_ns());
     ProfLiveEntry le = { .start = e->start, .code_offset = code - e->start, .code_size = size, .index = index };
     /* out of memory: the load is written, only a later move of it goes unrecorded */
     if (fd >= 0) prof_livecode_put(&live, &le);
@@ -215,7 +209,7 @@ static void on_move(uint64_t from, uint64_t to, uint64_t size, void *ctx)
         .code_index = le->index,
     };
     rec_put(&m, sizeof m);
-    rec_end(PROF_JITDUMP_CODE_MOVE, now_ns());
+    rec_end(PROF_JITDUMP_CODE_MOVE, prof_clock_ns());
 }
 
 static void on_free(uint64_t start, uint64_t size, void *ctx)
@@ -240,7 +234,7 @@ void prof_jitdump_close(void)
         rec_begin();
         ProfJitdumpRecord c = { 0 };
         rec_put(&c, sizeof c);
-        rec_end(PROF_JITDUMP_CODE_CLOSE, now_ns());
+        rec_end(PROF_JITDUMP_CODE_CLOSE, prof_clock_ns());
     }
     if (marker != MAP_FAILED) munmap(marker, marker_len);
     marker = MAP_FAILED;
@@ -272,7 +266,7 @@ const ProfCodeSink *prof_jitdump_open(const char *dir, char *err, size_t errlen)
         .total_size = sizeof h,
         .elf_mach = EM_X86_64,
         .pid = pid,
-        .timestamp = now_ns(),
+        .timestamp = prof_clock_ns(),
     };
     int saved = 0;
     if (!write_all(fd, &h, sizeof h)) {

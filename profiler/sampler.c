@@ -5,6 +5,8 @@
 #define _GNU_SOURCE /* gettid/tgkill through syscall, REG_RIP and REG_R15 in ucontext */
 #include "profiler/sampler.h"
 
+#include "profiler/codeevents.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -45,13 +47,6 @@ static _Atomic uint64_t ticks, late;
 static uint64_t start_ns, stop_ns;
 static bool handler_installed;
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void on_sigprof(int sig, siginfo_t *info, void *ucv)
 {
     (void)sig;
@@ -61,7 +56,7 @@ static void on_sigprof(int sig, siginfo_t *info, void *ucv)
     int saved_errno = errno;
     const ucontext_t *uc = ucv;
     ProfSample s = {
-        .time_ns = now_ns(),
+        .time_ns = prof_clock_ns(),
         .pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP],
         .r15 = (uint64_t)uc->uc_mcontext.gregs[REG_R15],
     };
@@ -98,7 +93,7 @@ static void *timer_main(void *arg)
         atomic_fetch_add(&ticks, 1);
         /* Overslept (no real-time priority): skip the missed deadlines
          * rather than firing them in a burst. */
-        uint64_t now = now_ns(), due = (uint64_t)next.tv_sec * 1000000000u + (uint64_t)next.tv_nsec;
+        uint64_t now = prof_clock_ns(), due = (uint64_t)next.tv_sec * 1000000000u + (uint64_t)next.tv_nsec;
         if (now > due + period) {
             uint64_t missed = (now - due) / period;
             atomic_fetch_add(&late, missed);
@@ -206,7 +201,7 @@ bool prof_sampler_start(uint32_t hz, size_t capacity, char *err, size_t errlen)
         return false;
     }
     running = true;
-    start_ns = now_ns();
+    start_ns = prof_clock_ns();
     stop_ns = 0;
     restore_mask(&old);
     return true;
@@ -222,7 +217,7 @@ bool prof_sampler_stop(void)
      * recording off and returns */
     atomic_store(&recording, false);
     running = false;
-    stop_ns = now_ns();
+    stop_ns = prof_clock_ns();
     return true;
 }
 
