@@ -60,6 +60,10 @@ void vmprofd_options_usage(FILE *out)
         "                       write one line per sample whose leaf lies in the\n"
         "                       VM's code zone: time, tid, address, and the piece\n"
         "                       of code and bytecode range it was resolved to\n"
+        "      --code-log-poll MS\n"
+        "                       read the VM's code event log every MS ms at first\n"
+        "                       (default 50, 1..5000; halved after each overrun,\n"
+        "                       down to 10): tests use a long one to force overruns\n"
         "  -h, --help           this text\n"
         "      --version        print the version\n"
         "\n"
@@ -170,6 +174,7 @@ enum {
     OPT_LINES,
     OPT_VERSION,
     OPT_DEBUG_RESOLUTIONS,
+    OPT_CODE_LOG_POLL,
 };
 
 bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, size_t errlen)
@@ -190,6 +195,7 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
         {"debug-resolutions", required_argument, NULL, OPT_DEBUG_RESOLUTIONS},
+        {"code-log-poll", required_argument, NULL, OPT_CODE_LOG_POLL},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -276,6 +282,13 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
                 return fail(err, errlen, "--debug-resolutions needs a file name");
             o->debug_resolutions = optarg;
             break;
+        case OPT_CODE_LOG_POLL: {
+            long ms;
+            if (!parse_long(optarg, 1, 5000, &ms))
+                return fail(err, errlen, "--code-log-poll needs milliseconds from 1 to 5000, not '%s'", optarg);
+            o->code_log_poll_ms = (int)ms;
+            break;
+        }
         case 'q': o->quiet = true; break;
         case 'h': o->help = true; return true;
         case OPT_VERSION: o->version = true; return true;

@@ -63,6 +63,7 @@ typedef struct VmprofdOptions {
     bool lines;
     bool quiet;
     const char *debug_resolutions; /* --debug-resolutions FILE: each JIT'd leaf's resolution */
+    int code_log_poll_ms;          /* --code-log-poll MS: the first poll period; 0 = the default */
     bool help;
     bool version;
     VmprofdOutput outputs[VMPROFD_MAX_OUTPUTS];

@@ -315,7 +315,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
         return 1;
     }
     ss->o = o;
-    ss->code_poll_ms = SESSION_CODE_LOG_MS;
+    ss->code_poll_ms = o->code_log_poll_ms > 0 ? o->code_log_poll_ms : SESSION_CODE_LOG_MS;
     ss->target.pidfd = ss->target.go_fd = ss->target.exec_fd = -1;
     stop_signal = 0;
     install_signals();

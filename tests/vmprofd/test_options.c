@@ -149,6 +149,8 @@ static void bad_usage_says_what_is_wrong(void **state)
     expect_error("--mode is auto, perf or ptrace", "-p", "1", "-m", "hw", NULL);
     expect_error("--stack-bytes needs a multiple of 8", "-p", "1", "--stack-bytes", "40000", NULL);
     expect_error("--format is text, pprof or folded", "-p", "1", "-f", "json", NULL);
+    expect_error("--code-log-poll needs milliseconds from 1 to 5000", "-p", "1", "--code-log-poll", "0", NULL);
+    expect_error("--code-log-poll needs milliseconds from 1 to 5000", "-p", "1", "--code-log-poll", "9s", NULL);
     expect_error("follows no -o", "-p", "1", "-f", "text", "-f", "folded", NULL);
     expect_error("given twice", "-p", "1", "-o", "a", "--folded", "a", NULL);
     expect_error("pprof output is gzipped binary", "-p", "1", "-o", "-", "-f", "pprof", NULL);
