@@ -121,6 +121,22 @@ attach() {
     echo "ok: $mode, attached at the full GC: the second half seen; $(tr '\n' ';' <"$WORK/counts")"
 }
 
+# Only object__alloc raised: method probes stay down, so the loop runs as
+# machine code, whose inline Double boxing must step aside for the probe.
+alloc_jit() {
+    "$STVM" --jit "${WORKLOAD[@]}" >"$WORK/plain.out" 2>"$WORK/plain.err" || fail "untraced run failed"
+    "$USDT_TRACE" --raise object__alloc --report "$WORK/counts" \
+        --count object__alloc/0=Double --count object__alloc/0=ProbeThing \
+        -- "$STVM" --jit "${WORKLOAD[@]}" >"$WORK/traced.out" 2>"$WORK/traced.err"
+    local rc=$?
+    ((rc == 125)) && fail "usdt_trace could not trace: $(tail -1 "$WORK/traced.err")"
+    ((rc == 0)) || fail "the traced run exited with status $rc"
+    cmp -s "$WORK/plain.out" "$WORK/traced.out" || fail "the output differs with object__alloc raised"
+    expect_count "$WORK/counts" object__alloc/0=ProbeThing "$N"
+    expect_at_least "$WORK/counts" object__alloc/0=Double "$N"
+    echo "ok: --jit, object__alloc alone: every ProbeThing and Double seen; $(tr '\n' ';' <"$WORK/counts")"
+}
+
 raised_compaction() {
     local args=(--jit --jit-threshold 1 --jit-verify --code-size 64K
         -cp "$SOURCE_DIR/smalltalk/core:$SOURCE_DIR/smalltalk/bench" BenchRunner DeltaBlue 1)
@@ -254,6 +270,7 @@ raised-jit) raised --jit ;;
 attach-nojit) attach --no-jit ;;
 attach-jit) attach --jit ;;
 raised-compaction) raised_compaction ;;
+alloc-jit) alloc_jit ;;
 bpftrace-nojit) bpftrace_counts --no-jit ;;
 bpftrace-jit) bpftrace_counts --jit ;;
 recipes) recipes ;;
