@@ -236,16 +236,44 @@ const char *vm_method_source_path(Oop method, char *buf, size_t len)
     return vm_is_string(f) ? vm_string_cstr(f, buf, len) : NULL;
 }
 
+static bool is_block_method(Oop o)
+{
+    return oop_is_ptr(o) && o && o != vm_nil && obj_class_index(o) == CLASS_INDEX_METHOD && vm_method_is_block(o);
+}
+
+/* Counts the blocks under method m (its block literals, depth first) into
+ * *count, noting in *found the 1-based position of `block` among them. */
+static void number_blocks(Oop m, Oop block, int *count, int *found)
+{
+    size_t nlits = vm_method_pointer_slots(m) - METHOD_FIXED_SLOTS;
+    for (size_t i = 0; i < nlits; i++) {
+        Oop lit = vm_method_literals(m)[i];
+        if (!is_block_method(lit)) continue;
+        ++*count;
+        if (lit == block) *found = *count;
+        number_blocks(lit, block, count, found);
+    }
+}
+
 const char *vm_method_name(Oop m, char *buf, size_t len)
 {
-    char cls[256], sel[256];
+    char cls[256], sel[256], nth[24] = "";
     Oop holder = obj_slots(m)[METHOD_HOLDER];
     /* a class-side method's holder is a metaclass ("Foo class"), an instance of Metaclass */
     bool named = vm_is_class(holder) || (oop_is_ptr(holder) && holder && holder != vm_nil &&
                                          obj_class_index(holder) == CLASS_INDEX_METACLASS);
-    snprintf(buf, len, "%s%s>>%s", vm_method_is_block(m) ? "[] in " : "",
+    if (vm_method_is_block(m)) {
+        /* a method with several blocks numbers them (literal order, depth
+         * first), so profiles keep them apart: "[] in Foo>>bar #2" */
+        Oop home = m;
+        for (int depth = 0; is_block_method(home) && depth < 1000; depth++) home = obj_slots(home)[METHOD_OUTER];
+        int count = 0, found = 0;
+        if (oop_is_ptr(home) && home && home != vm_nil) number_blocks(home, m, &count, &found);
+        if (count > 1 && found) snprintf(nth, sizeof nth, " #%d", found);
+    }
+    snprintf(buf, len, "%s%s>>%s%s", vm_method_is_block(m) ? "[] in " : "",
              named ? vm_class_name_cstr(holder, cls, sizeof cls) : "?",
-             vm_string_cstr(obj_slots(m)[METHOD_SIGNATURE], sel, sizeof sel));
+             vm_string_cstr(obj_slots(m)[METHOD_SIGNATURE], sel, sizeof sel), nth);
     return buf;
 }
 

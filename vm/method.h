@@ -63,7 +63,8 @@ int vm_method_line_at(Oop m, size_t bcpc);
 /* The decoded line table as (bcpc, line) pairs, up to cap of them into
  * pairs[2*cap]; answers how many there are. */
 size_t vm_method_lines(Oop m, uint32_t *pairs, size_t cap);
-/* "Foo>>bar:", or "[] in Foo>>bar:" for a block. */
+/* "Foo>>bar:", or "[] in Foo>>bar:" for a block ("[] in Foo>>bar: #2" when
+ * Foo>>bar: has several blocks: numbered in literal order, depth first). */
 const char *vm_method_name(Oop m, char *buf, size_t len);
 
 #endif
