@@ -96,5 +96,6 @@ bool gc_collect(bool full)
     s->in_gc = false;
     if (s->client.after_collect)
         s->client.after_collect(full, s->client.client);
+    gc_alloc_poll_watch(); /* a tracer that attached during the collection is seen from here */
     return true;
 }

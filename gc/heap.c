@@ -22,6 +22,10 @@ uintptr_t gc_old_start;
 volatile bool gc_collect_wanted;
 uintptr_t gc_eden_top;
 uintptr_t gc_eden_soft_limit;
+/* The real soft limit; gc_eden_soft_limit is it, or 0 while allocations are
+ * watched (every allocation then takes the slow path, which tells the
+ * observer: the fast path has no test of its own). */
+static uintptr_t eden_soft_limit;
 Oop gc_fill_value;
 static const volatile unsigned short unwatched; /* gc_alloc_watch until an observer is set */
 const volatile unsigned short *gc_alloc_watch = &unwatched;
@@ -146,7 +150,7 @@ bool gc_heap_init(const GcConfig *cfg, char *err, size_t errlen)
 
     gc_old_start = s->base + young;
     gc_eden_top = s->eden_start;
-    gc_eden_soft_limit = s->eden_start + eden / 10 * GC_EDEN_SOFT_TENTHS;
+    eden_soft_limit = gc_eden_soft_limit = s->eden_start + eden / 10 * GC_EDEN_SOFT_TENTHS;
     gc_fill_value = 0;
     memset(&gc_stats, 0, sizeof gc_stats);
     gc_space_set_threshold(0);
@@ -167,7 +171,7 @@ void gc_heap_release(void)
     memset(s, 0, sizeof *s);
     gc_old_start = 0;
     gc_eden_top = 0;
-    gc_eden_soft_limit = 0;
+    eden_soft_limit = gc_eden_soft_limit = 0;
     gc_fill_value = 0;
     gc_collect_wanted = false;
 }
@@ -180,6 +184,14 @@ void gc_set_alloc_observer(const volatile unsigned short *watch, GcAllocObserver
 {
     alloc_observer = fn;
     gc_alloc_watch = watch && fn ? watch : &unwatched;
+    gc_alloc_poll_watch();
+}
+
+void gc_alloc_poll_watch(void)
+{
+#if STVM_PROBES
+    gc_eden_soft_limit = *gc_alloc_watch ? 0 : eden_soft_limit;
+#endif
 }
 
 Oop gc_alloc_observed(Oop obj, size_t bytes)
@@ -269,10 +281,11 @@ Oop gc_alloc_slow(uint32_t class_index, uint32_t format, size_t slots)
     if (!s->base || slots > s->heap_bytes / 8)
         return 0;
     size_t total = gc_space_object_bytes(slots);
+    gc_alloc_poll_watch();
     if (total <= s->large_bytes && total <= s->eden_end - gc_eden_top) {
         uintptr_t mem = gc_eden_top;
         gc_eden_top += total;
-        if (gc_eden_top > gc_eden_soft_limit)
+        if (gc_eden_top > eden_soft_limit)
             gc_collect_wanted = true;
         gc_stats.bytes_allocated += total;
         return GC_ALLOC_OBSERVED(init_object(mem, class_index, format, slots, total), total);

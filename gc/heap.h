@@ -119,14 +119,21 @@ Oop gc_alloc_slow(uint32_t class_index, uint32_t format, size_t slots);
  * *gc_alloc_watch is nonzero (the VM points it at the probe's semaphore,
  * which a tracer raises), each allocation calls the observer with the new
  * object (header written, storage filled) and its bytes, overflow word and
- * padding included. The observer must not allocate or collect. Untraced,
- * an allocation pays one test; built with STVM_PROBES=0 (no probes), none. */
+ * padding included. The observer must not allocate or collect.
+ * The watch word is polled, not tested per allocation: by every slow-path
+ * allocation and after every collection. Watched, gc_eden_soft_limit is 0,
+ * so every allocation (machine code's inline ones too) takes the slow path,
+ * which observes; unwatched, the fast path pays nothing. A tracer that
+ * attaches is therefore seen from the next collection or slow-path
+ * allocation on (at most one eden of allocation later). */
 typedef void (*GcAllocObserver)(Oop obj, size_t bytes);
 extern const volatile unsigned short *gc_alloc_watch; /* never NULL */
 void gc_set_alloc_observer(const volatile unsigned short *watch, GcAllocObserver fn);
 /* calls the observer; answers obj (out of line and cold: a tail call from
  * the allocators, whose fast path then saves no register) */
 __attribute__((noinline, cold)) Oop gc_alloc_observed(Oop obj, size_t bytes);
+/* Reads the watch word and sets gc_eden_soft_limit accordingly. */
+void gc_alloc_poll_watch(void);
 #if STVM_PROBES
 /* The test: one compare of the watched word in memory (in asm, as a
  * volatile read would load it into a register first). */
@@ -163,7 +170,7 @@ static inline Oop gc_alloc_fast(uint32_t class_index, uint32_t format, size_t sl
         for (size_t i = 1; i <= storage; i++)
             w[i] = fill;
         gc_stats.bytes_allocated += end - p;
-        return GC_ALLOC_OBSERVED((Oop)p, end - p);
+        return (Oop)p; /* never watched here: watched, the soft limit is 0 */
     }
     return gc_alloc_slow(class_index, format, slots);
 }

@@ -503,17 +503,13 @@ static void doubles_or(Compiler *c, bool ints_too, X64Label *slow)
 }
 
 /* rax := a new Double holding xmm0, bumped into eden as gc_alloc_fast
- * does, or to slow when eden is past its soft limit or a tracer watches
- * allocations (gc_alloc_watch: the object__alloc probe must see the Double,
- * so the primitive allocates it). Nothing is written on the way to slow. */
+ * does, or to slow when eden is past its soft limit — which is 0 while a
+ * tracer watches allocations (gc/heap.h), so the object__alloc probe sees
+ * the Double the primitive then allocates. Nothing is written on the way to
+ * slow. */
 static void box_double(Compiler *c, X64Label *slow)
 {
     X64Buf *b = &c->b;
-    jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->alloc_watch);
-    jit_x64_mov_rm(b, R11, jit_x64_mem(R11, 0));
-    jit_x64_movzx_rm16(b, RDX, jit_x64_mem(R11, 0));
-    jit_x64_test_rr(b, RDX, RDX);
-    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, slow);
     jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->eden_top);
     jit_x64_mov_rm(b, RAX, jit_x64_mem(R11, 0));
     jit_x64_lea_rm(b, RDX, jit_x64_mem(RAX, 16));

@@ -119,7 +119,6 @@ typedef struct JitCompileRuntime {
     uintptr_t *eden_top;
     const uintptr_t *eden_limit;
     uint64_t *bytes_allocated;
-    const volatile unsigned short *const *alloc_watch; /* &gc_alloc_watch: nonzero word = box out of line */
     const volatile bool *collect_wanted; /* &gc_collect_wanted */
     const uintptr_t *old_start;          /* &gc_old_start: young objects lie below it */
     void *const *page;                   /* &vm_page: its first word is the page's base */

@@ -41,6 +41,7 @@
 #define VM_FRAME_H
 
 #include "gc/object.h"
+#include "vm/compile.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -57,15 +58,20 @@ enum {
     FRAME_HEADER_WORDS = 6, /* fp[1] … fp[-4] */
 };
 
-/* flags: bits 0..7 nargs, bit 8 is-block, bit 9 has-context, 10..25 ntemps */
+/* flags: bits 0..7 nargs, bit 8 is-block, bit 9 has-context, 10..24 ntemps
+ * (the compiler allows 256 variables), bit 25 traced: the interpreter fired
+ * method__entry for this activation and owes it method__return (checked on
+ * return together with has-context, so an untraced return pays nothing) */
 #define FRAME_FLAG_BLOCK (1 << 8)
 #define FRAME_FLAG_CONTEXT (1 << 9)
+#define FRAME_FLAG_TRACED (1 << 25)
+_Static_assert(VM_COMPILE_MAX_VARS < 0x7fff, "ntemps fits below the traced bit");
 #define FRAME_FLAGS_MAKE(nargs, ntemps, is_block) \
     ((intptr_t)(nargs) | ((is_block) ? FRAME_FLAG_BLOCK : 0) | ((intptr_t)(ntemps) << 10))
 
 static inline intptr_t frame_flags(Oop *fp) { return oop_int(fp[FRAME_FLAGS]); }
 static inline int frame_nargs(Oop *fp) { return (int)(frame_flags(fp) & 0xff); }
-static inline int frame_ntemps(Oop *fp) { return (int)((frame_flags(fp) >> 10) & 0xffff); }
+static inline int frame_ntemps(Oop *fp) { return (int)((frame_flags(fp) >> 10) & 0x7fff); }
 static inline bool frame_is_block(Oop *fp) { return (frame_flags(fp) & FRAME_FLAG_BLOCK) != 0; }
 static inline bool frame_has_context(Oop *fp) { return (frame_flags(fp) & FRAME_FLAG_CONTEXT) != 0; }
 static inline Oop *frame_receiver_slot(Oop *fp) { return fp + 2 + frame_nargs(fp); }

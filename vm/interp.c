@@ -777,7 +777,10 @@ push_frame : {
     nargs = mnargs;
     lits = obj_slots(m) + METHOD_FIXED_SLOTS;
     bytes = ip = (uint8_t *)(obj_slots(m) + (hdr & 0xffff));
-    VM_PROBE_METHOD_ENTRY(method, 0);
+    if (UNLIKELY(VM_PROBE_METHODS_TRACED())) {
+        fp[FRAME_FLAGS] = oop_from_int(frame_flags(fp) | FRAME_FLAG_TRACED);
+        VM_PROBE_METHOD_ENTRY(method, 0);
+    }
     DISPATCH();
 }
 
@@ -919,8 +922,11 @@ op_RETURN_SELF:
 op_RETURN_TOP:
     result = *sp;
 do_return : {
-    VM_PROBE_METHOD_RETURN(fp[FRAME_METHOD], 0);
-    if (frame_flags(fp) & FRAME_FLAG_CONTEXT) vm_context_widow(fp);
+    intptr_t rfl = frame_flags(fp);
+    if (UNLIKELY(rfl & (FRAME_FLAG_CONTEXT | FRAME_FLAG_TRACED))) {
+        if (rfl & FRAME_FLAG_TRACED) VM_PROBE_METHOD_RETURN(fp[FRAME_METHOD], 0);
+        if (rfl & FRAME_FLAG_CONTEXT) vm_context_widow(fp);
+    }
     Oop *caller = (Oop *)fp[FRAME_SAVED_FP];
     Oop saved_ip = fp[FRAME_SAVED_IP];
     intptr_t rbcpc = oop_int(saved_ip);

@@ -666,7 +666,6 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     runtime.eden_top = &gc_eden_top;
     runtime.eden_limit = &gc_eden_soft_limit;
     runtime.bytes_allocated = &gc_stats.bytes_allocated;
-    runtime.alloc_watch = &gc_alloc_watch;
     runtime.collect_wanted = &gc_collect_wanted;
     if (!vm_probe_jit_init(&runtime, err, errlen)) return false;
     runtime.old_start = &gc_old_start;
@@ -804,7 +803,6 @@ const char *vm_jit_trampoline_name(const void *addr)
         { (const void *)&gc_eden_top, "&gc_eden_top" },
         { (const void *)&gc_eden_soft_limit, "&gc_eden_soft_limit" },
         { (const void *)&gc_stats.bytes_allocated, "&gc_stats.bytes_allocated" },
-        { (const void *)&gc_alloc_watch, "&gc_alloc_watch" },
         { (const void *)vm_lookup_cache, "vm_lookup_cache" },
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)

@@ -141,7 +141,12 @@ VmProbePrimFn vm_probe_primitive_fn(Oop method, intptr_t primitive, VmProbePrimF
     return probed_call;
 }
 
-void vm_probe_frame_unwound(const Oop *fp) { vm_probe_method_return(fp[FRAME_METHOD], 0); }
+/* Only activations whose entry fired (frames entered before a tracer came,
+ * and machine-code frames, finish unseen on return too). */
+void vm_probe_frame_unwound(const Oop *fp)
+{
+    if (oop_int(fp[FRAME_FLAGS]) & FRAME_FLAG_TRACED) vm_probe_method_return(fp[FRAME_METHOD], 0);
+}
 
 void vm_probe_context_unwound(Oop context) { vm_probe_method_return(obj_slots(context)[CTX_METHOD], 0); }
 
