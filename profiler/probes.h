@@ -44,7 +44,10 @@
  *   method__return     char *class, char *selector, int primitive   guarded: that activation returns (or is unwound
  *                                                                   by a non-local return), the primitive answered
  *   object__alloc      char *class, uint64 bytes                    guarded: any object is allocated (header
- *                                                                   included), VM-internal objects too
+ *                                                                   included), VM-internal objects too; the
+ *                                                                   semaphore is polled (gc/heap.h), so a
+ *                                                                   tracer is seen from the next collection
+ *                                                                   or slow-path allocation on
  *   jit__compile       char *name, uint64 start, uint64 size        guarded: a piece of machine code was made
  *                                                                   (method, block, primitive stub, PIC);
  *                                                                   start/size cover the piece, header included
@@ -72,7 +75,9 @@
  * to the interpreter (vm/jitglue.c, rt_entry_slow), and the interpreter does
  * not enter machine code while the word is nonzero (vm/interp.c).
  * Activations running in machine code when the tracer attached finish there
- * unseen, their entries unseen too, so entries and returns stay paired.
+ * unseen, their entries unseen too, so entries and returns stay paired; in
+ * the interpreter, an activation whose entry fired is marked in its frame
+ * flags (FRAME_FLAG_TRACED, vm/frame.h) and only those fire method__return.
  * Untraced, a compiled activation pays the OR's load, no extra instruction,
  * and nothing is recompiled when a tracer comes or goes. The price is paid
  * while tracing: methods run at the interpreter's speed, so latencies taken
