@@ -42,6 +42,11 @@ typedef struct ProfCodeLoad {
     uint32_t bytecode_size;   /* bytecodes of the method or block; 0 for PICs and trampolines */
     uint64_t code_size;       /* bytes of instructions from code_start (the map and literal
                                  table follow them in the piece); 0 = up to start + size */
+    /* unwind_count pairs (offset from start, PROF_UNWIND_* rule of
+     * profiler/stackabi.h) by offset: a pc's rule is the last pair at or
+     * below it; none: frameless throughout (PICs, stubs) */
+    const uint32_t *unwind;
+    uint32_t unwind_count;
 } ProfCodeLoad;
 
 typedef struct ProfCodeSink {

@@ -23,6 +23,7 @@
 #ifndef VMPROFD_SAMPLER_H
 #define VMPROFD_SAMPLER_H
 
+#include "profiler/stackabi.h"
 #include "vmprofd/unwind.h"
 
 #include <stdbool.h>
@@ -37,6 +38,10 @@ typedef struct RawSample {
     UnwindRegs regs;      /* user-space registers; regs.mask == 0: only ip/sp/bp */
     const uint8_t *stack; /* user stack from regs.sp upward */
     size_t stack_len;
+    /* The whole stack, walked at the sample (profiler/stackabi.h); NULL when
+     * the sampler could not walk it (no facts, eBPF refused): then regs and
+     * the stack copy above are all there is. */
+    const ProfRawStack *raw;
 } RawSample;
 
 typedef void (*SampleSink)(void *ctx, const RawSample *s);
@@ -47,6 +52,9 @@ typedef struct SamplerConfig {
     double rate_hz;
     uint32_t stack_bytes;
     uint64_t regs_mask;   /* vmprofd_unwind_regs_mask() */
+    /* What the VM publishes to walk its stacks (export version 3); NULL:
+     * none, stacks are native only. Valid until close. */
+    const ProfWalkFacts *facts;
 } SamplerConfig;
 
 typedef struct SamplerStats {
