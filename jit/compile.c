@@ -16,6 +16,7 @@
 #include "jit/map.h"
 #include "jit/sendsite.h"
 #include "jit/x64.h"
+#include "profiler/stackabi.h"
 #include "vm/frame.h"
 #include "vm/universe.h"
 #include "vm/method.h"
@@ -66,6 +67,8 @@ typedef struct Compiler {
     uint32_t *lits;   /* buffer offsets of the literal sites' imm64s (global caches) */
     uint32_t nlits, lits_cap;
     bool lits_failed;
+    uint32_t *unwind; /* pairs (offset, PROF_UNWIND_* rule): jit/method.h's unwind table */
+    uint32_t nunwind, unwind_cap;
 } Compiler;
 
 static void say(char *why, size_t whylen, const char *fmt, ...)
@@ -184,6 +187,33 @@ static size_t scan(Compiler *c, char *why, size_t whylen)
 
 static uint32_t mcpc(const Compiler *c) { return (uint32_t)jit_x64_size(&c->b); }
 
+/* From the next instruction on, a profiler finds this piece's caller by
+ * `rule` (profiler/stackabi.h). Called right after the instruction that
+ * changes where the return address is (push rbp, mov rbp, rsp, pop rbp,
+ * ret), so every pc has the rule of the state it runs in. */
+static void unwind_from_here(Compiler *c, uint32_t rule)
+{
+    uint32_t off = mcpc(c);
+    if (c->nunwind && c->unwind[2 * (c->nunwind - 1)] == off) {
+        c->unwind[2 * (c->nunwind - 1) + 1] = rule;
+        return;
+    }
+    if (c->nunwind && c->unwind[2 * (c->nunwind - 1) + 1] == rule) return;
+    if (c->nunwind == c->unwind_cap) {
+        uint32_t ncap = c->unwind_cap ? c->unwind_cap * 2 : 16;
+        uint32_t *n = realloc(c->unwind, ncap * 2 * sizeof *n);
+        if (!n) {
+            c->lits_failed = true;
+            return;
+        }
+        c->unwind = n;
+        c->unwind_cap = ncap;
+    }
+    c->unwind[2 * c->nunwind] = off;
+    c->unwind[2 * c->nunwind + 1] = rule;
+    c->nunwind++;
+}
+
 static void push_oop(Compiler *c, Oop v)
 {
     jit_x64_mov_ri(&c->b, RAX, (int64_t)v);
@@ -295,7 +325,9 @@ static void epilogue(Compiler *c)
     }
     jit_x64_mov_rr(&c->b, RSP, RBP);
     jit_x64_pop_r(&c->b, RBP);
+    unwind_from_here(c, PROF_UNWIND_FRAMELESS);
     jit_x64_ret(&c->b);
+    unwind_from_here(c, PROF_UNWIND_FRAME); /* the code after a return still runs in the frame */
 }
 
 /* -- Templates -------------------------------------------------------------------------- */
@@ -351,7 +383,9 @@ static void emit_prologue(Compiler *c, X64Label *header, X64Label *slow, X64Labe
     jit_x64_label_bind(b, checked);
 
     jit_x64_push_r(b, RBP);
+    unwind_from_here(c, PROF_UNWIND_PUSHED_BP);
     jit_x64_mov_rr(b, RBP, RSP);
+    unwind_from_here(c, PROF_UNWIND_FRAME);
     jit_x64_lea_rl(b, RAX, header);
     jit_x64_mov_rm(b, RAX, jit_x64_mem(RAX, offsetof(JitMethod, method)));
     jit_x64_push_r(b, RAX); /* fp[-1] method */
@@ -913,6 +947,7 @@ static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *che
     jit_x64_label_bind(&c->b, &header);
     jit_x64_data(&c->b, header_copy, JIT_METHOD_CODE);
     jit_x64_label_bind(&c->b, checked_entry);
+    unwind_from_here(c, PROF_UNWIND_FRAMELESS); /* entry checks run before the frame exists */
     emit_checked_entry(&c->b, c->nargs, &abort);
     jit_x64_label_bind(&c->b, unchecked_entry);
     emit_prologue(c, &header, &slow, &checked);
@@ -933,6 +968,7 @@ static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *che
     }
     jit_x64_label_bind(&c->b, &c->labels[c->len]);
     jit_x64_ud2(&c->b); /* the compiler ends every method with a return */
+    unwind_from_here(c, PROF_UNWIND_FRAMELESS); /* the entry checks' exits */
     emit_entry_exits(&c->b, &c->map, c->rt, &header, &abort, &slow, &checked);
 }
 
@@ -967,7 +1003,10 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
     size_t bound = scan(&c, why, whylen);
     if (!bound) goto out;
     size_t map_bound = MAP_ENTRIES_PER_BYTECODE * JIT_MAP_ENTRY_MAX_BYTES * (c.len + 1);
-    m = jit_zone_alloc(z, c.is_block ? JIT_KIND_BLOCK : JIT_KIND_METHOD, bound + map_bound + JIT_METHOD_ALIGN);
+    /* unwind pairs: the entry, prologue, end, and two per return (at most one per bytecode) */
+    size_t unwind_bound = 4 + 8 * (4 + 2 * (c.len + 1));
+    m = jit_zone_alloc(z, c.is_block ? JIT_KIND_BLOCK : JIT_KIND_METHOD,
+                       bound + map_bound + unwind_bound + JIT_METHOD_ALIGN);
     if (!m) {
         fail(z, NULL, why, whylen, JIT_COMPILE_ZONE_FULL);
         goto out;
@@ -987,8 +1026,8 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
         m = fail(z, m, why, whylen, msg);
     } else if (!jit_map_builder_ok(&c.map) || c.lits_failed) {
         m = fail(z, m, why, whylen, "out of C memory for the map");
-    } else if (!jit_method_layout(&l, jit_x64_size(&c.b) - JIT_METHOD_CODE, jit_map_builder_bytes(&c.map),
-                                  jit_map_builder_count(&c.map), c.nlits) ||
+    } else if (!jit_method_layout_unwind(&l, jit_x64_size(&c.b) - JIT_METHOD_CODE, jit_map_builder_bytes(&c.map),
+                                         jit_map_builder_count(&c.map), c.nlits, c.nunwind) ||
                l.size > m->size) {
         m = fail(z, m, why, whylen, "the map does not fit after the code");
     } else {
@@ -996,10 +1035,12 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
         jit_method_set_entries(m, jit_x64_label_address(&c.b, &checked), jit_x64_label_address(&c.b, &unchecked));
         jit_map_encode(&c.map, jit_method_map_bytes(m), m->size - l.map_offset);
         for (uint32_t i = 0; i < c.nlits; i++) jit_method_set_lit_site(m, i, jit_method_at(m, c.lits[i]));
+        if (c.nunwind) memcpy(jit_method_unwind(m), c.unwind, c.nunwind * 2 * sizeof *c.unwind);
         jit_zone_shrink(z, m, l.size);
     }
     jit_map_builder_release(&c.map);
 out:
+    free(c.unwind);
     free(c.lits);
     free(c.loop_head);
     free(c.target);

@@ -5,6 +5,7 @@
 #include "jit/enter.h"
 
 #include "jit/x64.h"
+#include "profiler/stackabi.h"
 #include "vm/vm.h"
 
 #include <stdio.h>
@@ -38,16 +39,30 @@ void jit_enter_request_exit(JitStatus status)
 
 /* -- Pieces ---------------------------------------------------------------------- */
 
+#define PIECE_MAX_UNWIND 4
+
 typedef struct Piece {
     JitMethod *m;
     X64Buf buf;
+    uint32_t unwind[2 * PIECE_MAX_UNWIND]; /* jit/method.h's unwind table */
+    uint32_t nunwind;
 } Piece;
+
+/* From the next instruction on, a profiler unwinds this piece by `rule`. */
+static void unwind_from_here(Piece *p, uint32_t rule)
+{
+    VM_ASSERT(p->nunwind < PIECE_MAX_UNWIND);
+    p->unwind[2 * p->nunwind] = JIT_METHOD_CODE + (uint32_t)jit_x64_size(&p->buf);
+    p->unwind[2 * p->nunwind + 1] = rule;
+    p->nunwind++;
+}
 
 static bool piece_begin(Piece *p, JitZone *z)
 {
     p->m = jit_zone_alloc(z, JIT_KIND_TRAMPOLINE, JIT_METHOD_CODE + PIECE_MAX_CODE);
     if (!p->m) return false;
     jit_x64_buf_init(&p->buf, jit_method_code(p->m), PIECE_MAX_CODE);
+    p->nunwind = 0;
     return true;
 }
 
@@ -58,8 +73,9 @@ static uint8_t *piece_end(Piece *p, JitZone *z, uint8_t nargs)
     const char *why = NULL;
     if (!jit_x64_finish(&p->buf, &why)) vm_panic("jit/enter.c generated bad code: %s", why);
     JitMethodLayout l;
-    jit_method_layout(&l, jit_x64_size(&p->buf), 0, 0, 0);
+    jit_method_layout_unwind(&l, jit_x64_size(&p->buf), 0, 0, 0, p->nunwind);
     jit_method_apply_layout(p->m, &l);
+    memcpy(jit_method_unwind(p->m), p->unwind, p->nunwind * 2 * sizeof *p->unwind);
     p->m->nargs = nargs;
     jit_zone_shrink(z, p->m, l.size);
     return jit_method_code(p->m);
@@ -77,6 +93,9 @@ static void emit_save_c(X64Buf *b)
     for (size_t i = 0; i < N_CALLEE_SAVED; i++) jit_x64_push_r(b, callee_saved[i]);
     emit_load_cstate(b);
     jit_x64_mov_mr(b, cstate(offsetof(JitCState, c_sp)), RSP);
+    /* machine code owns the thread until the interpreter says otherwise
+     * (profiler/stackabi.h: a profiler reads the state from jit_cstate now) */
+    jit_x64_mov_mi32(b, cstate(offsetof(JitCState, mode)), PROF_STATE_MACHINE);
     jit_x64_mov_mr(b, cstate(offsetof(JitCState, regs)), RDI);
     jit_x64_mov_rm(b, RSP, jit_x64_mem(RDI, offsetof(JitRegs, sp)));
     jit_x64_mov_rm(b, RBP, jit_x64_mem(RDI, offsetof(JitRegs, fp)));
@@ -123,13 +142,15 @@ static void emit_return_to(X64Buf *b)
 /* dispatch: on a normal return the routine answers an entry address, and
  * the trampoline jumps there with the caller's return address still on the
  * stack (a send machine code makes straight into a compiled callee). */
-static void emit_runtime_call(X64Buf *b, const void *fn, bool dispatch)
+static void emit_runtime_call(Piece *p, const void *fn, bool dispatch)
 {
+    X64Buf *b = &p->buf;
     X64Label leave = JIT_X64_LABEL("leave");
     emit_load_cstate(b);
     jit_x64_mov_mr(b, cstate(offsetof(JitCState, st_sp)), RSP);
     jit_x64_mov_mr(b, cstate(offsetof(JitCState, st_fp)), RBP);
     jit_x64_mov_rm(b, RSP, cstate(offsetof(JitCState, c_sp)));
+    unwind_from_here(p, PROF_UNWIND_SWITCH); /* on the C stack: the C it calls is unwound through st_sp */
     jit_x64_and_ri(b, RSP, -16); /* the C ABI: rsp 16-aligned at a call */
     jit_x64_mov_ri64(b, RAX, (uint64_t)(uintptr_t)fn);
     jit_x64_call_r(b, RAX);
@@ -138,12 +159,14 @@ static void emit_runtime_call(X64Buf *b, const void *fn, bool dispatch)
     jit_x64_jcc_label(b, JIT_X64_CC_NE, &leave);
     jit_x64_mov_rm(b, RSP, cstate(offsetof(JitCState, st_sp)));
     jit_x64_mov_rm(b, RBP, cstate(offsetof(JitCState, st_fp)));
+    unwind_from_here(p, PROF_UNWIND_FRAMELESS);
     if (dispatch)
         jit_x64_jmp_r(b, RAX);
     else
         jit_x64_ret(b);
 
     jit_x64_label_bind(b, &leave);
+    unwind_from_here(p, PROF_UNWIND_SWITCH);
     jit_x64_mov_rm(b, RCX, cstate(offsetof(JitCState, regs)));
     jit_x64_mov_rm(b, RAX, cstate(offsetof(JitCState, st_sp)));
     jit_x64_mov_mr(b, jit_x64_mem(RCX, offsetof(JitRegs, sp)), RAX);
@@ -160,14 +183,17 @@ bool jit_enter_init(JitEnter *e, JitZone *z, char *err, size_t errlen)
 {
     Piece p;
     if (!piece_begin(&p, z)) goto full;
+    unwind_from_here(&p, PROF_UNWIND_SWITCH);
     emit_return_to_interpreter(&p.buf);
     e->return_to_interpreter = piece_end(&p, z, 0);
 
     if (!piece_begin(&p, z)) goto full;
+    unwind_from_here(&p, PROF_UNWIND_SWITCH);
     emit_enter(&p.buf, e->return_to_interpreter);
     e->enter = (JitEnilopmart)(void *)piece_end(&p, z, 2);
 
     if (!piece_begin(&p, z)) goto full;
+    unwind_from_here(&p, PROF_UNWIND_SWITCH);
     emit_return_to(&p.buf);
     e->return_to = (JitEnilopmart)(void *)piece_end(&p, z, 2);
     return true;
@@ -184,7 +210,7 @@ uint8_t *jit_enter_runtime_trampoline(JitZone *z, const void *fn, int nargs)
               JIT_ENTER_MAX_RUNTIME_ARGS, nargs);
     Piece p;
     if (!piece_begin(&p, z)) return NULL;
-    emit_runtime_call(&p.buf, fn, false);
+    emit_runtime_call(&p, fn, false);
     return piece_end(&p, z, (uint8_t)nargs);
 }
 
@@ -194,7 +220,7 @@ uint8_t *jit_enter_dispatch_trampoline(JitZone *z, const void *fn, int nargs)
               JIT_ENTER_MAX_RUNTIME_ARGS, nargs);
     Piece p;
     if (!piece_begin(&p, z)) return NULL;
-    emit_runtime_call(&p.buf, fn, true);
+    emit_runtime_call(&p, fn, true);
     return piece_end(&p, z, (uint8_t)nargs);
 }
 

@@ -65,6 +65,7 @@
 
 #include "gc/object.h"
 #include "jit/zone.h"
+#include "profiler/stackabi.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -93,6 +94,11 @@ typedef struct JitCState {
     JitRegs *regs;       /* the enilopmart's argument, written on the way out */
     Oop *st_sp, *st_fp;  /* Smalltalk rsp/rbp at the latest runtime call */
     uint64_t exit_status; /* a JitStatus; NONE except between a request and the exit */
+    /* Who owns the thread, for profilers (profiler/stackabi.h's state block,
+     * PROF_STATE_*): the enilopmarts set MACHINE, the interpreter INTERP
+     * once its frame and ip registers are right again. */
+    uint64_t mode;
+    uint64_t interp_bp; /* the interpreter's C frame pointer */
 } JitCState;
 
 _Static_assert(offsetof(JitCState, c_sp) == 0, "generated code: c_sp at 0");
@@ -100,6 +106,12 @@ _Static_assert(offsetof(JitCState, regs) == 8, "generated code: regs at 8");
 _Static_assert(offsetof(JitCState, st_sp) == 16, "generated code: st_sp at 16");
 _Static_assert(offsetof(JitCState, st_fp) == 24, "generated code: st_fp at 24");
 _Static_assert(offsetof(JitCState, exit_status) == 32, "generated code: exit_status at 32");
+_Static_assert(offsetof(JitCState, mode) == 40, "generated code: mode at 40");
+_Static_assert(offsetof(JitCState, c_sp) == PROF_CSTATE_C_SP, "profiler/stackabi.h reads c_sp");
+_Static_assert(offsetof(JitCState, st_sp) == PROF_CSTATE_ST_SP, "profiler/stackabi.h reads st_sp");
+_Static_assert(offsetof(JitCState, st_fp) == PROF_CSTATE_ST_FP, "profiler/stackabi.h reads st_fp");
+_Static_assert(offsetof(JitCState, interp_bp) - offsetof(JitCState, mode) == PROF_STATE_INTERP_BP,
+               "profiler/stackabi.h's state block is jit_cstate.mode onward");
 
 extern JitCState jit_cstate;
 

@@ -20,11 +20,17 @@
  *       +----------------+-----------------+---------+---------+--------+--------+
  *
  *   The piece the zone allocates (one allocation, `size` bytes):
- *   +-----------+----------------------+-----------+-----+----------------+-----+
- *   | JitMethod | code                 | map bytes | pad | literal sites  | pad |
- *   |           |                      | (LEB128)  | to 4| u32 offsets    | to16|
- *   +-----------+----------------------+-----------+-----+----------------+-----+
- *   0           48 = JIT_METHOD_CODE   map_offset        lits_offset      size
+ *   +-----------+-------------+-----------+-----+---------------+--------------+-----+
+ *   | JitMethod | code        | map bytes | pad | literal sites | unwind table | pad |
+ *   |           |             | (LEB128)  | to 4| u32 offsets   | u32 n, pairs | to16|
+ *   +-----------+-------------+-----------+-----+---------------+--------------+-----+
+ *   0           48            map_offset        lits_offset                        size
+ *
+ *   The unwind table (at lits_offset + 4 * lit_count): a u32 count n, then n
+ *   pairs (u32 offset from the header, u32 PROF_UNWIND_* rule of
+ *   profiler/stackabi.h) by offset: how a profiler finds the caller of a pc
+ *   in this piece (a pc's rule is the last pair at or below it). n = 0:
+ *   frameless throughout (PICs, stubs).
  *
  * Fields:
  *   size     total bytes of the piece, a multiple of 16: the zone walks from
@@ -164,20 +170,28 @@ typedef struct JitMethodLayout {
     uint32_t map_offset, map_count;
     uint32_t lits_offset, lit_count;
     uint32_t size; /* what to ask jit_zone_alloc / jit_zone_shrink for */
+    uint32_t unwind_count;
 } JitMethodLayout;
 
 /* false (and an all-zero layout) when the piece would not fit the 32-bit
  * offsets. */
-static inline bool jit_method_layout(JitMethodLayout *l, size_t code_bytes, size_t map_bytes, uint32_t map_count,
-                                     uint32_t lit_count)
+static inline bool jit_method_layout_unwind(JitMethodLayout *l, size_t code_bytes, size_t map_bytes,
+                                            uint32_t map_count, uint32_t lit_count, uint32_t unwind_count)
 {
     uint64_t map_offset = (uint64_t)JIT_METHOD_CODE + code_bytes;
     uint64_t lits = (map_offset + map_bytes + JIT_METHOD_LIT_ALIGN - 1) & ~(uint64_t)(JIT_METHOD_LIT_ALIGN - 1);
-    uint64_t size = jit_method_round(lits + (uint64_t)lit_count * sizeof(uint32_t));
+    uint64_t size = jit_method_round(lits + (uint64_t)lit_count * sizeof(uint32_t) + sizeof(uint32_t) +
+                                     (uint64_t)unwind_count * 2 * sizeof(uint32_t));
     bool fits = code_bytes <= UINT32_MAX && map_bytes <= UINT32_MAX && size <= UINT32_MAX;
-    *l = fits ? (JitMethodLayout){ (uint32_t)map_offset, map_count, (uint32_t)lits, lit_count, (uint32_t)size }
+    *l = fits ? (JitMethodLayout){ (uint32_t)map_offset, map_count, (uint32_t)lits, lit_count, (uint32_t)size,
+                                   unwind_count }
               : (JitMethodLayout){ 0 };
     return fits;
+}
+static inline bool jit_method_layout(JitMethodLayout *l, size_t code_bytes, size_t map_bytes, uint32_t map_count,
+                                     uint32_t lit_count)
+{
+    return jit_method_layout_unwind(l, code_bytes, map_bytes, map_count, lit_count, 0);
 }
 
 /* Writes the layout into the header of a piece at least l->size bytes big;
@@ -189,6 +203,22 @@ static inline void jit_method_apply_layout(JitMethod *m, const JitMethodLayout *
     m->map_count = l->map_count;
     m->lits_offset = l->lits_offset;
     m->lit_count = l->lit_count;
+    uint32_t n = l->unwind_count;
+    memcpy(jit_method_at(m, l->lits_offset + 4 * l->lit_count), &n, sizeof n);
+}
+
+/* -- The unwind table ----------------------------------------------------------- */
+
+static inline uint32_t jit_method_unwind_count(const JitMethod *m)
+{
+    uint32_t n;
+    memcpy(&n, jit_method_at(m, m->lits_offset + 4 * m->lit_count), sizeof n);
+    return n;
+}
+/* The pairs (offset, rule): 4-aligned, after the count. */
+static inline uint32_t *jit_method_unwind(const JitMethod *m)
+{
+    return (uint32_t *)jit_method_at(m, m->lits_offset + 4 * m->lit_count + 4);
 }
 
 /* -- The map ------------------------------------------------------------------ */

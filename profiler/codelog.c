@@ -338,7 +338,10 @@ void prof_codelog_load(ProfCodeLog *log, uint64_t time_ns, const ProfCodeLoad *e
         source_len = 0; /* a cut path would name another file */
     uint32_t map_count = e->map ? e->map_count : 0, line_count = e->lines ? e->line_count : 0;
     uint16_t flags = 0;
-    uint64_t fixed = sizeof(ProfCodeLoadRecord) + name_len + 1 + source_len + 1;
+    /* the unwind pairs are never cut: without them a stack through this
+     * piece would be guessed */
+    uint32_t unwind_count = e->unwind ? e->unwind_count : 0;
+    uint64_t fixed = sizeof(ProfCodeLoadRecord) + name_len + 1 + source_len + 1 + 8ull * unwind_count;
     uint64_t body = pad8(fixed + 8ull * map_count + 8ull * line_count);
     if (HEADER_BYTES + body > log->max_record) {
         line_count = 0;
@@ -362,7 +365,7 @@ void prof_codelog_load(ProfCodeLog *log, uint64_t time_ns, const ProfCodeLoad *e
         .start = e->start, .size = e->size, .code_start = bytecodes ? e->start : e->code_start,
         .kind = e->kind, .bytecode_size = bytecodes ? (uint32_t)e->size : e->bytecode_size,
         .map_count = map_count, .line_count = line_count,
-        .name_len = (uint16_t)name_len, .source_len = (uint16_t)source_len,
+        .name_len = (uint16_t)name_len, .source_len = (uint16_t)source_len, .unwind_count = unwind_count,
     };
     uint8_t *p = rec + HEADER_BYTES;
     memcpy(p, &r, sizeof r);
@@ -378,6 +381,9 @@ void prof_codelog_load(ProfCodeLog *log, uint64_t time_ns, const ProfCodeLoad *e
     p += name_len + 1;
     if (source_len)
         memcpy(p, e->source, source_len);
+    p += source_len + 1;
+    if (unwind_count)
+        memcpy(p, e->unwind, 8ull * unwind_count);
     uint16_t rf = flags | (log->in_checkpoint ? PROF_CODE_REC_F_CHECKPOINT : 0);
     commit(log, rec, size, PROF_CODE_REC_LOAD, rf, time_ns);
     if (flags & PROF_CODE_REC_F_TRUNCATED)

@@ -24,6 +24,12 @@
  * reads a version-2 segment's counters and a version-2 reader accepts a
  * version-1 segment (JIT'd code then stays one anonymous zone).
  *
+ * Version 3 adds what a profiler needs to walk whole stacks at a sample
+ * (profiler/stackabi.h): the walk facts (header.walk_offset, walk_size)
+ * and, in each LOAD, the piece's unwind pairs (after its source string).
+ * A reader of version 3 that meets an older segment has no walk facts and
+ * says so in its stacks; it never guesses.
+ *
  * Who may include: profiler/ (writer), vmprofd/ and report/ (readers).
  */
 #ifndef PROFILER_EXPORT_H
@@ -33,8 +39,9 @@
 #include <stdint.h>
 
 #define PROF_EXPORT_MAGIC 0x464f5250d56d7473ull /* "stm\xd5PROF" little-endian */
-#define PROF_EXPORT_VERSION 2
+#define PROF_EXPORT_VERSION 3
 #define PROF_EXPORT_VERSION_CODE_LOG 2 /* the first version with a code event log */
+#define PROF_EXPORT_VERSION_STACKS 3   /* the first with walk facts and unwind pairs */
 #define PROF_EXPORT_NAME_FMT "/stvm-%d"     /* shm_open name; the file is /dev/shm/stvm-<pid> */
 #define PROF_EXPORT_PATH_FMT "/dev/shm/stvm-%d"
 #define PROF_EXPORT_PATH_MAX 512
@@ -94,13 +101,16 @@ typedef struct ProfExportHeader {
     uint64_t code_zone_start;  /* machine-code zone bounds; 0 without a JIT */
     uint64_t code_zone_end;
     char vm_path[PROF_EXPORT_PATH_MAX]; /* the VM executable (/proc/self/exe) */
+    uint64_t walk_offset;      /* version >= 3: ProfWalkFacts (profiler/stackabi.h); 0 = absent */
+    uint64_t walk_size;
 } ProfExportHeader;
 
 _Static_assert(sizeof(ProfCounters) == 8 * 30, "ProfCounters layout is ABI");
 _Static_assert(offsetof(ProfCounters, scavenges) == 48, "ProfCounters layout is ABI");
 _Static_assert(offsetof(ProfCounters, process_switches) == 136, "ProfCounters layout is ABI");
 _Static_assert(offsetof(ProfExportHeader, counters_offset) == 40, "ProfExportHeader layout is ABI");
-_Static_assert(sizeof(ProfExportHeader) == 88 + PROF_EXPORT_PATH_MAX, "ProfExportHeader layout is ABI");
+_Static_assert(sizeof(ProfExportHeader) == 104 + PROF_EXPORT_PATH_MAX, "ProfExportHeader layout is ABI");
+#define PROF_EXPORT_HEADER_V2_SIZE (88 + PROF_EXPORT_PATH_MAX)
 
 /* -- The code event log (version >= 2) -----------------------------------------
  *
@@ -194,6 +204,8 @@ _Static_assert(sizeof(ProfExportHeader) == 88 + PROF_EXPORT_PATH_MAX, "ProfExpor
  *                   "sel (closed PIC)", "ceSend")
  *            source source_len bytes and a NUL (the .som file; may be relative
  *                   to the VM's working directory; empty when unknown)
+ *            unwind unwind_count × (u32 offset from start, u32 PROF_UNWIND_* rule),
+ *                   by offset (version 3; profiler/stackabi.h)
  *            zeros up to the record's size
  *   MOVE   ProfCodeMoveRecord: the piece at `from` now starts at `to`
  *   FREE   ProfCodeFreeRecord: the piece at `start` is gone
@@ -283,7 +295,7 @@ typedef struct ProfCodeLoadRecord {
     uint32_t line_count;
     uint16_t name_len;
     uint16_t source_len;
-    uint32_t zero;
+    uint32_t unwind_count;   /* version 3: unwind pairs after the source; 0 before */
 } ProfCodeLoadRecord;
 
 typedef struct ProfCodeMoveRecord {

@@ -25,6 +25,8 @@ static size_t segment_size;
 static char shm_name[64];
 static char shm_path[PROF_EXPORT_PATH_MAX];
 static ProfCodeLog code_log;
+static ProfWalkFacts walk_facts;
+static bool have_walk_facts;
 static ProfCodeSink code_log_sink;
 static bool code_log_open;
 
@@ -77,13 +79,18 @@ ProfCounters *prof_publish_open(const ProfPublishInit *init, char *err, size_t e
 {
     if (err && errlen) err[0] = 0;
     counters = &private_counters;
+    if (init->walk) {
+        walk_facts = *init->walk;
+        have_walk_facts = true;
+    }
     if (init->enabled) {
         pid_t pid = getpid();
         snprintf(shm_name, sizeof shm_name, PROF_EXPORT_NAME_FMT, (int)pid);
         snprintf(shm_path, sizeof shm_path, PROF_EXPORT_PATH_FMT, (int)pid);
         long page = sysconf(_SC_PAGESIZE);
         uint64_t ring = init->code_log_bytes ? init->code_log_bytes : PROF_CODE_LOG_DEFAULT_RING;
-        size_t log_offset = (sizeof(ProfExportHeader) + sizeof(ProfCounters) + LOG_ALIGN - 1) / LOG_ALIGN * LOG_ALIGN;
+        size_t walk_offset = (sizeof(ProfExportHeader) + sizeof(ProfCounters) + 63) / 64 * 64;
+        size_t log_offset = (walk_offset + sizeof(ProfWalkFacts) + LOG_ALIGN - 1) / LOG_ALIGN * LOG_ALIGN;
         size_t need = log_offset + prof_codelog_region_bytes(ring);
         segment_size = (need + (size_t)page - 1) / (size_t)page * (size_t)page;
         /* O_TRUNC: a segment left by an earlier process with our pid is stale */
@@ -114,6 +121,11 @@ ProfCounters *prof_publish_open(const ProfPublishInit *init, char *err, size_t e
             header->code_log_size = segment_size - log_offset;
             header->code_zone_start = init->code_zone_start;
             header->code_zone_end = init->code_zone_end;
+            if (init->walk) {
+                memcpy((char *)mem + walk_offset, init->walk, sizeof(ProfWalkFacts));
+                header->walk_offset = walk_offset;
+                header->walk_size = sizeof(ProfWalkFacts);
+            }
             ssize_t n = readlink("/proc/self/exe", header->vm_path, sizeof header->vm_path - 1);
             header->vm_path[n > 0 ? n : 0] = 0;
             counters = (ProfCounters *)((char *)mem + header->counters_offset);
@@ -167,6 +179,8 @@ void prof_publish_read_counters(ProfCounters *out)
     prof_publish_gc(); /* the old space's sizes now, not as of the last collection */
     *out = *counters;
 }
+
+const ProfWalkFacts *prof_publish_walk_facts(void) { return have_walk_facts ? &walk_facts : NULL; }
 
 const char *prof_publish_path(void) { return shm_name[0] ? shm_path : NULL; }
 

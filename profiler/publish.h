@@ -19,6 +19,7 @@
 #define PROFILER_PUBLISH_H
 
 #include "profiler/export.h"
+#include "profiler/stackabi.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -32,6 +33,7 @@ typedef struct ProfPublishInit {
     uint64_t code_zone_start, code_zone_end; /* 0 without a JIT */
     uint64_t start_monotonic_ns;
     uint64_t code_log_bytes; /* the log's ring (--export-log-size); 0: PROF_CODE_LOG_DEFAULT_RING */
+    const ProfWalkFacts *walk; /* how to walk the VM's stacks (copied); NULL: none */
 } ProfPublishInit;
 
 /* Never fails: answers the counters to increment. err gets a warning when
@@ -42,6 +44,9 @@ void prof_publish_gc(void);
 /* A copy of the counters now (the in-VM profiler's start and end; works
  * with --no-export too). */
 void prof_publish_read_counters(ProfCounters *out);
+/* The walk facts given to prof_publish_open (also with --no-export: the
+ * in-VM sampler walks with them), or NULL. */
+const ProfWalkFacts *prof_publish_walk_facts(void);
 /* Path of the segment, or NULL when private. */
 const char *prof_publish_path(void);
 /* Tells profilers where the interpreter keeps its bytecode ip

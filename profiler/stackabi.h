@@ -28,6 +28,8 @@
  *   mode = read(F.state_addr + PROF_STATE_MODE)
  *   MODE_MACHINE (machine code owns the thread: inside an enilopmart):
  *     if zone(ip):  raw.mode = MACHINE; top_pc = ip; top_sp = sp; top_fp = bp
+ *     else if interp(ip): raw.mode = UNKNOWN, PROF_RAW_WHY_SWITCH (the
+ *           interpreter is taking its registers back), leaf[0] = ip
  *     else: native walk from (ip, bp) into leaf[] (ip first, then return
  *           addresses [bp+8], bp = [bp], ...) until a return address r with
  *           zone(r): raw.mode = CSTATE;
@@ -44,6 +46,8 @@
  *   MODE_INTERP (the interpreter owns the thread; r14 = its frame pointer,
  *                r15 = its bytecode ip, in every function of the VM: they
  *                are fixed registers there):
+ *     if r14 == 0: raw.mode = UNKNOWN, PROF_RAW_WHY_SWITCH (frames are being
+ *     unwound or copied); no Smalltalk chain, the native parts as below
  *     raw.mode = INTERP; top_fp = r14; top_pc = r15 (0 while the
  *     interpreter switches frames: the frame at r14 is right, its bytecode
  *     is not known)
@@ -56,6 +60,10 @@
  *     root[1..]: the native walk from bp.
  *     top_bytes = bytes(read(r14 - 8)) (the frame's method; see below)
  *   MODE_NONE: raw.mode = NATIVE; leaf[] = the native walk from (ip, bp).
+ *
+ *   In MACHINE and CSTATE, a return address into machine code (every
+ *   non-leaf machine-code st[] entry) must lie in zone(), else BAD_FRAME.
+ *   A read of top_words[i] that fails leaves it 0 (the end of a page).
  *
  *   The Smalltalk chain (MACHINE, CSTATE, INTERP) from fp = top_fp: st[]
  *   holds the *callers* of the frame at top_fp, innermost first:

@@ -130,7 +130,8 @@ static bool decode_load(const uint8_t *rec, uint32_t size, ReportCodePiece *piec
         *why = "LOAD of an unknown kind";
         return false;
     }
-    uint64_t need = sizeof l + 8ull * l.map_count + 8ull * l.line_count + l.name_len + 1ull + l.source_len + 1ull;
+    uint64_t need = sizeof l + 8ull * l.map_count + 8ull * l.line_count + l.name_len + 1ull + l.source_len + 1ull +
+                    8ull * l.unwind_count;
     if (need > len) {
         *why = "LOAD record's map, lines and names overrun it";
         return false;
@@ -139,6 +140,7 @@ static bool decode_load(const uint8_t *rec, uint32_t size, ReportCodePiece *piec
     const uint8_t *map = p, *lines = p + 8ull * l.map_count;
     const char *name = (const char *)(lines + 8ull * l.line_count);
     const char *source = name + l.name_len + 1;
+    const uint8_t *unwind = (const uint8_t *)source + l.source_len + 1;
     if (name[l.name_len] != '\0' || source[l.source_len] != '\0' || memchr(name, 0, l.name_len) ||
         memchr(source, 0, l.source_len)) {
         *why = "LOAD record's name or source is not a string of its length";
@@ -163,6 +165,9 @@ static bool decode_load(const uint8_t *rec, uint32_t size, ReportCodePiece *piec
         .nmap = l.map_count,
         .lines = (const ReportLineEntry *)(const void *)lines,
         .nlines = l.line_count,
+        /* not 8-aligned after the strings: only ever copied (report_codemap_load) */
+        .unwind = l.unwind_count ? (const uint32_t *)(const void *)unwind : NULL,
+        .nunwind = l.unwind_count,
     };
     return true;
 }

@@ -78,6 +78,7 @@ void report_codemap_free(ReportCodeMap *m)
         free((char *)p->source);
         free((ReportMapEntry *)p->map);
         free((ReportLineEntry *)p->lines);
+        free((uint32_t *)p->unwind);
     }
     free(m->pieces);
     free(m->spans);
@@ -234,6 +235,8 @@ void report_codemap_load(ReportCodeMap *m, uint64_t time, ProfCodeSpace space, u
     d->nmap = d->map ? piece->nmap : 0;
     d->lines = report_mem_dup(piece->lines, piece->nlines * sizeof *piece->lines);
     d->nlines = d->lines ? piece->nlines : 0;
+    d->unwind = report_mem_dup(piece->unwind, piece->nunwind * 2 * sizeof *piece->unwind);
+    d->nunwind = d->unwind ? piece->nunwind : 0;
     if (d->nmap > 1)
         report_ranges_sort_map((ReportMapEntry *)d->map, d->nmap);
     if (d->nlines > 1)

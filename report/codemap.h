@@ -53,6 +53,8 @@ typedef struct ReportCodePiece {
     const ReportLineEntry *lines; /* sorted by bcpc */
     size_t nlines;
     bool truncated;           /* the log dropped part of its map or lines */
+    const uint32_t *unwind;   /* pairs (offset from start, PROF_UNWIND_* rule), by offset */
+    size_t nunwind;           /* 0: frameless throughout (profiler/stackabi.h) */
 } ReportCodePiece;
 
 typedef enum ReportCodeStatus {

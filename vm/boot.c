@@ -11,6 +11,7 @@
 #include "vm/class.h"
 #include "vm/globals.h"
 #include "vm/interp.h"
+#include "vm/walkfacts.h"
 #include "vm/jitglue.h"
 #include "vm/jitpublish.h"
 #include "vm/loader.h"
@@ -169,6 +170,8 @@ bool vm_boot(const VmOptions *opts, char *err, size_t errlen)
     }
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    ProfWalkFacts walk;
+    vm_walk_facts(&walk);
     ProfPublishInit pub = {
         .enabled = !opts->no_export,
         .eden_bytes = opts->eden_bytes,
@@ -178,6 +181,7 @@ bool vm_boot(const VmOptions *opts, char *err, size_t errlen)
         .code_zone_end = vm_jit_enabled ? (uint64_t)vm_jit_zone_end : 0,
         .start_monotonic_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
         .code_log_bytes = opts->export_log_bytes,
+        .walk = &walk,
     };
     char warn[512];
     vm_counters = prof_publish_open(&pub, warn, sizeof warn);

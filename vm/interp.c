@@ -9,17 +9,37 @@
  * C local across a collection.
  */
 
-/* The interpreter's instruction pointer lives in r15 throughout this file (a
- * GCC global register variable, declared before any function definition as
- * GCC requires), so a profiler that samples the VM thread's registers sees
- * which bytecode is running: vmprofd resolves r15 against the methods'
- * bytecodes (PROF_CODE_BYTECODES code events, vm/bytecodepublish.c) when the
- * sampled pc lies in the interpreter. Other files treat r15 as the ABI's
- * callee-saved register, so calls out of the interpreter preserve it, and
- * vm_interpret restores the caller's r15 itself. */
+/* The interpreter's instruction pointer lives in r15 and its frame pointer
+ * in r14 throughout this file (GCC global register variables, declared
+ * before any function definition as GCC requires), and every other file of
+ * the VM is compiled with -ffixed-r14 -ffixed-r15 (CMakeLists.txt), so at
+ * any instruction of the VM's own code — the interpreter or the C it calls
+ * — a profiler that samples the thread's registers reads the innermost
+ * interpreted frame and the bytecode it runs, and walks every frame from
+ * there (profiler/stackabi.h). Frame switches keep that exact: r15 is 0
+ * while r14 changes (the frame at r14 is then right and only its bytecode
+ * unknown), r14 is set only once the new frame's header is written, and
+ * both are 0 while frames are being unwound or copied (IP_CLEAR, FP_SET,
+ * IP_SET, FRAMES_UNSTABLE). vm_interpret restores the caller's r14/r15. */
 register unsigned char *ip asm("r15"); /* VM_INTERP_IP_REGISTER in vm/interp.h */
+register unsigned long *vm_ifp asm("r14"); /* an Oop *; VM_INTERP_FP_PERF_REG in vm/interp.h */
+
+/* Ordered register writes: an asm statement each, so neither the compiler
+ * nor the order of the C statements can let a sample see r14 before the
+ * frame it points at is complete ("memory": the frame's stores come first). */
+#define IP_CLEAR() __asm__ volatile("xorl %k0, %k0" : "=r"(ip) : : "memory")
+#define IP_SET(v) __asm__ volatile("movq %1, %0" : "=r"(ip) : "r"(v) : "memory")
+#define FP_SET(v) __asm__ volatile("movq %1, %0" : "=r"(vm_ifp) : "r"(v) : "memory")
+#define FRAMES_UNSTABLE() \
+    do {                  \
+        IP_CLEAR();       \
+        FP_SET((Oop *)0); \
+    } while (0)
 
 #include "vm/interp.h"
+
+#include "jit/enter.h"
+#include "profiler/stackabi.h"
 
 #include "jit/compile.h"
 #include "vm/jitglue.h"
@@ -191,18 +211,34 @@ static __attribute__((noinline)) Oop *overflow_page(Oop *fp, Oop *sp, int n, Oop
 #define U16(p) ((unsigned)(p)[0] | ((unsigned)(p)[1] << 8))
 #define HEADROOM (VM_STACK_HEADROOM_WORDS)
 
-static Oop interpret(Oop receiver, Oop selector, Oop *args, int nargs0);
+/* The interpreter alone in its section, so profilers know its bounds
+ * (__start_/__stop_ symbols the linker makes for a section named like a C
+ * identifier). */
+#define INTERP_SECTION __attribute__((section("stvm_interp_text"), noinline))
+extern const char __start_stvm_interp_text[], __stop_stvm_interp_text[];
+
+static Oop interpret(Oop receiver, Oop selector, Oop *args, int nargs0) INTERP_SECTION;
 
 Oop vm_interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
 {
-    /* r15 is callee-saved for our caller: the interpreter owns it only inside */
+    /* r14/r15 are callee-saved for our caller: the interpreter owns them only inside */
     unsigned char *callers = ip;
+    Oop *callers_fp = vm_ifp;
     Oop r = interpret(receiver, selector, args, nargs0);
+    jit_cstate.mode = PROF_STATE_NONE;
     ip = callers;
+    vm_ifp = callers_fp;
     return r;
 }
 
-uintptr_t vm_interp_code_start(void) { return (uintptr_t)interpret; }
+
+uintptr_t vm_interp_code_start(void) { return (uintptr_t)__start_stvm_interp_text; }
+uintptr_t vm_interp_code_end(void) { return (uintptr_t)__stop_stvm_interp_text; }
+
+/* JitRegs.fp, which the macro below would rename */
+static inline Oop *jregs_fp(const JitRegs *r) { return r->fp; }
+
+#define fp vm_ifp /* interpret()'s frame pointer is r14 (above) */
 
 static Oop interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
 {
@@ -223,9 +259,10 @@ static Oop interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
     StackPage *first = vm_stack_first_page();
     Oop *limit = first->base + HEADROOM;
     Oop *sp = first->top;
-    Oop *fp = NULL;
     uint8_t *bytes = NULL;
-    ip = NULL;
+    FRAMES_UNSTABLE();
+    jit_cstate.interp_bp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
+    jit_cstate.mode = PROF_STATE_INTERP;
     Oop method = 0, *lits = NULL;
     int nargs = 0;
 
@@ -671,9 +708,12 @@ enter_machine_code:
 
 machine_code_status:
     limit = vm_page->base + HEADROOM;
+    /* r14/r15 are the interpreter's again only from the IP_SET on: until
+     * then the mode stays machine code's (profiler/stackabi.h) */
     if (jst == JIT_STATUS_RETURNED) {
         /* back in the interpreter frame that entered machine code */
-        fp = jregs.fp;
+        IP_CLEAR();
+        FP_SET(jregs_fp(&jregs));
         intptr_t fl = frame_flags(fp);
         int pn = (int)((fl >> VM_JIT_FLAG_PENDING_SHIFT) & 0xff);
         size_t bc = (size_t)((fl >> VM_JIT_FLAG_BCPC_SHIFT) & 0x7ffff);
@@ -681,16 +721,19 @@ machine_code_status:
         sp = jregs.sp + pn;
         *sp = jregs.result;
         LOAD_METHOD();
-        ip = bytes + bc;
+        IP_SET(bytes + bc);
+        jit_cstate.mode = PROF_STATE_INTERP;
         DISPATCH();
     }
     VM_ASSERT(jst == JIT_STATUS_INTERPRET);
     /* machine code asks for a send: receiver and args under its return address */
-    fp = jregs.fp;
+    IP_CLEAR();
+    FP_SET(jregs_fp(&jregs));
     mc_retaddr = jregs.sp[0];
     sp = jregs.sp + 1;
     LOAD_METHOD();
-    ip = bytes + vm_jit_resume_bcpc(mc_retaddr, fp);
+    IP_SET(bytes + vm_jit_resume_bcpc(mc_retaddr, fp));
+    jit_cstate.mode = PROF_STATE_INTERP;
     if (UNLIKELY(gc_collect_wanted)) {
         vm_counters->interrupt_checks++;
         WRITE_BACK();
@@ -765,18 +808,21 @@ push_frame : {
     sp[-1] = mc_retaddr ? mc_retaddr : oop_from_int(ip - bytes);
     mc_retaddr = 0;
     sp[-2] = (Oop)link;
-    fp = sp - 2;
-    if (!link) vm_page->bottom_fp = fp;
-    fp[FRAME_METHOD] = m;
-    fp[FRAME_CONTEXT] = vm_nil;
-    fp[FRAME_FLAGS] = oop_from_int(FRAME_FLAGS_MAKE(mnargs, ntemps, frame_kind) | caller_nargs);
-    fp[FRAME_RECEIVER] = self_value;
+    Oop *nfp = sp - 2;
+    if (!link) vm_page->bottom_fp = nfp;
+    nfp[FRAME_METHOD] = m;
+    nfp[FRAME_CONTEXT] = vm_nil;
+    nfp[FRAME_FLAGS] = oop_from_int(FRAME_FLAGS_MAKE(mnargs, ntemps, frame_kind) | caller_nargs);
+    nfp[FRAME_RECEIVER] = self_value;
+    IP_CLEAR(); /* the header is complete: only now may r14 point at it */
+    FP_SET(nfp);
     sp = fp + FRAME_RECEIVER;
     for (int t = 0; t < ntemps; t++) *--sp = vm_nil;
     method = m;
     nargs = mnargs;
     lits = obj_slots(m) + METHOD_FIXED_SLOTS;
-    bytes = ip = (uint8_t *)(obj_slots(m) + (hdr & 0xffff));
+    bytes = (uint8_t *)(obj_slots(m) + (hdr & 0xffff));
+    IP_SET(bytes);
     if (UNLIKELY(VM_PROBE_METHODS_TRACED())) {
         fp[FRAME_FLAGS] = oop_from_int(frame_flags(fp) | FRAME_FLAG_TRACED);
         VM_PROBE_METHOD_ENTRY(method, 0);
@@ -942,6 +988,7 @@ do_return : {
         goto machine_code_status;
     }
     if (UNLIKELY(!caller)) {
+        FRAMES_UNSTABLE(); /* pages are released and reused below */
         StackPage *pg = vm_page;
         if (pg->caller_fp) {
             caller = pg->caller_fp;
@@ -956,10 +1003,11 @@ do_return : {
         } else if (pg->caller_context) {
             size_t bc;
             Oop *nsp;
-            fp = vm_context_resume(pg->caller_context, result, &nsp, &bc);
+            Oop *nfp = vm_context_resume(pg->caller_context, result, &nsp, &bc);
+            FP_SET(nfp);
             sp = nsp;
             LOAD_METHOD();
-            ip = bytes + bc;
+            IP_SET(bytes + bc);
             DISPATCH();
         } else {
             vm_stack_pop_page();
@@ -968,21 +1016,24 @@ do_return : {
         }
     }
     *sp = result;
-    fp = caller;
+    IP_CLEAR();
+    FP_SET(caller);
     LOAD_METHOD();
-    ip = bytes + rbcpc;
+    IP_SET(bytes + rbcpc);
     DISPATCH();
 }
 
 op_RETURN_NONLOCAL : {
     result = *sp;
+    Oop *nlr_fp = fp;
     Oop closure = fp[2 + nargs];
     Oop home = obj_slots(closure)[BLOCK_OUTER_CONTEXT];
     while (vm_method_is_block(obj_slots(home)[CTX_METHOD]))
         home = obj_slots(obj_slots(home)[CTX_CLOSURE])[BLOCK_OUTER_CONTEXT];
     Oop *hf = ctx_frame(home);
+    FRAMES_UNSTABLE(); /* frames are widowed and pages released below */
     if (hf) {
-        for (Oop *f = fp; f != hf;) {
+        for (Oop *f = nlr_fp; f != hf;) {
             VM_PROBE_FRAME_UNWOUND(f);
             if (frame_flags(f) & FRAME_FLAG_CONTEXT) vm_context_widow(f);
             Oop *caller = (Oop *)f[FRAME_SAVED_FP];
@@ -994,13 +1045,13 @@ op_RETURN_NONLOCAL : {
             f = caller;
         }
         limit = vm_page->base + HEADROOM;
-        fp = hf;
+        FP_SET(hf);
         goto do_return;
     }
     if (obj_slots(home)[CTX_PC] != vm_nil) {
         /* home was divorced: every frame on every page is newer than it */
         StackPage *pg = vm_page;
-        for (Oop *f = fp; f;) {
+        for (Oop *f = nlr_fp; f;) {
             VM_PROBE_FRAME_UNWOUND(f);
             if (frame_flags(f) & FRAME_FLAG_CONTEXT) vm_context_widow(f);
             Oop *caller = (Oop *)f[FRAME_SAVED_FP];
@@ -1032,16 +1083,18 @@ op_RETURN_NONLOCAL : {
         }
         size_t bc;
         Oop *nsp;
-        fp = vm_context_resume(target, result, &nsp, &bc);
+        Oop *nfp = vm_context_resume(target, result, &nsp, &bc);
+        FP_SET(nfp);
         sp = nsp;
         LOAD_METHOD();
-        ip = bytes + bc;
+        IP_SET(bytes + bc);
         DISPATCH();
     }
     /* the home method has returned: escapedBlock:, whose answer the block returns */
+    FP_SET(nlr_fp);
     sp[0] = SELF;
     *--sp = closure;
-    ip = bytes + vm_method_bytecode_length(method) - 1; /* the block's final RETURN_TOP */
+    IP_SET(bytes + vm_method_bytecode_length(method) - 1); /* the block's final RETURN_TOP */
     sel = sym_escaped_block;
     n = 1;
     goto send;

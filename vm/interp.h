@@ -1,8 +1,8 @@
 /*
  * vm/interp.h — the bytecode interpreter.
  *
- * Registers (sp, fp) live in C locals of vm_interpret, ip in the machine
- * register r15 (vm/interp.c says why); they are written back to the
+ * Registers: sp lives in a C local of the interpreter, fp in the machine
+ * register r14 and ip in r15 (vm/interp.c says why); they are written back to the
  * vm_saved_* variables before anything that collects, walks the stack or
  * exits (the "Protect" rule of STYLE.md).
  */
@@ -22,7 +22,11 @@ Oop vm_interpret(Oop receiver, Oop selector, Oop *args, int nargs);
  * user_regs_struct field r15. Valid while the sampled pc lies in the
  * function that starts at vm_interp_code_start(). */
 #define VM_INTERP_IP_PERF_REG 23
+/* Its frame pointer: r14 (PERF_REG_X86_R14), valid in the same places. */
+#define VM_INTERP_FP_PERF_REG 22
+/* The interpreter's machine code: [start, end). */
 uintptr_t vm_interp_code_start(void);
+uintptr_t vm_interp_code_end(void);
 
 void vm_interp_visit_roots(GcVisitFn visit, void *ctx);
 /* The frame the GC walks from while machine code runs a runtime routine. */

@@ -63,6 +63,8 @@ static void announce(const JitMethod *m, const ProfCodeSink *only)
         .size = m->size,
         .code_start = (uint64_t)(uintptr_t)jit_method_code(m),
         .code_size = jit_method_code_bytes(m),
+        .unwind = jit_method_unwind(m),
+        .unwind_count = jit_method_unwind_count(m),
     };
     uint32_t *map = NULL, *lines = NULL;
     vm_jit_publish_name(m, name, sizeof name);

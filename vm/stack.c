@@ -36,6 +36,12 @@ bool vm_stack_init(int n, char *err, size_t errlen)
     return true;
 }
 
+const StackPage *vm_stack_pages(int *n)
+{
+    *n = npages;
+    return pages;
+}
+
 static StackPage *free_page(void)
 {
     for (int i = 0; i < npages; i++)

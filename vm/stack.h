@@ -32,6 +32,10 @@ StackPage *vm_stack_overflow(Oop *top_fp, Oop *top_sp);
 void vm_stack_pop_page(void);
 /* Release every page newer than `keep` (non-local return unwinding). */
 void vm_stack_release_newer(StackPage *keep);
+/* The page descriptors (n of them) whose pages are one mapping from
+ * pages[0].base, page i at base + i * VM_STACK_PAGE_BYTES: what a profiler
+ * walks frames across pages with (vm/walkfacts.c). */
+const StackPage *vm_stack_pages(int *n);
 /* First page for the first frame. */
 StackPage *vm_stack_first_page(void);
 
