@@ -150,7 +150,7 @@ static void emit_runtime_call(Piece *p, const void *fn, bool dispatch)
     jit_x64_mov_mr(b, cstate(offsetof(JitCState, st_sp)), RSP);
     jit_x64_mov_mr(b, cstate(offsetof(JitCState, st_fp)), RBP);
     jit_x64_mov_rm(b, RSP, cstate(offsetof(JitCState, c_sp)));
-    unwind_from_here(p, PROF_UNWIND_SWITCH); /* on the C stack: the C it calls is unwound through st_sp */
+    unwind_from_here(p, PROF_UNWIND_CSTATE); /* on the C stack: st_sp/st_fp say where machine code is */
     jit_x64_and_ri(b, RSP, -16); /* the C ABI: rsp 16-aligned at a call */
     jit_x64_mov_ri64(b, RAX, (uint64_t)(uintptr_t)fn);
     jit_x64_call_r(b, RAX);
@@ -166,7 +166,7 @@ static void emit_runtime_call(Piece *p, const void *fn, bool dispatch)
         jit_x64_ret(b);
 
     jit_x64_label_bind(b, &leave);
-    unwind_from_here(p, PROF_UNWIND_SWITCH);
+    unwind_from_here(p, PROF_UNWIND_CSTATE); /* st_sp/st_fp stay valid until the interpreter takes over */
     jit_x64_mov_rm(b, RCX, cstate(offsetof(JitCState, regs)));
     jit_x64_mov_rm(b, RAX, cstate(offsetof(JitCState, st_sp)));
     jit_x64_mov_mr(b, jit_x64_mem(RCX, offsetof(JitRegs, sp)), RAX);

@@ -27,7 +27,10 @@
  *
  *   mode = read(F.state_addr + PROF_STATE_MODE)
  *   MODE_MACHINE (machine code owns the thread: inside an enilopmart):
- *     if zone(ip):  raw.mode = MACHINE; top_pc = ip; top_sp = sp; top_fp = bp
+ *     if zone(ip) and stack(sp):  raw.mode = MACHINE; top_pc = ip; top_sp = sp; top_fp = bp
+ *     else if zone(ip) (a trampoline running on the C stack): leaf[0] = ip
+ *           and CSTATE as below (the rule of ip's piece decides, later,
+ *           whether st_sp/st_fp are valid there)
  *     else if interp(ip): raw.mode = UNKNOWN, PROF_RAW_WHY_SWITCH (the
  *           interpreter is taking its registers back), leaf[0] = ip
  *     else: native walk from (ip, bp) into leaf[] (ip first, then return
@@ -40,6 +43,11 @@
  *           lies in interp(): raw.mode = UNKNOWN (machine code is being
  *           entered or left: no exact answer), reason PROF_RAW_WHY_SWITCH.
  *     top_words[i] = read(top_sp + 8 i), i < PROF_RAW_TOP_WORDS
+ *     top_bytes: the frame at top_fp seen as interpreted (its caller may be
+ *           the interpreter, entered through ceReturnToInterpreter):
+ *           PROF_RAW_BYTECODE | (bytes(read(top_fp - 8)) + bcpc - 1), bcpc
+ *           from read(top_fp - F.frame_flags_offset) as in the chain
+ *           below; 0 when that is no method (no flag set)
  *     root: c_sp = read(F.cstate_addr + PROF_CSTATE_C_SP);
  *           root[0] = read(c_sp + PROF_CSTATE_C_RET) (into the interpreter),
  *           bp = read(c_sp + PROF_CSTATE_C_BP), then the native walk.
@@ -61,8 +69,6 @@
  *     top_bytes = bytes(read(r14 - 8)) (the frame's method; see below)
  *   MODE_NONE: raw.mode = NATIVE; leaf[] = the native walk from (ip, bp).
  *
- *   In MACHINE and CSTATE, a return address into machine code (every
- *   non-leaf machine-code st[] entry) must lie in zone(), else BAD_FRAME.
  *   A read of top_words[i] that fails leaves it 0 (the end of a page).
  *
  *   The Smalltalk chain (MACHINE, CSTATE, INTERP) from fp = top_fp: st[]
@@ -77,14 +83,16 @@
  *           ctx = read(page + F.page_caller_context)
  *           if ctx == 0: stop (the first frame: its caller is C)
  *           contexts(ctx); stop
- *       if saved & 1:                    the caller is interpreted: its resume bcpc
- *         st[n++] = PROF_RAW_BYTECODE | (bytes(read(link - 8)) + (saved >> 1) - 1)
- *       else if saved == F.return_to_interpreter:   interpreted caller, which
- *                                        entered machine code: bcpc in its flags
+ *       (in this order: a return address into machine code may be odd)
+ *       if saved == F.return_to_interpreter (and != 0):   interpreted caller,
+ *                                        which entered machine code: bcpc in its flags
  *         fl = read(link - F.frame_flags_offset) >> 1   (fp[-3], a SmallInteger)
  *         st[n++] = PROF_RAW_BYTECODE | (bytes(read(link - 8)) + ((fl >> F.flags_bcpc_shift) & F.flags_bcpc_mask) - 1)
- *       else:                            a return address into machine code
+ *       else if zone(saved):             a return address into machine code
  *         st[n++] = saved - 1
+ *       else if saved & 1:               the caller is interpreted: its resume bcpc
+ *         st[n++] = PROF_RAW_BYTECODE | (bytes(read(link - 8)) + (saved >> 1) - 1)
+ *       else: flag BAD_FRAME; stop
  *       fp = link
  *   contexts(ctx): while ctx != 0 && ctx != F.nil (at most the room left):
  *       pc = read(ctx + 8 + 8 * F.ctx_pc_slot); m = read(ctx + 8 + 8 * F.ctx_method_slot)
@@ -220,7 +228,8 @@ typedef struct ProfRawStack {
     prof_u64 top_pc;       /* MACHINE: ip; CSTATE: [st_sp]; INTERP: r15 */
     prof_u64 top_sp;
     prof_u64 top_fp;
-    prof_u64 top_bytes;    /* INTERP: the bytecodes of the method of the frame at r14 (0: unknown) */
+    prof_u64 top_bytes;    /* INTERP: the bytecodes of the method of the frame at r14 (0: unknown);
+                              MACHINE, CSTATE: where the frame at top_fp is if interpreted */
     prof_u64 top_words[PROF_RAW_TOP_WORDS];
     prof_u64 kernel[PROF_RAW_MAX_KERNEL];
     prof_u64 leaf[PROF_RAW_MAX_LEAF];

@@ -30,6 +30,12 @@ typedef struct Zone {
     uint64_t interp_start, interp_end; /* the interpreter function, when published */
     int *interp_fn;       /* span -> function of its interpreted method, + 1 */
     size_t ninterp_fn;
+    int kernel_fn, unknown_fn;
+    struct {
+        const char *text;
+        int fn;
+    } why[16];            /* "[unknown: …]" functions by reason */
+    size_t nwhy;
 } Zone;
 
 static const char *status_word(ReportCodeStatus st)
@@ -150,13 +156,14 @@ static int zone_location(Profile *p, Zone *z, uint64_t time, uint64_t addr, bool
 /* -- Interpreted methods ---------------------------------------------------------------- */
 
 /* The method whose bytecode the interpreter was at, as a location, or -1. */
-static int interpreted_location(Profile *p, Zone *z, const StoredSample *s)
+static int interpreted_location(Profile *p, Zone *z, uint64_t time_ns, uint32_t tid, uint64_t addr)
 {
     ResolveCode *c = z->code;
     ReportCodeHit hit;
-    ReportCodeStatus st = report_codemap_resolve(c->map, s->time_ns, s->interp_ip, PROF_CODE_SPACE_BYTECODES, &hit);
+    ReportCodeStatus st = c->map ? report_codemap_resolve(c->map, time_ns, addr, PROF_CODE_SPACE_BYTECODES, &hit)
+                                 : REPORT_CODE_NOTHING;
     if (c->debug) {
-        fprintf(c->debug, "%" PRIu64 " %" PRIu32 " b 0x%" PRIx64 " %s", s->time_ns, s->tid, s->interp_ip,
+        fprintf(c->debug, "%" PRIu64 " %" PRIu32 " b 0x%" PRIx64 " %s", time_ns, tid, addr,
                 status_word(st));
         if (st == REPORT_CODE_FOUND)
             fprintf(c->debug, " 0x%" PRIx64 " %" PRIu32 " %" PRIu32 " %s", hit.start, hit.bc_from, hit.bc_to,
@@ -193,17 +200,187 @@ static int interpreted_location(Profile *p, Zone *z, const StoredSample *s)
         int fn = report_profile_add_function(p, &f);
         free(map);
         if (hit.span >= z->ninterp_fn)
-            return report_profile_add_location(p, fn, s->interp_ip, (int)hit.line);
+            return report_profile_add_location(p, fn, addr, (int)hit.line);
         z->interp_fn[hit.span] = fn + 1;
     }
-    return report_profile_add_location(p, z->interp_fn[hit.span] - 1, s->interp_ip, (int)hit.line);
+    return report_profile_add_location(p, z->interp_fn[hit.span] - 1, addr, (int)hit.line);
+}
+
+/* -- Whole stacks (profiler/stackabi.h) ----------------------------------------------------- */
+
+/* "[unknown: why]" rows, one function per reason. */
+static int unknown_frame(Profile *p, Zone *z, const char *why)
+{
+    for (size_t i = 0; i < z->nwhy; i++)
+        if (strcmp(z->why[i].text, why) == 0)
+            return report_profile_add_location(p, z->why[i].fn, 0, 0);
+    if (z->nwhy == sizeof z->why / sizeof z->why[0])
+        return report_profile_add_location(p, z->why[0].fn, 0, 0);
+    char name[200];
+    snprintf(name, sizeof name, "[unknown: %s]", why);
+    ReportFunctionInfo f = {.name = name, .region = REPORT_REGION_REST, .mapping = -1};
+    z->why[z->nwhy].text = why;
+    z->why[z->nwhy].fn = report_profile_add_function(p, &f);
+    return report_profile_add_location(p, z->why[z->nwhy++].fn, 0, 0);
+}
+
+static uint32_t rule_at(const ReportCodePiece *pc, uint64_t offset)
+{
+    uint32_t rule = PROF_UNWIND_FRAMELESS;
+    for (size_t i = 0; i < pc->nunwind && pc->unwind[2 * i] <= offset; i++)
+        rule = pc->unwind[2 * i + 1];
+    return rule;
+}
+
+static int native_frame(Profile *p, Zone *z, Symbolizer *sym, const StoredSample *s, uint64_t pc, bool is_return,
+                        bool leaf)
+{
+    ResolveCode *c = z->code;
+    uint64_t q = is_return && pc > 0 ? pc - 1 : pc;
+    if (c && c->zone_end > c->zone_start && q >= c->zone_start && q < c->zone_end)
+        return zone_location(p, z, s->time_ns, pc, is_return, leaf, s->tid);
+    return sym ? report_symbolize(sym, p, pc, is_return) : intern_plain(p, "[unknown]", &z->unknown_fn, pc);
+}
+
+/* The Smalltalk frames of a whole stack, innermost first, into frames;
+ * answers how many. */
+static size_t smalltalk_frames(Profile *p, Zone *z, const StoredSample *s, const uint64_t *st, int *frames,
+                               size_t room, bool leaf)
+{
+    size_t n = 0;
+    bool chain = true;
+    if (s->raw_mode == PROF_RAW_INTERP) {
+        uint64_t at = s->top[0] ? s->top[0] : s->top[3];
+        int loc = at ? interpreted_location(p, z, s->time_ns, s->tid, at) : -1;
+        frames[n++] = loc >= 0 ? loc : unknown_frame(p, z, "no method for the interpreter's frame");
+    } else {
+        /* machine code: frameless pieces (PICs, stubs, prologues) name
+         * their caller through the words at the top of the stack */
+        uint64_t pc = s->top[0], sp = s->top[1];
+        bool is_return = s->raw_mode == PROF_RAW_CSTATE;
+        for (int step = 0; n < room; step++) {
+            ReportCodeHit hit;
+            uint64_t q = is_return ? pc - 1 : pc;
+            ReportCodeStatus cs = z->code && z->code->map
+                                      ? report_codemap_resolve(z->code->map, s->time_ns, q, PROF_CODE_SPACE_MACHINE, &hit)
+                                      : REPORT_CODE_NOTHING;
+            if (cs != REPORT_CODE_FOUND) {
+                frames[n++] = anonymous(p, z, cs, pc);
+                if (n < room)
+                    frames[n++] = unknown_frame(p, z, "no unwind rule: code not known at that time");
+                chain = false;
+                break;
+            }
+            if (z->code->return_to_interpreter && pc == z->code->return_to_interpreter) {
+                /* machine code entered from the interpreter: its caller is the
+                 * interpreted frame at top_fp */
+                int loc = s->top[3] ? interpreted_location(p, z, s->time_ns, s->tid, s->top[3] & ~PROF_RAW_BYTECODE) : -1;
+                frames[n++] = loc >= 0 ? loc : unknown_frame(p, z, "interpreted caller unreadable");
+                break;
+            }
+            frames[n++] = zone_location(p, z, s->time_ns, pc, is_return, leaf && step == 0, s->tid);
+            uint32_t rule = rule_at(hit.piece, (is_return ? pc : pc) - hit.start);
+            if (rule == PROF_UNWIND_FRAME)
+                break;
+            uint64_t at;
+            if (rule == PROF_UNWIND_FRAMELESS)
+                at = sp;
+            else if (rule == PROF_UNWIND_PUSHED_BP)
+                at = sp + 8;
+            else {
+                if (n < room)
+                    frames[n++] = unknown_frame(p, z, "switching stacks");
+                chain = false;
+                break;
+            }
+            uint64_t idx = (at - s->top[1]) / 8;
+            if (at < s->top[1] || idx >= PROF_RAW_TOP_WORDS || step >= PROF_RAW_TOP_WORDS || n >= room) {
+                if (n < room)
+                    frames[n++] = unknown_frame(p, z, "frameless code nested too deep");
+                chain = false;
+                break;
+            }
+            pc = s->top[4 + idx];
+            sp = at + 8;
+            is_return = true;
+        }
+    }
+    if (!chain)
+        return n;
+    for (uint16_t i = 0; i < s->nst && n < room; i++) {
+        uint64_t a = st[i];
+        int loc = -1;
+        if (a & PROF_RAW_BYTECODE)
+            loc = interpreted_location(p, z, s->time_ns, s->tid, a & ~PROF_RAW_BYTECODE);
+        else
+            loc = zone_location(p, z, s->time_ns, a, false, false, s->tid);
+        frames[n++] = loc >= 0 ? loc : unknown_frame(p, z, "no method at a frame's bytecode");
+    }
+    if (n < room && (s->raw_flags & PROF_RAW_F_ST_TRUNCATED))
+        frames[n++] = unknown_frame(p, z, "deeper Smalltalk frames not read");
+    else if (n < room && (s->raw_flags & (PROF_RAW_F_BAD_FRAME | PROF_RAW_F_FAULT)))
+        frames[n++] = unknown_frame(p, z, "Smalltalk frame chain unreadable");
+    return n;
+}
+
+/* Whether pc lies in machine code whose rule there is `rule`; pcs outside
+ * the zone (C) pass. */
+static bool leaf_rule_is(Zone *z, const StoredSample *s, uint64_t pc, uint32_t rule)
+{
+    ResolveCode *c = z->code;
+    if (!(c->zone_end > c->zone_start && pc >= c->zone_start && pc < c->zone_end))
+        return true;
+    ReportCodeHit hit;
+    if (!c->map || report_codemap_resolve(c->map, s->time_ns, pc, PROF_CODE_SPACE_MACHINE, &hit) != REPORT_CODE_FOUND)
+        return false;
+    return rule_at(hit.piece, pc - hit.start) == rule;
+}
+
+/* A whole stack, leaf first, into frames (room for it all). */
+static size_t whole_frames(Profile *p, Zone *z, Symbolizer *sym, const SampleStore *store, const StoredSample *s,
+                           int *frames, size_t room)
+{
+    const uint64_t *k = store->pcs + s->first, *leaf = k + s->nkernel, *st = leaf + s->nleaf, *root = st + s->nst;
+    size_t n = 0;
+    if (s->nkernel)
+        frames[n++] = intern_plain(p, "[kernel]", &z->kernel_fn, k[0]);
+    bool smalltalk = s->raw_mode == PROF_RAW_INTERP || s->raw_mode == PROF_RAW_MACHINE || s->raw_mode == PROF_RAW_CSTATE;
+    for (uint16_t i = 0; i < s->nleaf && n < room; i++)
+        frames[n++] = native_frame(p, z, sym, s, leaf[i], i > 0, i == 0 && !s->nkernel);
+    if (smalltalk && s->raw_mode == PROF_RAW_CSTATE && s->nleaf && !leaf_rule_is(z, s, leaf[0], PROF_UNWIND_CSTATE)) {
+        /* a piece on the C stack whose state is not in st_sp/st_fp (an enilopmart) */
+        smalltalk = false;
+        if (n < room)
+            frames[n++] = unknown_frame(p, z, "switching between machine code and the interpreter");
+    }
+    if (smalltalk)
+        n += smalltalk_frames(p, z, s, st, frames + n, room - n, s->nleaf == 0 && !s->nkernel);
+    else if (s->raw_mode == PROF_RAW_UNKNOWN && n < room)
+        frames[n++] = unknown_frame(p, z, s->raw_why == PROF_RAW_WHY_SWITCH
+                                              ? "switching between machine code and the interpreter"
+                                              : "no walk facts");
+    if (n < room && (s->raw_flags & PROF_RAW_F_LEAF_TRUNCATED))
+        frames[n++] = unknown_frame(p, z, "deeper native frames not read");
+    for (uint16_t i = 0; i < s->nroot && n < room; i++) {
+        /* root[0] is the interpreter's pc: the sampled one when nothing is above it */
+        bool is_return = !(i == 0 && ((s->raw_mode == PROF_RAW_INTERP && s->nleaf == 0) ||
+                                      (s->raw_flags & PROF_RAW_F_LEAF_GUESSLESS)));
+        frames[n++] = native_frame(p, z, sym, s, root[i], is_return, false);
+    }
+    if (n == 0)
+        frames[n++] = intern_plain(p, "[unknown]", &z->unknown_fn, 0);
+    return n;
 }
 
 void report_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st, ResolveCode *code)
 {
     int kernel_fn = -1, unknown_fn = -1;
-    int frames[REPORT_MAX_FRAMES + 2]; /* + [kernel] + an interpreted method */
-    Zone z = {.code = code, .mapping = -1, .anonymous = {-1, -1, -1, -1}};
+    enum { WHOLE_ROOM = PROF_RAW_MAX_LEAF + PROF_RAW_MAX_ST + PROF_RAW_MAX_ROOT + 16 };
+    static int frames[WHOLE_ROOM > REPORT_MAX_FRAMES + 2 ? WHOLE_ROOM : REPORT_MAX_FRAMES + 2];
+    Zone z = {.code = code, .mapping = -1, .anonymous = {-1, -1, -1, -1}, .kernel_fn = -1, .unknown_fn = -1};
+    ResolveCode no_code = {0};
+    if (!z.code)
+        z.code = &no_code;
     if (sym)
         report_symbolize_vm_mapping(sym, p); /* the first mapping: pprof's main binary */
     bool have_zone = code && code->zone_end > code->zone_start;
@@ -226,11 +403,16 @@ void report_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st, 
     for (size_t i = 0; i < st->n; i++) {
         const StoredSample *s = &st->v[i];
         size_t n = 0;
+        if (s->whole) {
+            n = whole_frames(p, &z, sym, st, s, frames, sizeof frames / sizeof frames[0]);
+            report_profile_add_sample(p, s->time_ns, s->tid, frames, n);
+            continue;
+        }
         if (s->kernel_ip)
             frames[n++] = intern_plain(p, "[kernel]", &kernel_fn, s->kernel_ip);
         if (s->interp_ip && !s->kernel_ip && s->npcs > 0 && st->pcs[s->first] >= z.interp_start &&
             st->pcs[s->first] < z.interp_end) {
-            int loc = interpreted_location(p, &z, s);
+            int loc = interpreted_location(p, &z, s->time_ns, s->tid, s->interp_ip);
             if (loc >= 0)
                 frames[n++] = loc; /* above the interpreter's own frame */
         }

@@ -42,6 +42,7 @@ typedef struct ResolveCode {
     const char *cwd;           /* the target's working directory, for relative .som paths; NULL */
     FILE *debug;               /* --debug-resolutions: one line per leaf in the zone; NULL */
     uint64_t interp_fn;        /* an address inside the interpreter function; 0: not published */
+    uint64_t return_to_interpreter; /* ceReturnToInterpreter (walk facts); 0: unknown */
     /* counts of leaf frames in the zone, filled by report_resolve_samples */
     uint64_t zone_leaves, resolved, nothing, lost, before;
     uint64_t interpreted;      /* samples attributed to an interpreted method */

@@ -35,10 +35,50 @@ bool report_samples_add(SampleStore *st, uint64_t time_ns, uint32_t tid, uint64_
     s->npcs = (uint32_t)npcs;
     s->kernel_ip = kernel_ip;
     s->interp_ip = 0;
+    s->whole = false;
     s->first = st->npcs;
     if (npcs)
         memcpy(st->pcs + st->npcs, pcs, npcs * sizeof *pcs);
     st->npcs += npcs;
+    return true;
+}
+
+bool report_samples_add_raw(SampleStore *st, const ProfRawStack *raw)
+{
+    size_t nk = raw->nkernel < PROF_RAW_MAX_KERNEL ? raw->nkernel : PROF_RAW_MAX_KERNEL;
+    size_t nl = raw->nleaf < PROF_RAW_MAX_LEAF ? raw->nleaf : PROF_RAW_MAX_LEAF;
+    size_t ns = raw->nst < PROF_RAW_MAX_ST ? raw->nst : PROF_RAW_MAX_ST;
+    size_t nr = raw->nroot < PROF_RAW_MAX_ROOT ? raw->nroot : PROF_RAW_MAX_ROOT;
+    size_t n = nk + nl + ns + nr;
+    if (!grow((void **)&st->v, &st->cap, st->n + 1, sizeof *st->v) ||
+        !grow((void **)&st->pcs, &st->cappcs, st->npcs + n, sizeof *st->pcs))
+        return false;
+    StoredSample *s = &st->v[st->n++];
+    memset(s, 0, sizeof *s);
+    s->time_ns = raw->time_ns;
+    s->tid = raw->tid;
+    s->npcs = (uint32_t)n;
+    s->kernel_ip = nk ? raw->kernel[0] : 0;
+    s->first = st->npcs;
+    s->whole = true;
+    s->raw_mode = (uint8_t)raw->mode;
+    s->nkernel = (uint16_t)nk;
+    s->nleaf = (uint16_t)nl;
+    s->nst = (uint16_t)ns;
+    s->nroot = (uint16_t)nr;
+    s->raw_flags = raw->flags;
+    s->raw_why = raw->why;
+    s->top[0] = raw->top_pc;
+    s->top[1] = raw->top_sp;
+    s->top[2] = raw->top_fp;
+    s->top[3] = raw->top_bytes;
+    memcpy(s->top + 4, raw->top_words, sizeof raw->top_words);
+    uint64_t *d = st->pcs + st->npcs;
+    memcpy(d, raw->kernel, nk * 8);
+    memcpy(d + nk, raw->leaf, nl * 8);
+    memcpy(d + nk + nl, raw->st, ns * 8);
+    memcpy(d + nk + nl + ns, raw->root, nr * 8);
+    st->npcs += n;
     return true;
 }
 

@@ -16,6 +16,8 @@
 #ifndef REPORT_SAMPLES_H
 #define REPORT_SAMPLES_H
 
+#include "profiler/stackabi.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,6 +33,15 @@ typedef struct StoredSample {
     uint64_t kernel_ip; /* 0: the sample was in user space */
     uint64_t interp_ip; /* the interpreter's bytecode ip register, when the VM publishes it; else 0 */
     size_t first;       /* index of the leaf pc in SampleStore.pcs */
+    /* A whole stack walked at the sample (profiler/stackabi.h): then pcs
+     * holds kernel[], leaf[], st[], root[] of the ProfRawStack one after
+     * the other (nkernel + nleaf + nst + nroot = npcs) and top its top_pc,
+     * top_sp, top_fp, top_bytes and top_words. */
+    bool whole;
+    uint8_t raw_mode;
+    uint16_t nkernel, nleaf, nst, nroot;
+    uint32_t raw_flags, raw_why;
+    uint64_t top[4 + PROF_RAW_TOP_WORDS];
 } StoredSample;
 
 typedef struct SampleStore {
@@ -43,6 +54,8 @@ typedef struct SampleStore {
 /* False when out of memory (the sample is dropped). */
 bool report_samples_add(SampleStore *st, uint64_t time_ns, uint32_t tid, uint64_t kernel_ip, const uint64_t *pcs,
                          size_t npcs);
+/* A whole stack; false when out of memory (the sample is dropped). */
+bool report_samples_add_raw(SampleStore *st, const ProfRawStack *raw);
 void report_samples_free(SampleStore *st);
 
 #endif

@@ -148,23 +148,24 @@ static void walk_smalltalk(Walk *w, uint64_t fp)
                 return; /* no context: the first frame, called from C */
             }
         }
+        /* a return address may be odd: the zone decides first, as the VM's
+         * own vm_jit_is_code_address does */
         uint64_t where;
-        if (saved & 1) {
-            uint64_t m, b;
-            if (!word(w, link - 8, &m) || !(b = bytes_of(w, m)))
-                return;
-            where = PROF_RAW_BYTECODE | before(b, saved >> 1);
-        } else if (saved == f->return_to_interpreter && saved != 0) {
+        if (saved != 0 && saved == f->return_to_interpreter) {
             uint64_t m, b, fl;
             if (!word(w, link - 8, &m) || !(b = bytes_of(w, m)) || !word(w, link - f->frame_flags_offset, &fl))
                 return;
             where = PROF_RAW_BYTECODE | before(b, ((fl >> 1) >> f->flags_bcpc_shift) & f->flags_bcpc_mask);
-        } else {
-            if (!in_zone(f, saved)) {
-                w->raw->flags |= PROF_RAW_F_BAD_FRAME;
-                return;
-            }
+        } else if (in_zone(f, saved)) {
             where = saved - 1;
+        } else if (saved & 1) {
+            uint64_t m, b;
+            if (!word(w, link - 8, &m) || !(b = bytes_of(w, m)))
+                return;
+            where = PROF_RAW_BYTECODE | before(b, saved >> 1);
+        } else {
+            w->raw->flags |= PROF_RAW_F_BAD_FRAME;
+            return;
         }
         if (!push_st(w, where))
             return;
@@ -203,14 +204,23 @@ static void machine(Walk *w, const StackRegs *regs)
     const ProfWalkFacts *f = w->f;
     ProfRawStack *raw = w->raw;
     uint64_t c_sp, ret, bp;
-    if (in_zone(f, regs->ip)) {
+    if (in_zone(f, regs->ip) && in_stack(f, regs->sp)) {
         raw->mode = PROF_RAW_MACHINE;
         raw->top_pc = regs->ip;
         raw->top_sp = regs->sp;
         raw->top_fp = regs->bp;
     } else {
+        /* C called through a trampoline, or the trampoline itself on the C
+         * stack (machine code proper always runs on a stack page): the
+         * Smalltalk side is where the trampoline saved it */
         bp = regs->bp;
-        uint64_t r = in_interp(f, regs->ip) ? 0 : walk_leaf(w, regs->ip, &bp, in_zone);
+        uint64_t r;
+        if (in_zone(f, regs->ip)) {
+            raw->leaf[raw->nleaf++] = regs->ip;
+            r = regs->ip;
+        } else {
+            r = in_interp(f, regs->ip) ? 0 : walk_leaf(w, regs->ip, &bp, in_zone);
+        }
         uint64_t st_sp;
         if (r == 0 || !word(w, f->cstate_addr + PROF_CSTATE_ST_SP, &st_sp) || !word(w, st_sp, &raw->top_pc) ||
             !word(w, f->cstate_addr + PROF_CSTATE_ST_FP, &raw->top_fp)) {
@@ -226,6 +236,12 @@ static void machine(Walk *w, const StackRegs *regs)
     }
     if (raw->mode != PROF_RAW_UNKNOWN) {
         top_words(w);
+        uint64_t m, fl, hdr, mh;
+        if (in_stack(f, raw->top_fp) && rd(w->r, raw->top_fp - 8, &m) && rd(w->r, raw->top_fp - f->frame_flags_offset, &fl) &&
+            m && !(m & 7) && rd(w->r, m, &hdr) && (hdr & f->class_index_mask) == f->method_class_index &&
+            rd(w->r, m + 8, &mh))
+            raw->top_bytes = PROF_RAW_BYTECODE | before(m + 8 + 8 * ((mh >> 1) & f->method_slots_mask),
+                                                        ((fl >> 1) >> f->flags_bcpc_shift) & f->flags_bcpc_mask);
         walk_smalltalk(w, raw->top_fp);
     }
     if (word(w, f->cstate_addr + PROF_CSTATE_C_SP, &c_sp) && word(w, c_sp + PROF_CSTATE_C_RET, &ret) &&

@@ -46,9 +46,9 @@ bool vmprofd_export_validate(const ProfExportHeader *h, uint64_t file_size, pid_
         snprintf(why, whylen, "unknown version %" PRIu32, h->version);
         return false;
     }
-    if (h->header_size < sizeof(ProfExportHeader)) {
-        snprintf(why, whylen, "header_size %" PRIu32 " is smaller than the %zu bytes of version 1", h->header_size,
-                 sizeof(ProfExportHeader));
+    if (h->header_size < PROF_EXPORT_HEADER_V2_SIZE) {
+        snprintf(why, whylen, "header_size %" PRIu32 " is smaller than the %d bytes of version 1", h->header_size,
+                 PROF_EXPORT_HEADER_V2_SIZE);
         return false;
     }
     if (h->segment_size > file_size) {
@@ -83,6 +83,15 @@ bool vmprofd_export_validate(const ProfExportHeader *h, uint64_t file_size, pid_
     if (h->code_zone_start > h->code_zone_end) {
         snprintf(why, whylen, "code zone start 0x%" PRIx64 " is above its end 0x%" PRIx64, h->code_zone_start,
                  h->code_zone_end);
+        return false;
+    }
+    if (h->version >= PROF_EXPORT_VERSION_STACKS && h->header_size >= sizeof(ProfExportHeader) &&
+        h->walk_offset != 0 &&
+        (h->walk_offset % 8 != 0 || h->walk_offset < h->header_size || h->walk_size < sizeof(ProfWalkFacts) ||
+         !fits(h->walk_offset, h->walk_size, h->segment_size))) {
+        snprintf(why, whylen, "walk facts at offset %" PRIu64 " size %" PRIu64 " do not fit the segment of %" PRIu64
+                 " bytes (need 8-aligned, >= %zu bytes)", h->walk_offset, h->walk_size, h->segment_size,
+                 sizeof(ProfWalkFacts));
         return false;
     }
     if (memchr(h->vm_path, '\0', sizeof h->vm_path) == NULL) {
@@ -197,6 +206,27 @@ bool vmprofd_export_read_counters(ExportReader *r, ProfCounters *out, char *msg,
     }
     /* A seqlock stuck odd: the VM died mid-update. The values are still
      * the best there is. */
+    return true;
+}
+
+bool vmprofd_export_walk_facts(ExportReader *r, ProfWalkFacts *out, char *why, size_t whylen)
+{
+    const ProfExportHeader *h = &r->header;
+    if (h->version < PROF_EXPORT_VERSION_STACKS || h->header_size < sizeof(ProfExportHeader) || h->walk_offset == 0) {
+        snprintf(why, whylen, "the VM's export (version %" PRIu32 ") says nothing about its stacks: an stvm older "
+                 "than export version %d", h->version, PROF_EXPORT_VERSION_STACKS);
+        return false;
+    }
+    if (!read_exact(r->fd, out, sizeof *out, h->walk_offset)) {
+        snprintf(why, whylen, "the VM's walk facts could not be read from its export");
+        return false;
+    }
+    /* a fact that points nowhere would make every walk read garbage */
+    if (out->size < sizeof *out || out->page_bytes == 0 || out->npages == 0 || out->state_addr == 0 ||
+        out->interp_start >= out->interp_end || out->zone_start > out->zone_end) {
+        snprintf(why, whylen, "the VM's walk facts are inconsistent (corrupt export)");
+        return false;
+    }
     return true;
 }
 

@@ -23,6 +23,7 @@
 #define VMPROFD_EXPORT_READER_H
 
 #include "profiler/export.h"
+#include "profiler/stackabi.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -48,6 +49,9 @@ const ProfExportHeader *vmprofd_export_header(const ExportReader *r);
 bool vmprofd_export_read_counters(ExportReader *r, ProfCounters *out, char *msg, size_t msglen);
 void vmprofd_export_close(ExportReader *r);
 
+/* The facts to walk the VM's stacks with (version >= 3), checked for
+ * sense; false with why (an older VM, a corrupt segment). */
+bool vmprofd_export_walk_facts(ExportReader *r, ProfWalkFacts *out, char *why, size_t whylen);
 /* Whether the segment carries a code event log (version >= 2 and a log
  * region). */
 bool vmprofd_export_has_code_log(const ExportReader *r);

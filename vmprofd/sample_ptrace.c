@@ -46,6 +46,8 @@
 #define _GNU_SOURCE /* process_vm_readv, ppoll, pipe2, strsignal, __WALL: Linux interfaces */
 #include "vmprofd/sampler.h"
 
+#include "report/stackcapture.h"
+
 #include "vmprofd/permission.h"
 #include "vmprofd/target.h"
 
@@ -94,6 +96,9 @@ struct Sampler {
     uint64_t rng;
     bool started;
     uint8_t *stack;
+    StackReader reader;    /* the whole-stack walk's memory, while the thread is stopped */
+    ProfRawStack raw;
+    pid_t reading;         /* the stopped thread the reader reads */
     int sigfd;             /* SIGCHLD: a tracee changed state */
     sigset_t oldmask;
     bool exited;           /* the whole target exited */
@@ -393,6 +398,14 @@ static size_t copy_stack(Sampler *s, uint64_t sp)
  * sampling interval. */
 #define PTRACE_SPIN_NS 200000ull
 
+/* The walk's block reader: the stopped thread's memory. */
+static bool read_target(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    Sampler *s = ctx;
+    struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
+    return process_vm_readv(s->reading, &local, 1, &remote, 1, 0) == (ssize_t)len;
+}
+
 /* Stops one running thread, samples it and resumes it. By index, not
  * pointer: a clone event handled while waiting may grow the table. */
 static uint64_t sample_thread(Sampler *s, size_t idx, SampleSink sink, void *ctx)
@@ -444,8 +457,20 @@ static uint64_t sample_thread(Sampler *s, size_t idx, SampleSink sink, void *ctx
     for (int bit = 0; bit < 64 && k < sizeof rs.regs.regs / sizeof rs.regs.regs[0]; bit++)
         if ((s->cfg.regs_mask >> bit) & 1)
             rs.regs.regs[k++] = perf_reg(&regs, bit);
-    rs.stack = s->stack;
-    rs.stack_len = s->cfg.stack_bytes ? copy_stack(s, regs.rsp) : 0;
+    if (s->cfg.facts && __atomic_load_n(&s->cfg.facts->size, __ATOMIC_ACQUIRE)) {
+        /* the whole stack, read while the thread stands still (profiler/stackabi.h) */
+        StackRegs sr = {regs.rip, regs.rsp, regs.rbp, regs.r14, regs.r15};
+        s->reading = tid;
+        report_stackcapture_reset(&s->reader, read_target, s);
+        report_stackcapture(&s->reader, s->cfg.facts, &sr, &s->raw);
+        s->raw.time_ns = rs.time_ns;
+        s->raw.pid = rs.pid;
+        s->raw.tid = rs.tid;
+        rs.raw = &s->raw;
+    } else {
+        rs.stack = s->stack;
+        rs.stack_len = s->cfg.stack_bytes ? copy_stack(s, regs.rsp) : 0;
+    }
     ptrace(PTRACE_CONT, tid, 0, 0); /* resume before the (slow) unwinding */
     uint64_t stopped = now_ns() - t0;
     s->samples++;

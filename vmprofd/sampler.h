@@ -52,8 +52,9 @@ typedef struct SamplerConfig {
     double rate_hz;
     uint32_t stack_bytes;
     uint64_t regs_mask;   /* vmprofd_unwind_regs_mask() */
-    /* What the VM publishes to walk its stacks (export version 3); NULL:
-     * none, stacks are native only. Valid until close. */
+    /* What the VM publishes to walk its stacks (export version 3): its size
+     * is 0 until vmprofd has read the export (a launched VM publishes after
+     * open), so a sampler checks it at each sample. Valid until close. */
     const ProfWalkFacts *facts;
 } SamplerConfig;
 

@@ -75,6 +75,11 @@ typedef struct Session {
     char exp_msg[512];
     JitCode jit;
     char jit_why[512];      /* why there is no code event log, when there is none */
+    /* How to walk the VM's stacks (the samplers read it at every sample:
+     * size 0 until the export has been read), and why there is none. */
+    ProfWalkFacts facts;
+    char facts_why[256];
+    uint64_t whole, partial; /* samples with a whole stack, and without */
     char cwd[4096];         /* the target's working directory (relative .som paths) */
     int code_poll_ms;       /* the code log's poll period: SESSION_CODE_LOG_MS, less after overruns */
     bool have_start;
@@ -91,6 +96,20 @@ typedef struct Session {
 static void on_sample(void *ctx, const RawSample *r)
 {
     Session *ss = ctx;
+    if (r->raw) {
+        if (getenv("VMPROFD_DEBUG_RAW")) {
+            const ProfRawStack *w = r->raw;
+            fprintf(stderr, "raw mode %u flags %x nleaf %u nst %u nroot %u top %lx sp %lx fp %lx bytes %lx words %lx %lx |", w->mode, w->flags, w->nleaf, w->nst, w->nroot,
+                    (unsigned long)w->top_pc, (unsigned long)w->top_sp, (unsigned long)w->top_fp, (unsigned long)w->top_bytes, (unsigned long)w->top_words[0], (unsigned long)w->top_words[1]);
+            for (int i = 0; i < w->nst; i++) fprintf(stderr, " %lx", (unsigned long)w->st[i]);
+            fprintf(stderr, "\n");
+        }
+        ss->whole++;
+        if (!report_samples_add_raw(&ss->store, r->raw))
+            ss->dropped++;
+        return;
+    }
+    ss->partial++;
     uint64_t pcs[REPORT_MAX_FRAMES];
     size_t n = 0;
     if (r->regs.ip != 0) {
@@ -121,6 +140,13 @@ static void try_export(Session *ss)
         return;
     char msg[256];
     ss->have_start = vmprofd_export_read_counters(ss->exp, &ss->start, msg, sizeof msg);
+    ProfWalkFacts f;
+    if (vmprofd_export_walk_facts(ss->exp, &f, ss->facts_why, sizeof ss->facts_why)) {
+        uint32_t size = f.size;
+        f.size = 0;
+        ss->facts = f;
+        __atomic_store_n(&ss->facts.size, size, __ATOMIC_RELEASE); /* samplers check size: the rest first */
+    }
     if (!vmprofd_jitcode_open(&ss->jit, ss->exp, ss->o->quiet, ss->jit_why, sizeof ss->jit_why)) {
         fprintf(stderr, "vmprofd: warning: %s\n", ss->jit_why);
     } else {
@@ -184,6 +210,7 @@ static bool open_sampler(Session *ss)
         .rate_hz = o->rate_hz,
         .stack_bytes = o->stack_bytes,
         .regs_mask = vmprofd_unwind_regs_mask(),
+        .facts = &ss->facts,
     };
     char perf_err[1024] = "", ptrace_err[1024] = "";
     bool refused = false;
@@ -480,7 +507,14 @@ int vmprofd_session_run(const VmprofdOptions *o)
         .zone_end = eh ? eh->code_zone_end : 0,
         .cwd = ss->cwd[0] ? ss->cwd : NULL,
         .interp_fn = ss->jit.active && ss->jit.log.control.interp_ip_reg ? ss->jit.log.control.interp_fn : 0,
+        .return_to_interpreter = ss->facts.return_to_interpreter,
     };
+    if (ss->partial) {
+        report_profile_add_note(p, "stacks partial: %" PRIu64 " of %" PRIu64 " samples have no Smalltalk frames (%s)",
+                                ss->partial, ss->partial + ss->whole,
+                                ss->facts.size == 0 ? (ss->facts_why[0] ? ss->facts_why : "the VM published no walk facts")
+                                                    : "the sampler could not walk them at the sample");
+    }
     bool debug_ok = true;
     if (o->debug_resolutions) {
         code.debug = fopen(o->debug_resolutions, "w");
