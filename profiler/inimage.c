@@ -60,6 +60,8 @@ static void on_load(const ProfCodeLoad *e, void *ctx)
         .lines = lines,
         .nlines = lines ? e->line_count : 0,
         .truncated = (e->map_count && !map) || (e->line_count && !lines),
+        .unwind = e->unwind,
+        .nunwind = e->unwind ? e->unwind_count : 0,
     };
     ProfCodeSpace sp = e->kind == PROF_CODE_BYTECODES ? PROF_CODE_SPACE_BYTECODES : PROF_CODE_SPACE_MACHINE;
     report_codemap_load(timeline, prof_code_event_time(), sp, e->start, &piece);
@@ -153,7 +155,18 @@ char *prof_inimage_report(const ProfSample *s, size_t n, const ProfInimageReport
     SampleStore store;
     memset(&store, 0, sizeof store);
     uint32_t tid = (uint32_t)syscall(SYS_gettid);
+    static ProfRawStack raw; /* ~2.3 KB: not on the VM thread's stack */
+    uint64_t partial = 0;
     for (size_t i = 0; i < n; i++) {
+        if (prof_sampler_stack(s[i].time_ns, &raw)) {
+            if (!report_samples_add_raw(&store, &raw)) {
+                report_samples_free(&store);
+                snprintf(err, errlen, "out of memory for %zu samples", n);
+                return NULL;
+            }
+            continue;
+        }
+        partial++;
         if (!report_samples_add(&store, s[i].time_ns, tid, 0, &s[i].pc, 1)) {
             report_samples_free(&store);
             snprintf(err, errlen, "out of memory for %zu samples", n);
@@ -191,7 +204,11 @@ char *prof_inimage_report(const ProfSample *s, size_t n, const ProfInimageReport
         .zone_end = vm.zone_end,
         .cwd = getcwd(cwd, sizeof cwd),
         .interp_fn = vm.interp_fn,
+        .return_to_interpreter = prof_publish_walk_facts() ? prof_publish_walk_facts()->return_to_interpreter : 0,
     };
+    if (partial)
+        report_profile_add_note(p, "stacks partial: %" PRIu64 " of %zu samples have no Smalltalk frames (only the "
+                                   "newest 16384 samples keep their whole stack)", partial, n);
     report_resolve_samples(p, sym, &store, &code);
     if (code.nothing || code.before)
         report_profile_add_note(p, "%" PRIu64 " samples in the code zone found no code there (%" PRIu64
@@ -204,7 +221,7 @@ char *prof_inimage_report(const ProfSample *s, size_t n, const ProfInimageReport
     bool ok = out != NULL;
     if (ok) {
         ReportTextOptions to = {.lines = opt && opt->lines, .range_min_samples = 10};
-        ok = report_write_text(out, p, &to, err, errlen);
+        ok = opt && opt->folded ? report_write_folded(out, p, err, errlen) : report_write_text(out, p, &to, err, errlen);
         ok = fclose(out) == 0 && ok;
     } else {
         snprintf(err, errlen, "out of memory for the report");

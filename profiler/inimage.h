@@ -57,6 +57,7 @@ typedef struct ProfInimageReportOptions {
     uint64_t lost_samples;   /* ticks the sampler missed or overwrote */
     double seconds;          /* sampled time; <= 0: from begin to end */
     bool lines;              /* source lines next to bytecode ranges */
+    bool folded;             /* folded stacks (one line per distinct whole stack) instead of the text */
 } ProfInimageReportOptions;
 
 /* The VMProfiler text report of n samples against the ended profile, as a

@@ -46,6 +46,8 @@
 #ifndef PROFILER_SAMPLER_H
 #define PROFILER_SAMPLER_H
 
+#include "profiler/stackabi.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -87,5 +89,9 @@ size_t prof_sampler_count(void);
 /* Copies up to max samples, oldest first; answers how many. */
 size_t prof_sampler_copy(ProfSample *out, size_t max);
 void prof_sampler_stats(ProfSamplerStats *out);
+/* The whole stack the handler walked for the sample taken at time_ns
+ * (profiler/stackabi.h), when it is among the newest 16384; false
+ * otherwise (older, or the VM published no walk facts). */
+bool prof_sampler_stack(uint64_t time_ns, ProfRawStack *out);
 
 #endif

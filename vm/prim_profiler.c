@@ -262,7 +262,11 @@ static bool p_discard_profile(Oop *a, Oop *r)
 static bool p_report(Oop *a, Oop *r)
 {
     if (!vm_is_array(a[1])) return vm_prim_error("VMProfiler report: expects the Array primCollectSamples answers");
-    if (a[2] != vm_true && a[2] != vm_false) return vm_prim_error("VMProfiler report:lines: expects a Boolean");
+    char how[16] = "";
+    if (vm_is_symbol(a[2])) vm_string_cstr(a[2], how, sizeof how);
+    bool folded = strcmp(how, "folded") == 0;
+    if (a[2] != vm_true && a[2] != vm_false && !folded)
+        return vm_prim_error("VMProfiler report:lines: expects a Boolean, or #folded for folded stacks");
     size_t len = obj_num_slots(a[1]);
     if (len % 3 != 0) return vm_prim_error("VMProfiler report: the samples Array has %zu elements, not 3 a sample", len);
     const Oop *e = obj_slots(a[1]);
@@ -283,6 +287,7 @@ static bool p_report(Oop *a, Oop *r)
         .lost_samples = st.late + st.overwritten,
         .seconds = !st.running && st.stop_ns > st.start_ns ? (double)(st.stop_ns - st.start_ns) / 1e9 : 0,
         .lines = a[2] == vm_true,
+        .folded = folded,
     };
     char err[256];
     size_t tlen = 0;
