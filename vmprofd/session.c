@@ -80,6 +80,7 @@ typedef struct Session {
     ProfWalkFacts facts;
     char facts_why[256];
     uint64_t whole, partial; /* samples with a whole stack, and without */
+    uint64_t early;          /* without, taken before the VM's export could be read */
     char cwd[4096];         /* the target's working directory (relative .som paths) */
     int code_poll_ms;       /* the code log's poll period: SESSION_CODE_LOG_MS, less after overruns */
     bool have_start;
@@ -109,7 +110,10 @@ static void on_sample(void *ctx, const RawSample *r)
             ss->dropped++;
         return;
     }
-    ss->partial++;
+    if (__atomic_load_n(&ss->facts.size, __ATOMIC_ACQUIRE) == 0 && !ss->exp)
+        ss->early++; /* the VM has not published yet: it is starting (or no stvm at all) */
+    else
+        ss->partial++;
     uint64_t pcs[REPORT_MAX_FRAMES];
     size_t n = 0;
     if (r->regs.ip != 0) {
@@ -509,9 +513,12 @@ int vmprofd_session_run(const VmprofdOptions *o)
         .interp_fn = ss->jit.active && ss->jit.log.control.interp_ip_reg ? ss->jit.log.control.interp_fn : 0,
         .return_to_interpreter = ss->facts.return_to_interpreter,
     };
+    if (ss->early && ss->whole)
+        report_profile_add_note(p, "%" PRIu64 " samples taken before the VM's export could be read have native "
+                                   "frames only (the VM was starting)", ss->early);
     if (ss->partial) {
         report_profile_add_note(p, "stacks partial: %" PRIu64 " of %" PRIu64 " samples have no Smalltalk frames (%s)",
-                                ss->partial, ss->partial + ss->whole,
+                                ss->partial, ss->partial + ss->whole + ss->early,
                                 ss->facts.size == 0 ? (ss->facts_why[0] ? ss->facts_why : "the VM published no walk facts")
                                                     : "the sampler could not walk them at the sample");
     }
