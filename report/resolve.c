@@ -124,8 +124,12 @@ static int zone_location(Profile *p, Zone *z, uint64_t time, uint64_t addr, bool
         c->nothing += st == REPORT_CODE_NOTHING;
         c->lost += st == REPORT_CODE_GAP;
         c->before += st == REPORT_CODE_BEFORE;
+    }
+    /* every frame of a whole stack, leaf or not, so a checker can judge
+     * the callers as well (tests/stacks) */
+    if (leaf || c->debug_all_frames) {
         if (c->debug) {
-            fprintf(c->debug, "%" PRIu64 " %" PRIu32 " m 0x%" PRIx64 " %s", time, tid, addr, status_word(st));
+            fprintf(c->debug, "%" PRIu64 " %" PRIu32 " m 0x%" PRIx64 " %s", time, tid, q, status_word(st));
             if (st == REPORT_CODE_FOUND)
                 fprintf(c->debug, " 0x%" PRIx64 " %" PRIu32 " %" PRIu32 " %s", hit.start, hit.bc_from, hit.bc_to,
                         hit.piece->name);

@@ -41,6 +41,7 @@ typedef struct ResolveCode {
     uint64_t zone_start, zone_end; /* the code zone; 0, 0 without a JIT */
     const char *cwd;           /* the target's working directory, for relative .som paths; NULL */
     FILE *debug;               /* --debug-resolutions: one line per leaf in the zone; NULL */
+    bool debug_all_frames;     /* ... and per caller frame in the zone too */
     uint64_t interp_fn;        /* an address inside the interpreter function; 0: not published */
     uint64_t return_to_interpreter; /* ceReturnToInterpreter (walk facts); 0: unknown */
     /* counts of leaf frames in the zone, filled by report_resolve_samples */

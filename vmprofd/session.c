@@ -525,6 +525,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
     bool debug_ok = true;
     if (o->debug_resolutions) {
         code.debug = fopen(o->debug_resolutions, "w");
+        code.debug_all_frames = ss->whole > 0;
         if (!code.debug) {
             fprintf(stderr, "vmprofd: cannot write %s: %s\n", o->debug_resolutions, strerror(errno));
             debug_ok = false;

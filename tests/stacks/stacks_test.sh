@@ -4,8 +4,9 @@
 # with two CPU-bound processes beside it (users profile busy machines).
 #
 #   stacks_test.sh SAMPLER MODE      SAMPLER: perf | ptrace | invm   MODE: jit | nojit
+#   stacks_test.sh compaction SAMPLER   (CodeChurn in a 64K zone, against stvm's truth)
 #
-# Environment (CMakeLists.txt): VMPROFD, STVM, SOURCE_DIR.
+# Environment (CMakeLists.txt): VMPROFD, STVM, TRUTH_CHECK, SOURCE_DIR.
 set -u
 SAMPLER=${1:?usage: stacks_test.sh perf|ptrace|invm jit|nojit}
 MODE=${2:?usage: stacks_test.sh perf|ptrace|invm jit|nojit}
@@ -24,11 +25,30 @@ if [ "$MODE" = jit ]; then FLAGS=(); ROUNDS=9000; else FLAGS=(--no-jit); ROUNDS=
 CP="$SOURCE_DIR/smalltalk/core:$SOURCE_DIR/tests/stacks/som"
 
 for i in 1 2; do
-    (while :; do :; done) &
+    bash -c 'while :; do :; done' &
     BUSY+=($!)
+    disown $!
 done
 
 case "$SAMPLER" in
+compaction)
+    # a 64K code zone compacting constantly: every machine-code frame of
+    # every whole stack is judged against stvm's own record of its code
+    "$VMPROFD" --mode "$MODE" --quiet -o "$WORK/report.txt" --debug-resolutions "$WORK/res.txt" -- \
+        "$STVM" --code-size 64K --code-zone-stats --code-log-truth "$WORK/truth.txt" \
+        -cp "$SOURCE_DIR/smalltalk/bench:$SOURCE_DIR/tests/vmprofd/som" CodeChurn 2500 >"$WORK/out" 2>"$WORK/err" ||
+        { cat "$WORK/err"; echo "FAIL: vmprofd exited with $?"; exit 1; }
+    if [ "$MODE" = perf ] && grep -q "stacks partial" "$WORK/report.txt"; then
+        echo "test skipped: $(grep 'stacks partial' "$WORK/report.txt")"
+        exit 0
+    fi
+    compactions=$(sed -n 's/^  compactions \([0-9]*\) .*/\1/p' "$WORK/err")
+    [ -n "$compactions" ] && [ "$compactions" -ge 100 ] || { echo "FAIL: only '$compactions' compactions"; exit 1; }
+    callers=$(awk '$3 == "m"' "$WORK/res.txt" | wc -l)
+    "$TRUTH_CHECK" "$WORK/truth.txt" "$WORK/res.txt" 1000 || { echo "FAIL: a frame resolved to the wrong code"; exit 1; }
+    echo "ok: $compactions compactions, $callers machine-code frames judged"
+    exit 0
+    ;;
 invm)
     "$STVM" "${FLAGS[@]}" -cp "$CP" StacksInVM "$ROUNDS" >"$WORK/out.folded" 2>"$WORK/err" ||
         { cat "$WORK/err"; echo "FAIL: stvm exited with $?"; exit 1; }
