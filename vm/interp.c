@@ -24,12 +24,22 @@
 register unsigned char *ip asm("r15"); /* VM_INTERP_IP_REGISTER in vm/interp.h */
 register unsigned long *vm_ifp asm("r14"); /* an Oop *; VM_INTERP_FP_PERF_REG in vm/interp.h */
 
-/* Ordered register writes: an asm statement each, so neither the compiler
- * nor the order of the C statements can let a sample see r14 before the
- * frame it points at is complete ("memory": the frame's stores come first). */
-#define IP_CLEAR() __asm__ volatile("xorl %k0, %k0" : "=r"(ip) : : "memory")
-#define IP_SET(v) __asm__ volatile("movq %1, %0" : "=r"(ip) : "r"(v) : "memory")
-#define FP_SET(v) __asm__ volatile("movq %1, %0" : "=r"(vm_ifp) : "r"(v) : "memory")
+/* Ordered register writes: an asm statement each (volatile asm statements
+ * keep their order), so no sample sees r14 before the frame it points at is
+ * complete. Frames FP_SET points at are complete already (written before
+ * a call, which orders them anyway); FP_SET_NEW is for the one just built. */
+#define IP_CLEAR() __asm__ volatile("xorl %k0, %k0" : "=r"(ip))
+#define IP_SET(v) __asm__ volatile("movq %1, %0" : "=r"(ip) : "r"(v))
+#define FP_SET(v) __asm__ volatile("movq %1, %0" : "=r"(vm_ifp) : "r"(v))
+/* A frame just built: the words a walker reads (saved fp and ip, method,
+ * flags) are inputs, so their stores come first — without a "memory"
+ * clobber, which would make the interpreter reload every global after
+ * each send (+4.5% instructions on Richards --no-jit, callgrind). */
+#define FP_SET_NEW(v)                                                                                  \
+    __asm__ volatile("movq %1, %0"                                                                     \
+                     : "=r"(vm_ifp)                                                                    \
+                     : "r"(v), "m"((v)[FRAME_SAVED_FP]), "m"((v)[FRAME_SAVED_IP]), "m"((v)[FRAME_METHOD]), \
+                       "m"((v)[FRAME_FLAGS]))
 #define FRAMES_UNSTABLE() \
     do {                  \
         IP_CLEAR();       \
@@ -815,7 +825,7 @@ push_frame : {
     nfp[FRAME_FLAGS] = oop_from_int(FRAME_FLAGS_MAKE(mnargs, ntemps, frame_kind) | caller_nargs);
     nfp[FRAME_RECEIVER] = self_value;
     IP_CLEAR(); /* the header is complete: only now may r14 point at it */
-    FP_SET(nfp);
+    FP_SET_NEW(nfp);
     sp = fp + FRAME_RECEIVER;
     for (int t = 0; t < ntemps; t++) *--sp = vm_nil;
     method = m;
