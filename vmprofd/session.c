@@ -516,7 +516,14 @@ int vmprofd_session_run(const VmprofdOptions *o)
     if (ss->early && ss->whole)
         report_profile_add_note(p, "%" PRIu64 " samples taken before the VM's export could be read have native "
                                    "frames only (the VM was starting)", ss->early);
-    if (ss->partial) {
+    if (!ss->whole && (ss->early || ss->partial)) {
+        /* no sample could be walked: say why, once */
+        const char *why = ss->facts_why[0] ? ss->facts_why
+                          : ss->exp        ? "the sampler could not walk them at the sample"
+                          : ss->exp_msg[0] ? ss->exp_msg
+                                           : "the target published no export segment (not an stvm, or stvm --no-export)";
+        report_profile_add_note(p, "stacks partial: no sample has Smalltalk frames (%s)", why);
+    } else if (ss->partial) {
         report_profile_add_note(p, "stacks partial: %" PRIu64 " of %" PRIu64 " samples have no Smalltalk frames (%s)",
                                 ss->partial, ss->partial + ss->whole + ss->early,
                                 ss->facts.size == 0 ? (ss->facts_why[0] ? ss->facts_why : "the VM published no walk facts")

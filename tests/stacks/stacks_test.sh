@@ -31,6 +31,20 @@ for i in 1 2; do
 done
 
 case "$SAMPLER" in
+nofacts)
+    # no walk facts (stvm --no-export publishes nothing): the report says the
+    # stacks are partial and why, and no stack holds a Smalltalk frame
+    "$VMPROFD" --mode "$MODE" --quiet --folded "$WORK/out.folded" -o "$WORK/report.txt" -- \
+        "$STVM" --no-export -cp "$CP" Stacks 1500 >"$WORK/out" 2>"$WORK/err" ||
+        { cat "$WORK/err"; echo "FAIL: vmprofd exited with $?"; exit 1; }
+    grep -q "stacks partial: no sample has Smalltalk frames (no stvm export segment" "$WORK/report.txt" ||
+        { grep -i stacks "$WORK/report.txt"; echo "FAIL: no note that the stacks are partial"; exit 1; }
+    if grep -q "Stacks>>" "$WORK/out.folded"; then
+        echo "FAIL: a stack holds Smalltalk frames without walk facts"; exit 1
+    fi
+    echo "ok: $(grep 'stacks partial' "$WORK/report.txt")"
+    exit 0
+    ;;
 compaction)
     # a 64K code zone compacting constantly: every machine-code frame of
     # every whole stack is judged against stvm's own record of its code
