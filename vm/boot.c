@@ -186,7 +186,9 @@ bool vm_boot(const VmOptions *opts, char *err, size_t errlen)
     char warn[512];
     vm_counters = prof_publish_open(&pub, warn, sizeof warn);
     if (warn[0]) fprintf(stderr, "stvm: warning: %s\n", warn);
-    prof_publish_interp_ip((const void *)vm_interp_code_start(), VM_INTERP_IP_PERF_REG);
+    /* an address inside: the section's start also carries the linker's
+     * __start_ symbol, which a symbolizer may name instead of interpret */
+    prof_publish_interp_ip((const void *)(vm_interp_code_start() + 1), VM_INTERP_IP_PERF_REG);
     if (opts->code_log_truth && !prof_code_truth_open(opts->code_log_truth, err, errlen)) return false;
 
     vm_global_put(vm_symbol_from_cstr("nil"), vm_nil);

@@ -231,7 +231,7 @@ static bool p_begin_profile(Oop *a, Oop *r)
         *r = vm_false;
         return true;
     }
-    ProfInimageVm v = {.interp_fn = (uint64_t)vm_interp_code_start()};
+    ProfInimageVm v = {.interp_fn = (uint64_t)vm_interp_code_start() + 1}; /* inside (vm/boot.c says why) */
     if (vm_jit_enabled) {
         v.zone_start = vm_jit_zone_start;
         v.zone_end = vm_jit_zone_end;
