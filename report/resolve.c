@@ -414,21 +414,29 @@ void report_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st, 
         }
         if (s->kernel_ip)
             frames[n++] = intern_plain(p, "[kernel]", &kernel_fn, s->kernel_ip);
+        /* Without a whole stack the Smalltalk frames were not walked at the
+         * sample: a frame-pointer chain read through them skips the callers
+         * of frameless code, so it stops at the first Smalltalk frame and
+         * says so (stacks partial) instead of showing a wrong caller. */
         if (s->interp_ip && !s->kernel_ip && s->npcs > 0 && st->pcs[s->first] >= z.interp_start &&
             st->pcs[s->first] < z.interp_end) {
             int loc = interpreted_location(p, &z, s->time_ns, s->tid, s->interp_ip);
-            if (loc >= 0)
+            if (loc >= 0) {
                 frames[n++] = loc; /* above the interpreter's own frame */
+                frames[n++] = unknown_frame(p, &z, "Smalltalk callers not walked (stacks partial)");
+            }
         }
         for (uint32_t k = 0; k < s->npcs; k++) {
             uint64_t pc = st->pcs[s->first + k];
             /* Frames above the leaf are return addresses: the call is the
              * instruction before them. */
             uint64_t q = k > 0 && pc > 0 ? pc - 1 : pc;
-            if (have_zone && q >= code->zone_start && q < code->zone_end)
+            if (have_zone && q >= code->zone_start && q < code->zone_end) {
                 frames[n++] = zone_location(p, &z, s->time_ns, pc, k > 0, k == 0 && !s->kernel_ip, s->tid);
-            else
-                frames[n++] = sym ? report_symbolize(sym, p, pc, k > 0) : intern_plain(p, "[unknown]", &unknown_fn, pc);
+                frames[n++] = unknown_frame(p, &z, "Smalltalk callers not walked (stacks partial)");
+                break;
+            }
+            frames[n++] = sym ? report_symbolize(sym, p, pc, k > 0) : intern_plain(p, "[unknown]", &unknown_fn, pc);
         }
         if (n == 0)
             frames[n++] = intern_plain(p, "[unknown]", &unknown_fn, 0);

@@ -296,6 +296,8 @@ void report_stackcapture(StackReader *r, const ProfWalkFacts *f, const StackRegs
     memset(raw->top_words, 0, sizeof raw->top_words);
     Walk w = {r, f, raw};
     uint64_t mode = PROF_STATE_NONE;
+    if (!f)
+        raw->flags |= PROF_RAW_F_NO_FACTS;
     if (!f || !word(&w, f->state_addr + PROF_STATE_MODE, &mode))
         mode = PROF_STATE_NONE;
     if (mode == PROF_STATE_MACHINE && f->cstate_addr)

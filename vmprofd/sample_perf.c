@@ -28,12 +28,14 @@
  */
 #define _GNU_SOURCE /* process_vm_readv, ppoll, pipe2, strsignal, __WALL: Linux interfaces */
 #include "vmprofd/sampler.h"
+#include "vmprofd/sample_bpf.h"
 
 #include "vmprofd/permission.h"
 #include "vmprofd/target.h"
 
 #include <asm/perf_regs.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <linux/capability.h>
 #include <linux/perf_event.h>
 #include <math.h>
@@ -94,6 +96,13 @@ struct Sampler {
     struct pollfd *pfds;
     size_t *pfd_ring;
     char note[512];
+    /* The eBPF stack walker (sample_bpf.h): while loaded, every sample is
+     * its record and the perf rings carry only lost and throttle records. */
+    SampleBpf *bpf;
+    bool bpf_has_facts;
+    uint64_t bpf_samples, bpf_unattached;
+    char bpf_why[512];
+    char notes[2000];
 };
 
 static long perf_event_open(struct perf_event_attr *attr, pid_t tid, int cpu)
@@ -214,10 +223,10 @@ static int ring_open(Sampler *s, pid_t tid, int cpu, char *err, size_t errlen)
     if (s->nrings == s->caprings) {
         size_t cap = s->caprings ? 2 * s->caprings : 8;
         PerfRing *r = realloc(s->rings, cap * sizeof *r);
-        struct pollfd *p = realloc(s->pfds, (cap + 1) * sizeof *p);
+        struct pollfd *p = realloc(s->pfds, (cap + 2) * sizeof *p); /* + the wake fd and the BPF ring */
         if (p)
             s->pfds = p;
-        size_t *pr = realloc(s->pfd_ring, (cap + 1) * sizeof *pr);
+        size_t *pr = realloc(s->pfd_ring, (cap + 2) * sizeof *pr);
         if (pr)
             s->pfd_ring = pr;
         if (!r || !p || !pr) {
@@ -230,6 +239,15 @@ static int ring_open(Sampler *s, pid_t tid, int cpu, char *err, size_t errlen)
         }
         s->rings = r;
         s->caprings = cap;
+    }
+    if (s->bpf) {
+        char why[512];
+        if (!vmprofd_bpf_attach(s->bpf, (int)fd, why, sizeof why)) {
+            s->bpf_unattached++;
+            /* the first reason is kept: later threads fail the same way */
+            if (s->bpf_unattached == 1 && snprintf(s->bpf_why, sizeof s->bpf_why, "thread %d: %s", (int)tid, why) < 0)
+                s->bpf_why[0] = '\0';
+        }
     }
     struct perf_event_mmap_page *meta = base;
     PerfRing *r = &s->rings[s->nrings++];
@@ -266,6 +284,7 @@ static void ring_close(PerfRing *r)
 
 static void perf_free(Sampler *s)
 {
+    vmprofd_bpf_close(s->bpf); /* its links first: they hold the events */
     for (size_t i = 0; i < s->nrings; i++)
         ring_close(&s->rings[i]);
     free(s->rings);
@@ -296,11 +315,16 @@ static Sampler *perf_open(const SamplerConfig *cfg, bool *refused, char *err, si
     a->freq = 1;
     a->sample_freq = (uint64_t)llround(cfg->rate_hz);
     a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
-    if (cfg->regs_mask) {
+    /* Whole stacks are walked in the kernel where BPF is allowed; the
+     * registers and the stack copy are then not needed. */
+    s->bpf = vmprofd_bpf_open(cfg->pid, s->bpf_why, sizeof s->bpf_why);
+    if (s->bpf) {
+        /* nothing more: the walker's record is the sample */
+    } else if (cfg->regs_mask) {
         a->sample_type |= PERF_SAMPLE_REGS_USER;
         a->sample_regs_user = cfg->regs_mask;
     }
-    if (cfg->stack_bytes) {
+    if (cfg->stack_bytes && !s->bpf) {
         a->sample_type |= PERF_SAMPLE_STACK_USER;
         a->sample_stack_user = cfg->stack_bytes;
     }
@@ -324,10 +348,11 @@ static Sampler *perf_open(const SamplerConfig *cfg, bool *refused, char *err, si
         a->enable_on_exec = 1; /* start counting at exec, not in our fork child */
     }
 
-    s->nregs = (unsigned)__builtin_popcountll(cfg->regs_mask);
-    s->ip_index = packed_index(cfg->regs_mask, PERF_REG_X86_IP);
-    s->sp_index = packed_index(cfg->regs_mask, PERF_REG_X86_SP);
-    s->bp_index = packed_index(cfg->regs_mask, PERF_REG_X86_BP);
+    uint64_t mask = s->bpf ? 0 : cfg->regs_mask;
+    s->nregs = (unsigned)__builtin_popcountll(mask);
+    s->ip_index = packed_index(mask, PERF_REG_X86_IP);
+    s->sp_index = packed_index(mask, PERF_REG_X86_SP);
+    s->bp_index = packed_index(mask, PERF_REG_X86_BP);
 
     /* Launched: (its pid, each CPU). Attached: (each thread, any CPU). */
     enum { MAX_CPUS = 1024 };
@@ -563,6 +588,41 @@ static void retire_dead(Sampler *s)
     }
 }
 
+typedef struct BpfDelivery {
+    Sampler *s;
+    SampleSink sink;
+    void *ctx;
+} BpfDelivery;
+
+static void deliver_raw(void *vctx, const ProfRawStack *raw)
+{
+    BpfDelivery *d = vctx;
+    RawSample rs;
+    memset(&rs, 0, sizeof rs);
+    rs.time_ns = raw->time_ns;
+    rs.pid = raw->pid;
+    rs.tid = raw->tid;
+    rs.regs.ip = raw->nleaf ? raw->leaf[0] : raw->top_pc;
+    rs.raw = raw;
+    note_tid(d->s, raw->tid);
+    d->s->samples++;
+    d->s->bpf_samples++;
+    d->sink(d->ctx, &rs);
+}
+
+static void drain_bpf(Sampler *s, SampleSink sink, void *ctx)
+{
+    if (!s->bpf)
+        return;
+    const ProfWalkFacts *f = s->cfg.facts;
+    if (!s->bpf_has_facts && f && __atomic_load_n(&f->size, __ATOMIC_ACQUIRE)) {
+        vmprofd_bpf_set_facts(s->bpf, f); /* the VM has published: walk its frames from now on */
+        s->bpf_has_facts = true;
+    }
+    BpfDelivery d = {s, sink, ctx};
+    vmprofd_bpf_drain(s->bpf, deliver_raw, &d);
+}
+
 static void perf_poll(Sampler *s, int timeout_ms, int wake_fd, SampleSink sink, void *ctx)
 {
     size_t n = 0;
@@ -575,6 +635,8 @@ static void perf_poll(Sampler *s, int timeout_ms, int wake_fd, SampleSink sink, 
     size_t nrings_polled = n;
     if (wake_fd >= 0)
         s->pfds[n++] = (struct pollfd){.fd = wake_fd, .events = POLLIN};
+    if (s->bpf)
+        s->pfds[n++] = (struct pollfd){.fd = vmprofd_bpf_fd(s->bpf), .events = POLLIN};
     if (n > 0 && poll(s->pfds, n, timeout_ms) > 0) {
         for (size_t i = 0; i < nrings_polled; i++)
             if (s->pfds[i].revents & (POLLHUP | POLLERR | POLLNVAL))
@@ -585,6 +647,7 @@ static void perf_poll(Sampler *s, int timeout_ms, int wake_fd, SampleSink sink, 
     }
     for (size_t i = 0; i < s->nrings; i++)
         drain(s, &s->rings[i], sink, ctx);
+    drain_bpf(s, sink, ctx);
     retire_dead(s);
 }
 
@@ -592,7 +655,7 @@ static void perf_stats(Sampler *s, SamplerStats *out)
 {
     memset(out, 0, sizeof *out);
     out->samples = s->samples;
-    out->lost = s->lost;
+    out->lost = s->lost + (s->bpf ? vmprofd_bpf_dropped(s->bpf) : 0);
     out->foreign = s->foreign;
     out->throttled = s->throttled;
     out->threads = s->ntids;
@@ -612,13 +675,26 @@ static void perf_close(Sampler *s, SampleSink sink, void *ctx, SamplerStats *fin
         ioctl(s->rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
     for (size_t i = 0; i < s->nrings; i++)
         drain(s, &s->rings[i], sink, ctx);
+    drain_bpf(s, sink, ctx);
     perf_stats(s, final);
     perf_free(s);
 }
 
 static const char *perf_note(Sampler *s)
 {
-    return s->note[0] ? s->note : NULL;
+    const char *stacks = NULL;
+    char buf[1200];
+    if (!s->bpf) {
+        snprintf(buf, sizeof buf, "stacks partial: the eBPF stack walker could not be loaded (%s): Smalltalk frames "
+                                  "are missing from the stacks", s->bpf_why);
+        stacks = buf;
+    } else if (s->bpf_unattached) {
+        snprintf(buf, sizeof buf, "stacks partial: the eBPF stack walker is missing from %" PRIu64 " threads (%s)",
+                 s->bpf_unattached, s->bpf_why);
+        stacks = buf;
+    }
+    snprintf(s->notes, sizeof s->notes, "%s%s%s", s->note, s->note[0] && stacks ? "; " : "", stacks ? stacks : "");
+    return s->notes[0] ? s->notes : NULL;
 }
 
 const SamplerOps vmprofd_sampler_perf = {

@@ -97,14 +97,17 @@ typedef struct Session {
 static void on_sample(void *ctx, const RawSample *r)
 {
     Session *ss = ctx;
+    if (r->raw && (r->raw->flags & PROF_RAW_F_NO_FACTS)) {
+        /* walked before the VM's facts were known: native frames only */
+        if (ss->facts.size == 0 && !ss->exp)
+            ss->early++;
+        else
+            ss->partial++;
+        if (!report_samples_add_raw(&ss->store, r->raw))
+            ss->dropped++;
+        return;
+    }
     if (r->raw) {
-        if (getenv("VMPROFD_DEBUG_RAW")) {
-            const ProfRawStack *w = r->raw;
-            fprintf(stderr, "raw mode %u flags %x nleaf %u nst %u nroot %u top %lx sp %lx fp %lx bytes %lx words %lx %lx |", w->mode, w->flags, w->nleaf, w->nst, w->nroot,
-                    (unsigned long)w->top_pc, (unsigned long)w->top_sp, (unsigned long)w->top_fp, (unsigned long)w->top_bytes, (unsigned long)w->top_words[0], (unsigned long)w->top_words[1]);
-            for (int i = 0; i < w->nst; i++) fprintf(stderr, " %lx", (unsigned long)w->st[i]);
-            fprintf(stderr, "\n");
-        }
         ss->whole++;
         if (!report_samples_add_raw(&ss->store, r->raw))
             ss->dropped++;
@@ -117,7 +120,7 @@ static void on_sample(void *ctx, const RawSample *r)
     uint64_t pcs[REPORT_MAX_FRAMES];
     size_t n = 0;
     if (r->regs.ip != 0) {
-        if (ss->sym)
+        if (ss->sym && (r->regs.sp || r->regs.bp || r->stack_len))
             n = vmprofd_unwind(ss->sym, &r->regs, r->stack, r->stack_len, pcs, REPORT_MAX_FRAMES);
         else
             pcs[n++] = r->regs.ip;
@@ -519,7 +522,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
     if (!ss->whole && (ss->early || ss->partial)) {
         /* no sample could be walked: say why, once */
         const char *why = ss->facts_why[0] ? ss->facts_why
-                          : ss->exp        ? "the sampler could not walk them at the sample"
+                          : ss->exp        ? "the sampler could not walk them at the sample (see its note)"
                           : ss->exp_msg[0] ? ss->exp_msg
                                            : "the target published no export segment (not an stvm, or stvm --no-export)";
         report_profile_add_note(p, "stacks partial: no sample has Smalltalk frames (%s)", why);
@@ -527,7 +530,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
         report_profile_add_note(p, "stacks partial: %" PRIu64 " of %" PRIu64 " samples have no Smalltalk frames (%s)",
                                 ss->partial, ss->partial + ss->whole + ss->early,
                                 ss->facts.size == 0 ? (ss->facts_why[0] ? ss->facts_why : "the VM published no walk facts")
-                                                    : "the sampler could not walk them at the sample");
+                                                    : "the sampler could not walk them at the sample (see its note)");
     }
     bool debug_ok = true;
     if (o->debug_resolutions) {
