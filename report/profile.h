@@ -70,4 +70,7 @@ static inline const ReportFunctionInfo *report_profile_leaf_function(const Profi
     return &p->functions[p->locations[p->frames[s->first]].function];
 }
 
+/* The text report's callers section (report/callers.c). */
+void report_write_callers(FILE *out, const Profile *p);
+
 #endif

@@ -83,6 +83,7 @@ typedef struct ReportHeader {
 typedef struct ReportTextOptions {
     bool lines;             /* --lines: source lines next to bytecode ranges */
     int range_min_samples;  /* functions with more samples get ranges (REPORT.md: 10) */
+    bool callers;           /* --callers: who called the top functions (report/callers.c) */
 } ReportTextOptions;
 
 typedef struct Profile Profile;
@@ -111,5 +112,11 @@ size_t report_profile_sample_count(const Profile *p);
 bool report_write_text(FILE *out, const Profile *p, const ReportTextOptions *opt, char *err, size_t errlen);
 bool report_write_pprof(const char *path, const Profile *p, char *err, size_t errlen);
 bool report_write_folded(FILE *out, const Profile *p, char *err, size_t errlen);
+/* A self-contained interactive SVG flame graph of the whole stacks
+ * (report/flamegraph.c); opt may be NULL. */
+typedef struct ReportFlameOptions {
+    const char *title; /* NULL: "vmprofd flame graph" */
+} ReportFlameOptions;
+bool report_write_flamegraph(FILE *out, const Profile *p, const ReportFlameOptions *opt, char *err, size_t errlen);
 
 #endif

@@ -262,6 +262,10 @@ bool report_write_text(FILE *out, const Profile *p, const ReportTextOptions *opt
                 report_format_pct(rest, total).s);
         print_table(out, "rest", &tables[REPORT_REGION_REST], total, &opt);
     }
+    if (opt.callers) {
+        fprintf(out, "\n");
+        report_write_callers(out, p);
+    }
     fprintf(out, "\n");
     report_counters_write(out, &p->header);
     fprintf(out, "\n");

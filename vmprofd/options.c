@@ -43,13 +43,19 @@ void vmprofd_options_usage(FILE *out)
         "  -o, --output FILE    write a profile to FILE ('-' is stdout). Its format is\n"
         "                       the --format that follows it, else guessed from the\n"
         "                       name: *.pb.gz, *.pprof: pprof; *.folded: folded;\n"
+        "                       *.svg: flame graph;\n"
         "                       anything else: text\n"
-        "  -f, --format FMT     text, pprof or folded: the format of the -o before it;\n"
+        "  -f, --format FMT     text, pprof, folded or flamegraph: the format of the -o\n"
+        "                       before it;\n"
         "                       with no -o before it, the format of stdout's report\n"
         "      --text FILE      same as -o FILE --format text\n"
         "      --pprof FILE     same as -o FILE --format pprof (gzipped profile.proto,\n"
         "                       for `go tool pprof`)\n"
         "      --folded FILE    same as -o FILE --format folded (for flamegraph.pl)\n"
+        "      --flamegraph FILE  same as -o FILE --format flamegraph: a self-contained\n"
+        "                       interactive SVG of the whole stacks (hover, click to\n"
+        "                       zoom, search), coloured by kind of code\n"
+        "      --callers        text report: the callers of the top functions\n"
         "      --lines          text report: source lines next to bytecode ranges\n"
         "  With no output option the text report goes to stdout.\n"
         "  Example: vmprofd -p 1234 -o run.txt -o run.pb.gz --folded run.folded\n"
@@ -84,6 +90,7 @@ const char *vmprofd_options_format_name(VmprofdFormat f)
     case VMPROFD_FORMAT_TEXT: return "text";
     case VMPROFD_FORMAT_PPROF: return "pprof";
     case VMPROFD_FORMAT_FOLDED: return "folded";
+    case VMPROFD_FORMAT_FLAMEGRAPH: return "flame graph";
     }
     return "?";
 }
@@ -105,6 +112,7 @@ static bool parse_format(const char *s, VmprofdFormat *f)
     if (strcmp(s, "text") == 0) *f = VMPROFD_FORMAT_TEXT;
     else if (strcmp(s, "pprof") == 0) *f = VMPROFD_FORMAT_PPROF;
     else if (strcmp(s, "folded") == 0) *f = VMPROFD_FORMAT_FOLDED;
+    else if (strcmp(s, "flamegraph") == 0 || strcmp(s, "svg") == 0) *f = VMPROFD_FORMAT_FLAMEGRAPH;
     else return false;
     return true;
 }
@@ -121,6 +129,8 @@ static VmprofdFormat guess_format(const char *path)
         return VMPROFD_FORMAT_PPROF;
     if (ends_with(path, ".folded"))
         return VMPROFD_FORMAT_FOLDED;
+    if (ends_with(path, ".svg"))
+        return VMPROFD_FORMAT_FLAMEGRAPH;
     return VMPROFD_FORMAT_TEXT;
 }
 
@@ -171,6 +181,8 @@ enum {
     OPT_TEXT,
     OPT_PPROF,
     OPT_FOLDED,
+    OPT_FLAMEGRAPH,
+    OPT_CALLERS,
     OPT_LINES,
     OPT_VERSION,
     OPT_DEBUG_RESOLUTIONS,
@@ -190,6 +202,8 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
         {"text", required_argument, NULL, OPT_TEXT},
         {"pprof", required_argument, NULL, OPT_PPROF},
         {"folded", required_argument, NULL, OPT_FOLDED},
+        {"flamegraph", required_argument, NULL, OPT_FLAMEGRAPH},
+        {"callers", no_argument, NULL, OPT_CALLERS},
         {"lines", no_argument, NULL, OPT_LINES},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -254,7 +268,7 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
             break;
         case 'f':
             if (!parse_format(optarg, &f))
-                return fail(err, errlen, "--format is text, pprof or folded, not '%s'", optarg);
+                return fail(err, errlen, "--format is text, pprof, folded or flamegraph, not '%s'", optarg);
             if (pending >= 0) {
                 o->outputs[pending].format = f;
                 o->outputs[pending].format_given = true;
@@ -271,12 +285,17 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
         case OPT_TEXT:
         case OPT_PPROF:
         case OPT_FOLDED:
-            f = c == OPT_TEXT ? VMPROFD_FORMAT_TEXT : c == OPT_PPROF ? VMPROFD_FORMAT_PPROF : VMPROFD_FORMAT_FOLDED;
+        case OPT_FLAMEGRAPH:
+            f = c == OPT_TEXT     ? VMPROFD_FORMAT_TEXT
+                : c == OPT_PPROF  ? VMPROFD_FORMAT_PPROF
+                : c == OPT_FOLDED ? VMPROFD_FORMAT_FOLDED
+                                  : VMPROFD_FORMAT_FLAMEGRAPH;
             if (!add_output(o, optarg, true, f, err, errlen))
                 return false;
             pending = -1;
             break;
         case OPT_LINES: o->lines = true; break;
+        case OPT_CALLERS: o->callers = true; break;
         case OPT_DEBUG_RESOLUTIONS:
             if (optarg[0] == '\0')
                 return fail(err, errlen, "--debug-resolutions needs a file name");

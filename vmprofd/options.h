@@ -23,6 +23,7 @@ typedef enum VmprofdFormat {
     VMPROFD_FORMAT_TEXT,
     VMPROFD_FORMAT_PPROF,
     VMPROFD_FORMAT_FOLDED,
+    VMPROFD_FORMAT_FLAMEGRAPH,
 } VmprofdFormat;
 
 typedef enum VmprofdMode {
@@ -61,6 +62,7 @@ typedef struct VmprofdOptions {
     VmprofdMode mode;
     uint32_t stack_bytes;
     bool lines;
+    bool callers; /* --callers: the text report's callers section */
     bool quiet;
     const char *debug_resolutions; /* --debug-resolutions FILE: each JIT'd leaf's resolution */
     int code_log_poll_ms;          /* --code-log-poll MS: the first poll period; 0 = the default */

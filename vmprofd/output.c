@@ -16,8 +16,9 @@ static bool write_stream(const VmprofdOutput *out, const Profile *p, const Repor
         snprintf(err, errlen, "%s", strerror(errno));
         return false;
     }
-    bool ok = out->format == VMPROFD_FORMAT_TEXT ? report_write_text(f, p, topt, err, errlen)
-                                                 : report_write_folded(f, p, err, errlen);
+    bool ok = out->format == VMPROFD_FORMAT_TEXT       ? report_write_text(f, p, topt, err, errlen)
+              : out->format == VMPROFD_FORMAT_FLAMEGRAPH ? report_write_flamegraph(f, p, NULL, err, errlen)
+                                                         : report_write_folded(f, p, err, errlen);
     /* fflush/fclose report a full disk or a closed pipe the writes hid. */
     if (to_stdout) {
         if (fflush(f) != 0 && ok) {
@@ -34,7 +35,7 @@ static bool write_stream(const VmprofdOutput *out, const Profile *p, const Repor
 bool vmprofd_output_write_all(const VmprofdOptions *o, const Profile *p)
 {
     /* REPORT.md: bytecode ranges for JIT'd methods with more than 10 samples. */
-    ReportTextOptions topt = {.lines = o->lines, .range_min_samples = 10};
+    ReportTextOptions topt = {.lines = o->lines, .range_min_samples = 10, .callers = o->callers};
     bool all_ok = true;
     for (size_t i = 0; i < o->noutputs; i++) {
         const VmprofdOutput *out = &o->outputs[i];

@@ -1,0 +1,37 @@
+/*
+ * report/framekind.c — a frame's kind from its function (framekind.h).
+ */
+#include "report/framekind.h"
+
+#include <string.h>
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+ReportFrameKind report_frame_kind(const ReportFunctionInfo *f)
+{
+    const char *n = f->name ? f->name : "";
+    if (strncmp(n, "[unknown", 8) == 0 || strncmp(n, "[code zone", 10) == 0)
+        return REPORT_FRAME_UNKNOWN;
+    if (strcmp(n, "[kernel]") == 0 || strncmp(n, "[k]", 3) == 0)
+        return REPORT_FRAME_KERNEL;
+    if (ends_with(n, " (interpreted)"))
+        return REPORT_FRAME_INTERPRETED;
+    if (f->region == REPORT_REGION_GENERATED)
+        return strstr(n, ">>") ? REPORT_FRAME_JIT : REPORT_FRAME_STUB;
+    if (f->region == REPORT_REGION_VANILLA)
+        return REPORT_FRAME_VM;
+    return REPORT_FRAME_NATIVE;
+}
+
+const char *report_frame_kind_name(ReportFrameKind k)
+{
+    static const char *const names[REPORT_FRAME_KIND_COUNT] = {
+        "JIT'd Smalltalk", "PIC / trampoline", "interpreted Smalltalk", "VM C code",
+        "other native", "kernel", "unknown", "all",
+    };
+    return (unsigned)k < REPORT_FRAME_KIND_COUNT ? names[k] : "?";
+}
