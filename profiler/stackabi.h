@@ -209,7 +209,9 @@ _Static_assert(sizeof(ProfWalkFacts) == 192, "ProfWalkFacts layout is ABI");
 #define PROF_RAW_F_ROOT_TRUNCATED (1u << 4)
 #define PROF_RAW_F_LEAF_GUESSLESS (1u << 5) /* the interpreter's return address is unknown */
 #define PROF_RAW_F_KERNEL (1u << 6)     /* taken in the kernel: kernel[] holds its frames */
-#define PROF_RAW_F_NO_FACTS (1u << 7)   /* the walker had no facts (yet): native frames only */
+#define PROF_RAW_F_NO_FACTS (1u << 7)   /* the walker had no facts (yet): native frames only; top_words
+                                           then hold r12, r13, r14, r15 (an older VM names one of them
+                                           as its interpreter's ip register) */
 
 #define PROF_RAW_WHY_SWITCH 1 /* raw.why: entering or leaving machine code */
 #define PROF_RAW_WHY_NO_FACTS 2

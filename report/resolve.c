@@ -359,7 +359,18 @@ static size_t whole_frames(Profile *p, Zone *z, Symbolizer *sym, const SampleSto
     }
     if (smalltalk)
         n += smalltalk_frames(p, z, s, st, frames + n, room - n, s->nleaf == 0 && !s->nkernel);
-    else if (s->raw_mode == PROF_RAW_UNKNOWN && n < room)
+    else if (s->raw_mode == PROF_RAW_NATIVE && s->interp_ip && s->nleaf && leaf[0] >= z->interp_start &&
+             leaf[0] < z->interp_end && n + 2 < room) {
+        /* no walk facts, but the interpreter's ip register: its method, above
+         * the interpreter's frame, callers unknown */
+        int loc = interpreted_location(p, z, s->time_ns, s->tid, s->interp_ip);
+        if (loc >= 0) {
+            memmove(frames + 2, frames, n * sizeof *frames);
+            frames[0] = loc;
+            frames[1] = unknown_frame(p, z, "Smalltalk callers not walked (stacks partial)");
+            n += 2;
+        }
+    } else if (s->raw_mode == PROF_RAW_UNKNOWN && n < room)
         frames[n++] = unknown_frame(p, z, s->raw_why == PROF_RAW_WHY_SWITCH
                                               ? "switching between machine code and the interpreter"
                                               : "no walk facts");

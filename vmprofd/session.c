@@ -103,8 +103,14 @@ static void on_sample(void *ctx, const RawSample *r)
             ss->early++;
         else
             ss->partial++;
-        if (!report_samples_add_raw(&ss->store, r->raw))
+        if (!report_samples_add_raw(&ss->store, r->raw)) {
             ss->dropped++;
+            return;
+        }
+        /* an older VM's interpreter ip register (r12..r15, PERF_REG_X86_R12 = 20) */
+        uint32_t reg = ss->jit.active ? ss->jit.log.control.interp_ip_reg : 0;
+        if (reg >= 21 && reg <= 24 && !(r->raw->flags & PROF_RAW_F_KERNEL))
+            ss->store.v[ss->store.n - 1].interp_ip = r->raw->top_words[reg - 21];
         return;
     }
     if (r->raw) {

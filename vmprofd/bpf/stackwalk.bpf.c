@@ -359,7 +359,8 @@ int vmprofd_stackwalk(struct bpf_perf_event_data *ctx)
     /* the user registers: the sample's own when it interrupted user code,
      * else those saved at the entry to the kernel */
     struct pt_regs *regs = (struct pt_regs *)&ctx->regs;
-    __u64 ip = regs->ip, sp = regs->sp, bp = regs->bp, r14 = regs->r14, r15 = regs->r15;
+    __u64 ip = regs->ip, sp = regs->sp, bp = regs->bp, r12 = regs->r12, r13 = regs->r13, r14 = regs->r14,
+          r15 = regs->r15;
     if (ip >> 63) { /* a kernel address: the sample hit a system call or an interrupt */
         long n = bpf_get_stack(ctx, r->kernel, sizeof r->kernel, 0);
         if (n > 0) {
@@ -370,14 +371,21 @@ int vmprofd_stackwalk(struct bpf_perf_event_data *ctx)
         ip = BPF_CORE_READ(u, ip);
         sp = BPF_CORE_READ(u, sp);
         bp = BPF_CORE_READ(u, bp);
+        r12 = BPF_CORE_READ(u, r12);
+        r13 = BPF_CORE_READ(u, r13);
         r14 = BPF_CORE_READ(u, r14);
         r15 = BPF_CORE_READ(u, r15);
     }
 
     const ProfWalkFacts *f = &walk_config.facts;
     __u64 mode = PROF_STATE_NONE;
-    if (f->size == 0)
+    if (f->size == 0) {
         r->flags |= PROF_RAW_F_NO_FACTS;
+        r->top_words[0] = r12;
+        r->top_words[1] = r13;
+        r->top_words[2] = r14;
+        r->top_words[3] = r15;
+    }
     if (f->size == 0 || !rd(f->state_addr + PROF_STATE_MODE, &mode))
         mode = PROF_STATE_NONE;
     if (mode == PROF_STATE_MACHINE && f->cstate_addr)
