@@ -31,6 +31,24 @@ for i in 1 2; do
 done
 
 case "$SAMPLER" in
+flamegraph)
+    # the flame graph of a perf-mode run: the SVG holds the known frames, and
+    # headless Chromium renders them (its screenshot shows their colours)
+    "$VMPROFD" --mode "$MODE" --quiet -o "$WORK/out.svg" -- "$STVM" -cp "$CP" Stacks 3000 >"$WORK/out" 2>"$WORK/err" ||
+        { cat "$WORK/err"; echo "FAIL: vmprofd exited with $?"; exit 1; }
+    browser=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
+    shot=()
+    if [ -n "$browser" ]; then
+        timeout 120 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir="$WORK/chrome" \
+            --screenshot="$WORK/shot.png" --window-size=1200,700 "file://$WORK/out.svg" >"$WORK/chrome.log" 2>&1
+        [ -s "$WORK/shot.png" ] || { tail -5 "$WORK/chrome.log"; echo "FAIL: Chromium wrote no screenshot"; exit 1; }
+        shot=("$WORK/shot.png")
+    else
+        echo "note: no Chromium here (apt-get install chromium): the rendering is not checked"
+    fi
+    python3 "$SOURCE_DIR/tests/stacks/check_flamegraph.py" "$WORK/out.svg" "${shot[@]}"
+    exit $?
+    ;;
 bpfrefused)
     # perf events allowed, BPF refused (an unprivileged user): the report
     # says stacks are partial and why, and shows no Smalltalk frame
@@ -88,7 +106,7 @@ invm)
         { cat "$WORK/err"; echo "FAIL: stvm exited with $?"; exit 1; }
     ;;
 perf | ptrace)
-    "$VMPROFD" --mode "$SAMPLER" --quiet --folded "$WORK/out.folded" -o "$WORK/report.txt" -- \
+    "$VMPROFD" --mode "$SAMPLER" --quiet --callers --folded "$WORK/out.folded" -o "$WORK/report.txt" -- \
         "$STVM" "${FLAGS[@]}" -cp "$CP" Stacks "$ROUNDS" >"$WORK/out" 2>"$WORK/err"
     rc=$?
     if [ "$SAMPLER" = perf ] && grep -q "perf_event_open.*\(refused\|not permitted\|EACCES\)" "$WORK/err"; then
@@ -106,4 +124,12 @@ perf | ptrace)
     ;;
 *) echo "unknown sampler $SAMPLER"; exit 2 ;;
 esac
-python3 "$SOURCE_DIR/tests/stacks/check_stacks.py" "$WORK/out.folded"
+python3 "$SOURCE_DIR/tests/stacks/check_stacks.py" "$WORK/out.folded" || exit 1
+if [ -f "$WORK/report.txt" ]; then
+    # the text report's callers section tells the same 1:3 split
+    awk -F'\t' '/^\*\*Callers\*\*/ {on = 1} on && /^Stacks>>leaf:(_\(interpreted\)| \(interpreted\))?\t/ {in_leaf = 1; next}
+        on && in_leaf && /^\t/ {gsub(/ /, "", $2); if ($3 ~ /middleA/) a = $2 + 0; next}
+        on && in_leaf {in_leaf = 0}
+        END {printf "callers section: middleA %s%% of leaf:\n", a; exit !(a >= 23 && a <= 27)}' "$WORK/report.txt" ||
+        { sed -n '/Callers/,/Memory/p' "$WORK/report.txt"; echo "FAIL: --callers does not show the 1:3 split"; exit 1; }
+fi
