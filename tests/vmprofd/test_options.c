@@ -148,7 +148,7 @@ static void bad_usage_says_what_is_wrong(void **state)
     expect_error("--rate needs a frequency in Hz from 1 to 100000", "-p", "1", "-F", "100001", NULL);
     expect_error("--mode is auto, perf or ptrace", "-p", "1", "-m", "hw", NULL);
     expect_error("--stack-bytes needs a multiple of 8", "-p", "1", "--stack-bytes", "40000", NULL);
-    expect_error("--format is text, pprof or folded", "-p", "1", "-f", "json", NULL);
+    expect_error("--format is text, pprof, folded or flamegraph", "-p", "1", "-f", "json", NULL);
     expect_error("--code-log-poll needs milliseconds from 1 to 5000", "-p", "1", "--code-log-poll", "0", NULL);
     expect_error("--code-log-poll needs milliseconds from 1 to 5000", "-p", "1", "--code-log-poll", "9s", NULL);
     expect_error("follows no -o", "-p", "1", "-f", "text", "-f", "folded", NULL);

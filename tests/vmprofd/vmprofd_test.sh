@@ -330,7 +330,7 @@ test_bad_options() {
     expect_usage_error "--rate needs a frequency" --pid 1 -F 0
     expect_usage_error "--seconds needs a number" --pid 1 --seconds -3
     expect_usage_error "--pid needs a process id" --pid 12x
-    expect_usage_error "--format is text, pprof or folded" --pid 1 -o x --format xml
+    expect_usage_error "--format is text, pprof, folded or flamegraph" --pid 1 -o x --format xml
     expect_usage_error "--mode is auto, perf or ptrace" --pid 1 --mode magic
     expect_usage_error "needs a value" --pid
     expect_usage_error "not both" --pid 1 -- /bin/true

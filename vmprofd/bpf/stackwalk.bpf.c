@@ -48,6 +48,16 @@ static bool rd(__u64 addr, __u64 *out)
     return bpf_probe_read_user(out, 8, (const void *)addr) == 0;
 }
 
+/* Two words at once (a frame's saved fp and return address): one helper
+ * call instead of two, the walker's main cost. */
+static bool pair(ProfRawStack *r, __u64 addr, __u64 out[2])
+{
+    if (!(addr & 7) && bpf_probe_read_user(out, 16, (const void *)addr) == 0)
+        return true;
+    r->flags |= PROF_RAW_F_FAULT;
+    return false;
+}
+
 static bool word(ProfRawStack *r, __u64 addr, __u64 *out)
 {
     if (rd(addr, out))
@@ -68,13 +78,12 @@ static __u64 before(__u64 base, __u64 bcpc) { return base + (bcpc ? bcpc - 1 : 0
 static __u64 bytes_of(ProfRawStack *r, __u64 m)
 {
     const ProfWalkFacts *f = &walk_config.facts;
-    __u64 hdr, mh;
-    if (m == 0 || (m & 7) || !word(r, m, &hdr) || (hdr & f->class_index_mask) != f->method_class_index ||
-        !word(r, m + 8, &mh)) {
+    __u64 h[2];
+    if (m == 0 || !pair(r, m, h) || (h[0] & f->class_index_mask) != f->method_class_index) {
         r->flags |= PROF_RAW_F_BAD_FRAME;
         return 0;
     }
-    return m + 8 + 8 * ((mh >> 1) & f->method_slots_mask);
+    return m + 8 + 8 * ((h[1] >> 1) & f->method_slots_mask);
 }
 
 /* -- The native walk --------------------------------------------------------------- */
@@ -97,11 +106,12 @@ static long native_step(__u32 i, void *vctx)
     ProfRawStack *r = rec();
     if (!r)
         return 1;
-    __u64 ret, nbp, bp = w->bp;
-    if (bp == 0 || (bp & 7) || !word(r, bp + 8, &ret) || !word(r, bp, &nbp) || ret == 0) {
+    __u64 fr[2], bp = w->bp;
+    if (bp == 0 || !pair(r, bp, fr) || fr[1] == 0) {
         w->done = 1;
         return 1;
     }
+    __u64 nbp = fr[0], ret = fr[1];
     w->bp = nbp != 0 && nbp <= bp ? 0 : nbp;
     const ProfWalkFacts *f = &walk_config.facts;
     if ((w->stop == STOP_ZONE && in_zone(f, ret)) || (w->stop == STOP_INTERP && in_interp(f, ret))) {
@@ -199,13 +209,14 @@ static long st_step(__u32 i, void *vctx)
     if (c->ctx)
         return context_step(r, c);
     const ProfWalkFacts *f = &walk_config.facts;
-    __u64 fp = c->fp, saved, link;
+    __u64 fp = c->fp, fr[2];
     if (!in_stack(f, fp)) {
         r->flags |= PROF_RAW_F_BAD_FRAME;
         return 1;
     }
-    if (!word(r, fp + 8, &saved) || !word(r, fp, &link))
+    if (!pair(r, fp, fr))
         return 1;
+    __u64 link = fr[0], saved = fr[1];
     if (link == 0) {
         if (f->page_bytes == 0)
             return 1;
@@ -286,9 +297,10 @@ static void machine(ProfRawStack *r, __u64 ip, __u64 sp, __u64 bp)
         }
     }
     if (r->mode != PROF_RAW_UNKNOWN) {
-        for (int i = 0; i < PROF_RAW_TOP_WORDS; i++)
-            if (!rd(r->top_sp + 8ull * i, &r->top_words[i]))
-                r->top_words[i] = 0;
+        if (bpf_probe_read_user(r->top_words, sizeof r->top_words, (const void *)r->top_sp) != 0)
+            for (int i = 0; i < PROF_RAW_TOP_WORDS; i++) /* the top of a page: word by word */
+                if (!rd(r->top_sp + 8ull * i, &r->top_words[i]))
+                    r->top_words[i] = 0;
         __u64 m, fl, hdr, mh;
         if (in_stack(f, r->top_fp) && rd(r->top_fp - 8, &m) && rd(r->top_fp - f->frame_flags_offset, &fl) && m &&
             !(m & 7) && rd(m, &hdr) && (hdr & f->class_index_mask) == f->method_class_index && rd(m + 8, &mh))
