@@ -408,7 +408,12 @@ int vmprofd_stackwalk(struct bpf_perf_event_data *ctx)
         __u64 wbp = bp;
         walk_leaf(r, ip, &wbp, STOP_NONE);
     }
-    if (bpf_ringbuf_output(&records, r, sizeof *r, 0) != 0)
+    /* No wake-up per record: vmprofd drains the ring on its own poll
+     * timer (every 50 ms at most), and a wake-up per sample (an irq_work
+     * and a context switch on the target's CPU) cost more than the walk.
+     * Only a quarter-full ring wakes it. */
+    __u64 wake = bpf_ringbuf_query(&records, BPF_RB_AVAIL_DATA) > (1 << 20) ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+    if (bpf_ringbuf_output(&records, r, sizeof *r, wake) != 0)
         __sync_fetch_and_add(&dropped, 1);
     return 0;
 }
