@@ -4,6 +4,8 @@
 #define _GNU_SOURCE
 #include "profiler/jitdump.h"
 
+#include "profiler/ehframe.h"
+
 #include "profiler/codeevents.h"
 #include "profiler/livecode.h"
 
@@ -167,6 +169,27 @@ static void write_debug_info(const ProfCodeLoad *e, uint64_t code, uint64_t code
     rec_end(PROF_JITDUMP_CODE_DEBUG_INFO, prof_clock_ns());
 }
 
+/* -- Unwinding ------------------------------------------------------------------- */
+
+/* JIT_CODE_UNWINDING_INFO, right before the load it describes (perf inject
+ * attaches it to the next load). */
+static void write_unwinding_info(const ProfCodeLoad *e, uint64_t code, uint64_t code_size)
+{
+    uint8_t buf[4096];
+    size_t hdr = 0;
+    size_t n = prof_ehframe_build(buf, sizeof buf, code_size, code - e->start, e->unwind, e->unwind ? e->unwind_count : 0,
+                                  &hdr);
+    if (n == 0)
+        return; /* a piece with more rules than 4 KiB of them: perf then unwinds it by frame pointers */
+    rec_begin();
+    ProfJitdumpUnwinding u = {.unwinding_size = n, .eh_frame_hdr_size = hdr, .mapped_size = n};
+    rec_put(&u, sizeof u);
+    rec_put(buf, n);
+    static const uint8_t zeros[8];
+    rec_put(zeros, (8 - n % 8) % 8);
+    rec_end(PROF_JITDUMP_CODE_UNWINDING_INFO, prof_clock_ns());
+}
+
 /* -- The sink --------------------------------------------------------------------- */
 
 static void on_load(const ProfCodeLoad *e, void *ctx)
@@ -176,7 +199,9 @@ static void on_load(const ProfCodeLoad *e, void *ctx)
     uint64_t code = e->code_start ? e->code_start : e->start;
     uint64_t size = e->code_size ? e->code_size : e->start + e->size - code;
     const char *name = e->name && e->name[0] ? e->name : "?";
-    if (e->kind == PROF_CODE_METHOD || e->kind == PROF_CODE_BLOCK) write_debug_info(e, code, size);
+    /* both describe the next load: unwinding first, debug info right before it */
+    write_unwinding_info(e, code, size);
+    if (fd >= 0 && (e->kind == PROF_CODE_METHOD || e->kind == PROF_CODE_BLOCK)) write_debug_info(e, code, size);
     if (fd < 0) return;
     uint64_t index = next_index++;
     rec_begin();

@@ -87,7 +87,10 @@ enum {
     PROF_JITDUMP_CODE_MOVE = 1,
     PROF_JITDUMP_CODE_DEBUG_INFO = 2,
     PROF_JITDUMP_CODE_CLOSE = 3,
+    PROF_JITDUMP_CODE_UNWINDING_INFO = 4,
 };
+
+
 
 typedef struct ProfJitdumpHeader {
     uint32_t magic, version, total_size, elf_mach, pad1, pid;
@@ -98,6 +101,15 @@ typedef struct ProfJitdumpRecord {
     uint32_t id, total_size;
     uint64_t timestamp;
 } ProfJitdumpRecord;
+
+/* JIT_CODE_UNWINDING_INFO: before a load, how to unwind its code (the
+ * .eh_frame then .eh_frame_hdr of profiler/ehframe.h), padded to 8 bytes. */
+typedef struct ProfJitdumpUnwinding {
+    ProfJitdumpRecord p;
+    uint64_t unwinding_size;    /* .eh_frame + .eh_frame_hdr */
+    uint64_t eh_frame_hdr_size;
+    uint64_t mapped_size;       /* the same: nothing of it is mapped at run time */
+} ProfJitdumpUnwinding;
 
 typedef struct ProfJitdumpLoad {
     ProfJitdumpRecord r;

@@ -122,13 +122,29 @@ static bool read_record(JdFile *f, JdRecord *r, size_t off, char *err, size_t er
         f->debug_infos++;
         break;
     }
+    case JD_UNWINDING_INFO: {
+        /* three sizes, then .eh_frame and .eh_frame_hdr, padded to 8; the
+         * .eh_frame starts with a CIE */
+        if (r->total_size < RECORD_HEADER + 24 + 16)
+            return failf(err, errlen, "UNWINDING_INFO at %zu: %u bytes, less than its fields", off, r->total_size);
+        uint64_t size = u64_at(p + 16), hdr = u64_at(p + 24), mapped = u64_at(p + 32);
+        if (size < 16 + hdr || mapped != size || RECORD_HEADER + 24 + size > r->total_size ||
+            r->total_size - (RECORD_HEADER + 24 + size) >= 8)
+            return failf(err, errlen, "UNWINDING_INFO at %zu: sizes %llu/%llu/%llu do not fit its %u bytes", off,
+                         (unsigned long long)size, (unsigned long long)hdr, (unsigned long long)mapped, r->total_size);
+        const uint8_t *eh = p + RECORD_HEADER + 24;
+        if (u32_at(eh + 4) != 0 || eh[8] != 1)
+            return failf(err, errlen, "UNWINDING_INFO at %zu: the .eh_frame does not start with a CIE", off);
+        f->unwinding_infos++;
+        break;
+    }
     case JD_CLOSE:
         if (r->total_size != RECORD_HEADER)
             return failf(err, errlen, "CLOSE at %zu: %u bytes, not %d", off, r->total_size, RECORD_HEADER);
         f->closes++;
         break;
     default:
-        return failf(err, errlen, "record at %zu: unknown type %u (stvm writes 0-3)", off, r->id);
+        return failf(err, errlen, "record at %zu: unknown type %u (stvm writes 0-4)", off, r->id);
     }
     return true;
 }

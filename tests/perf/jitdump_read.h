@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { JD_LOAD = 0, JD_MOVE = 1, JD_DEBUG_INFO = 2, JD_CLOSE = 3 };
+enum { JD_LOAD = 0, JD_MOVE = 1, JD_DEBUG_INFO = 2, JD_CLOSE = 3, JD_UNWINDING_INFO = 4 };
 
 typedef struct JdRow {
     uint64_t addr;
@@ -57,7 +57,7 @@ typedef struct JdFile {
     uint64_t timestamp, flags;
     JdRecord *recs;
     size_t nrecs;
-    size_t loads, moves, debug_infos, closes;
+    size_t loads, moves, debug_infos, closes, unwinding_infos;
 } JdFile;
 
 typedef struct JdCheck {

@@ -196,6 +196,15 @@ perf-jitdump)
         # thousands of them, past the argument-list limit of ls
         find "$WORK" -maxdepth 1 -name "jitted-$PID-*.so" -print -quit | grep -q . ||
             fail "perf inject wrote no jitted-$PID-*.so"
+        # JIT_CODE_UNWINDING_INFO: a method's .so has an .eh_frame whose rules
+        # follow the prologue (rsp+8, then rsp+16, then the frame: rbp+16)
+        if [ $run = roomy ] && command -v readelf >/dev/null; then
+            so=$(grep -l 'Richards\|DeltaBlue\|DB[A-Za-z]*>>' "$WORK"/jitted-"$PID"-1[0-9].so 2>/dev/null | head -1)
+            [ -n "$so" ] || so=$(find "$WORK" -maxdepth 1 -name "jitted-$PID-*.so" | head -1)
+            readelf --debug-dump=frames-interp "$so" >"$WORK/frames.txt" 2>&1
+            grep -q 'rbp+16' "$WORK/frames.txt" && grep -q 'rsp+16' "$WORK/frames.txt" ||
+                { cat "$WORK/frames.txt"; fail "the jitted .so has no .eh_frame with the method's unwind rules"; }
+        fi
         HOME=$WORK perf report -i "$WORK/$run.jit.data" --stdio --sort dso,sym,srcline >"$WORK/$run.report.log" 2>&1 ||
             fail "perf report failed"
         grep -Eq "jitted-$PID-[0-9]+\.so +\[\.\] (\[\] in )?DB[A-Za-z]+>>[A-Za-z:]+ +DB[A-Za-z]+\.som:[0-9]+" \
