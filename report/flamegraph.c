@@ -2,17 +2,36 @@
  * report/flamegraph.c — one self-contained interactive SVG of a profile's
  * whole stacks: no external script, font or tool.
  *
- * Layout: an icicle — the root (`main`, or the outermost frame of each
- * stack) on the top row, callees below, each frame as wide as the samples
- * under it; siblings sorted by name so equal profiles give identical files.
- * Stacks merge by function name. Frames narrower than 0.1 px are left out
- * (their samples still count in their callers' width), said in the footer.
+ * Layout: an icicle — the root ("all", then `main` or the outermost frame
+ * of each stack) on the top row, callees below, each frame as wide as the
+ * samples under it (its own plus its callees'); siblings sorted by name
+ * (strcmp) so equal profiles give identical files. Stacks merge by
+ * function name. Frames narrower than 0.1 px are left out (their samples
+ * still count in their callers' width), said in the footer.
  *
- * Interaction (an inline script): hovering shows a frame's name, samples
- * and share in a status line (and a <title> tooltip); clicking a frame
- * zooms so its subtree fills the width (its callers stay, dimmed; "Reset
- * zoom" goes back); "Search" takes a regular expression, paints the
- * matching frames and shows the share of samples under them.
+ * Each frame is one element, so renderers, tests and scripts read it alike:
+ *
+ *   <g class="f kK" data-x=X data-w=W data-d=D data-n=N>
+ *     <title>NAME (N samples, P%)</title><rect …/><text>LABEL</text></g>
+ *
+ *   K  ReportFrameKind (report/framekind.h), the colour
+ *   X  left edge, W width: fractions of all samples (0..1), to 8 decimals
+ *      so rounding never puts a callee's edge past its caller's (at 6, a
+ *      last callee could end 1e-6 beyond it)
+ *   D  depth, 0 = "all";  N samples under the frame;  P = N / all
+ *
+ * Names are XML-escaped and made valid UTF-8 (a symbol with stray bytes
+ * must not make the whole file unreadable); labels are cut to what fits
+ * the frame, on a character boundary, ending in "..".
+ *
+ * Interaction (an inline script, in a closure: `status` or `name` as
+ * globals would be the window's own properties): hovering shows a frame's
+ * name, samples and share in the status line (and a <title> tooltip);
+ * clicking a frame zooms so its subtree fills the width (its callers stay,
+ * dimmed; "Reset zoom", Escape or a click on "all" go back); "Search",
+ * Ctrl-F or "/" ask for a regular expression, paint the matching frames and
+ * show the share of samples under them (a frame matching inside a matching
+ * frame counts once).
  *
  * Colours by kind (report/framekind.h): JIT'd Smalltalk, PICs and
  * trampolines, interpreted Smalltalk, VM C code, other native code,
@@ -30,7 +49,21 @@
 #define FG_ROW 17.0     /* px per stack level */
 #define FG_TOP 70.0     /* title, controls, status */
 #define FG_MIN_PX 0.1   /* narrower frames are left out */
-#define FG_CHAR_PX 6.6  /* an 11px monospace-ish character, for label cutting */
+#define FG_CHAR_PX 6.6  /* an 11px monospace character (0.6 em), for label cutting */
+/* The title's 900 px (150 px each side for the controls) of 15 px text,
+ * as the width write_label would give 11 px text of as many characters. */
+#define FG_TITLE_PX ((FG_WIDTH - 2 * 150.0) * 11.0 / 15.0)
+
+/* Fill colours by ReportFrameKind: greens for Smalltalk in machine code
+ * (the stubs lighter), blue for the interpreter's, warm for C (the VM's
+ * orange, others' khaki), red for the kernel, greys for unknown and the
+ * root. Magenta (#e040fb) is kept for search hits. */
+static const char *const kind_colour[] = {
+    [REPORT_FRAME_JIT] = "#5cb85c",    [REPORT_FRAME_STUB] = "#9fd89f",    [REPORT_FRAME_INTERPRETED] = "#5b9bd5",
+    [REPORT_FRAME_VM] = "#f0a04b",     [REPORT_FRAME_NATIVE] = "#c8c8a0",  [REPORT_FRAME_KERNEL] = "#e06060",
+    [REPORT_FRAME_UNKNOWN] = "#dddddd", [REPORT_FRAME_OTHER] = "#b0b0b0",
+};
+_Static_assert(sizeof kind_colour / sizeof *kind_colour == REPORT_FRAME_KIND_COUNT, "a colour for every kind");
 
 typedef struct Node {
     const char *name;  /* the function's name (owned by the profile) */
@@ -83,19 +116,86 @@ static void build(const Profile *p, Tree *t)
     }
 }
 
+/* The next character of a UTF-8 string: its byte length, and whether it
+ * is one XML may carry. Invalid or overlong sequences, surrogates and
+ * U+FFFE/U+FFFF are one bad byte each; C0 controls other than tab are
+ * bad too (XML 1.0 forbids them). */
+static size_t utf8_next(const unsigned char *s, bool *good)
+{
+    unsigned c = s[0];
+    size_t len = c < 0x80                ? 1
+                 : c >= 0xc2 && c <= 0xdf ? 2
+                 : c >= 0xe0 && c <= 0xef ? 3
+                 : c >= 0xf0 && c <= 0xf4 ? 4
+                                          : 0; /* 0x80..0xc1, 0xf5..: never a lead byte */
+    *good = len > 0;
+    if (len <= 1) {
+        *good = *good && (c >= 0x20 || c == '\t');
+        return 1;
+    }
+    uint32_t cp = c & (0x7fu >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) {
+            *good = false;
+            return 1;
+        }
+        cp = cp << 6 | (s[i] & 0x3fu);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff) ||
+        cp == 0xfffe || cp == 0xffff) {
+        *good = false;
+        return 1;
+    }
+    return len;
+}
+
+/* Characters (not bytes) in s, as the label cutting counts them. */
+static size_t utf8_chars(const char *s)
+{
+    size_t n = 0;
+    bool good;
+    for (const unsigned char *u = (const unsigned char *)s; *u; u += utf8_next(u, &good))
+        n++;
+    return n;
+}
+
+/* At most max characters of s as XML character data (or an attribute
+ * value): markup escaped, bad bytes as U+FFFD. */
 static void xml_text(FILE *out, const char *s, size_t max)
 {
-    for (size_t i = 0; *s && i < max; s++, i++) {
-        switch (*s) {
-        case '<': fputs("&lt;", out); break;
-        case '>': fputs("&gt;", out); break;
-        case '&': fputs("&amp;", out); break;
-        case '"': fputs("&quot;", out); break;
-        case '\'': fputs("&apos;", out); break;
-        default:
-            if ((unsigned char)*s >= 0x20 || *s == '\t')
-                fputc(*s, out);
-        }
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; *u && i < max; i++) {
+        bool good;
+        size_t len = utf8_next(u, &good);
+        if (!good)
+            fputs("\xef\xbf\xbd", out); /* U+FFFD REPLACEMENT CHARACTER */
+        else if (*u == '<')
+            fputs("&lt;", out);
+        else if (*u == '>')
+            fputs("&gt;", out);
+        else if (*u == '&')
+            fputs("&amp;", out);
+        else if (*u == '"')
+            fputs("&quot;", out);
+        else if (*u == '\'')
+            fputs("&apos;", out);
+        else
+            fwrite(u, 1, len, out);
+        u += len;
+    }
+}
+
+/* The label of a frame w px wide: the whole name, or its start and "..",
+ * or nothing; the script's label() cuts the same way when it zooms. */
+static void write_label(FILE *out, const char *name, double w)
+{
+    size_t fit = w > 4 ? (size_t)((w - 4) / FG_CHAR_PX) : 0;
+    size_t len = utf8_chars(name);
+    if (len <= fit) {
+        xml_text(out, name, len);
+    } else if (fit >= 3) {
+        xml_text(out, name, fit - 2);
+        fputs("..", out);
     }
 }
 
@@ -118,22 +218,13 @@ static void emit_node(Emit *e, int id, double x, int depth)
     if (depth > e->max_depth)
         e->max_depth = depth;
     double y = FG_TOP + depth * FG_ROW;
-    fprintf(e->out, "<g class=\"f k%d\" data-x=\"%.6f\" data-w=\"%.6f\" data-d=\"%d\" data-n=\"%llu\"><title>", n->kind,
+    fprintf(e->out, "<g class=\"f k%d\" data-x=\"%.8f\" data-w=\"%.8f\" data-d=\"%d\" data-n=\"%llu\"><title>", n->kind,
             x / FG_WIDTH, w / FG_WIDTH, depth, (unsigned long long)n->count);
-    xml_text(e->out, n->name, 4096);
+    xml_text(e->out, n->name, SIZE_MAX);
     fprintf(e->out, " (%llu samples, %.2f%%)</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\"/>",
             (unsigned long long)n->count, 100.0 * (double)n->count / e->total, x, y, w, FG_ROW - 1);
-    size_t fit = w > 2 * FG_CHAR_PX ? (size_t)((w - 4) / FG_CHAR_PX) : 0;
     fprintf(e->out, "<text x=\"%.2f\" y=\"%.1f\">", x + 3, y + FG_ROW - 5);
-    if (fit > 0) {
-        size_t len = strlen(n->name);
-        if (len <= fit) {
-            xml_text(e->out, n->name, len);
-        } else if (fit > 2) {
-            xml_text(e->out, n->name, fit - 2);
-            fputs("..", e->out);
-        }
-    }
+    write_label(e->out, n->name, w);
     fputs("</text></g>\n", e->out);
     double cx = x;
     for (int c = n->first_child; c >= 0; c = e->t->v[c].next_sibling) {
@@ -142,34 +233,51 @@ static void emit_node(Emit *e, int id, double x, int depth)
     }
 }
 
-/* The script: zoom by rewriting x and width from each frame's fractions,
- * search by a regular expression over the frames' names. */
+/* The script. Zoom rewrites each frame's x and width from its data-x and
+ * data-w fractions; search tests a regular expression against the names
+ * (the <title> text without its counts) and sums the union of the hits'
+ * spans, so nested hits count once (W and CH are FG_WIDTH and FG_CHAR_PX).
+ * Everything lives in a closure: a global `status` would be window.status,
+ * a string, and the status line would silently stay blank. */
 static const char *const script =
     "<script><![CDATA[\n"
-    "var W=" "1200" ",frames=Array.prototype.slice.call(document.querySelectorAll('g.f'));\n"
-    "var status=document.getElementById('status'),total=+document.getElementById('all').getAttribute('data-n');\n"
+    "(function(){'use strict';\n"
+    "var W=1200,CH=6.6,frames=Array.prototype.slice.call(document.querySelectorAll('g.f'));\n"
+    "var statusEl=document.getElementById('status'),matchedEl=document.getElementById('matched'),\n"
+    " resetEl=document.getElementById('reset'),last='',\n"
+    " total=+document.getElementById('all').getAttribute('data-n')||1;\n"
+    "function num(g,a){return +g.getAttribute(a);}\n"
     "function nameOf(g){return g.querySelector('title').textContent.replace(/ \\(\\d+ samples, [0-9.]+%\\)$/,'');}\n"
-    "function label(g,w){var t=g.querySelector('text'),n=nameOf(g),fit=Math.floor((w-4)/6.6);\n"
-    " t.textContent=fit<3?'':(n.length<=fit?n:n.substring(0,fit-2)+'..');}\n"
-    "function place(x0,w0,d0){frames.forEach(function(g){var x=+g.getAttribute('data-x'),w=+g.getAttribute('data-w'),\n"
-    " d=+g.getAttribute('data-d'),r=g.querySelector('rect'),t=g.querySelector('text');\n"
-    " var inside=x>=x0-1e-9&&x+w<=x0+w0+1e-9,above=d<d0&&x<=x0+1e-9&&x+w>=x0+w0-1e-9;\n"
+    "function label(g,w){var t=g.querySelector('text'),n=nameOf(g),fit=w>4?Math.floor((w-4)/CH):0;\n"
+    " t.textContent=n.length<=fit?n:fit>=3?n.substring(0,fit-2)+'..':'';}\n"
+    "function place(x0,w0,d0){frames.forEach(function(g){var x=num(g,'data-x'),w=num(g,'data-w'),d=num(g,'data-d'),\n"
+    "  r=g.querySelector('rect'),t=g.querySelector('text');\n"
+    " var inside=x>=x0-1e-9&&x+w<=x0+w0+1e-9&&d>=d0,above=d<d0&&x<=x0+1e-9&&x+w>=x0+w0-1e-9;\n"
     " if(!inside&&!above){g.style.display='none';return;}g.style.display='';\n"
-    " var nx=above?0:(x-x0)/w0*W,nw=above?W:w/w0*W;r.setAttribute('x',nx);r.setAttribute('width',nw);\n"
-    " t.setAttribute('x',nx+3);label(g,nw);g.classList.toggle('dim',above&&d<d0);});}\n"
-    "frames.forEach(function(g){g.addEventListener('mouseover',function(){status.textContent=\n"
-    " nameOf(g)+': '+g.getAttribute('data-n')+' samples, '+(100*g.getAttribute('data-n')/total).toFixed(2)+'%';});\n"
-    " g.addEventListener('click',function(){place(+g.getAttribute('data-x'),+g.getAttribute('data-w'),\n"
-    " +g.getAttribute('data-d'));document.getElementById('reset').style.display='';});});\n"
-    "document.getElementById('reset').addEventListener('click',function(){place(0,1,0);this.style.display='none';});\n"
-    "document.getElementById('search').addEventListener('click',function(){var q=prompt('Search frames (regular "
-    "expression)','');\n"
-    " if(q===null)return;var re;try{re=new RegExp(q);}catch(e){status.textContent='bad expression: '+e.message;return;}\n"
-    " var spans=[];frames.forEach(function(g){var m=q!==''&&re.test(nameOf(g));g.classList.toggle('hit',m);\n"
-    "  if(m)spans.push([+g.getAttribute('data-x'),+g.getAttribute('data-w')]);});\n"
-    " spans.sort(function(a,b){return a[0]-b[0];});var sum=0,end=-1;spans.forEach(function(s){\n"
-    "  if(s[0]>=end-1e-12){sum+=s[1];end=s[0]+s[1];}else if(s[0]+s[1]>end){sum+=s[0]+s[1]-end;end=s[0]+s[1];}});\n"
-    " status.textContent=q===''?'':'matched '+(100*sum).toFixed(2)+'% of the samples: /'+q+'/';});\n"
+    " var nx=above?0:(x-x0)/w0*W,nw=above?W:w/w0*W;\n"
+    " r.setAttribute('x',nx.toFixed(2));r.setAttribute('width',nw.toFixed(2));\n"
+    " t.setAttribute('x',(nx+3).toFixed(2));label(g,nw);g.classList.toggle('dim',above);});\n"
+    " resetEl.style.display=w0<1||d0>0?'':'none';}\n"
+    "function search(q){if(q===undefined){q=prompt('Search frames (a regular expression; empty clears)',last);\n"
+    "  if(q===null)return;}\n"
+    " var re;try{re=new RegExp(q);}catch(e){matchedEl.textContent='bad expression: '+e.message;return;}\n"
+    " last=q;var spans=[];frames.forEach(function(g){var m=q!==''&&re.test(nameOf(g));g.classList.toggle('hit',m);\n"
+    "  if(m)spans.push([num(g,'data-x'),num(g,'data-w')]);});\n"
+    " spans.sort(function(a,b){return a[0]-b[0];});var sum=0,end=0;spans.forEach(function(s){\n"
+    "  var a=Math.max(s[0],end),b=s[0]+s[1];if(b>a){sum+=b-a;end=b;}});\n"
+    " matchedEl.textContent=q===''?'':'matched '+(100*Math.min(sum,1)).toFixed(2)+'% of the samples: /'+q+'/';}\n"
+    "frames.forEach(function(g){\n"
+    " g.addEventListener('mouseover',function(){statusEl.textContent=nameOf(g)+': '+g.getAttribute('data-n')+\n"
+    "  ' samples, '+(100*num(g,'data-n')/total).toFixed(2)+'%';});\n"
+    " g.addEventListener('mouseout',function(){statusEl.textContent=' ';});\n"
+    " g.addEventListener('click',function(){place(num(g,'data-x'),num(g,'data-w'),num(g,'data-d'));});});\n"
+    "resetEl.addEventListener('click',function(){place(0,1,0);});\n"
+    "document.getElementById('search').addEventListener('click',function(){search();});\n"
+    "document.addEventListener('keydown',function(e){\n"
+    " if(((e.ctrlKey||e.metaKey)&&(e.key==='f'||e.key==='F'))||(e.key==='/'&&!e.ctrlKey&&!e.metaKey)){\n"
+    "  e.preventDefault();search();}\n"
+    " else if(e.key==='Escape'){place(0,1,0);search('');}});\n"
+    "})();\n"
     "]]></script>\n";
 
 bool report_write_flamegraph(FILE *out, const Profile *p, const ReportFlameOptions *opt, char *err, size_t errlen)
@@ -188,6 +296,8 @@ bool report_write_flamegraph(FILE *out, const Profile *p, const ReportFlameOptio
         return false;
     }
     e.out = mem;
+    errno = 0;
+    clearerr(out);
     fprintf(mem, "<g id=\"all\" class=\"f k%d\" data-x=\"0\" data-w=\"1\" data-d=\"0\" data-n=\"%llu\"><title>all "
                  "(%llu samples, 100.00%%)</title><rect x=\"0\" y=\"%.1f\" width=\"%.0f\" height=\"%.1f\"/>"
                  "<text x=\"3\" y=\"%.1f\">all</text></g>\n",
@@ -208,17 +318,20 @@ bool report_write_flamegraph(FILE *out, const Profile *p, const ReportFlameOptio
             FG_WIDTH, height, FG_WIDTH, height);
     fputs("<style>g.f rect{stroke:#fff;stroke-width:0.5;cursor:pointer}g.f text{pointer-events:none;fill:#000}"
           "g.f:hover rect{stroke:#000}g.dim rect{opacity:0.45}g.hit rect{fill:#e040fb!important}"
-          ".k0 rect{fill:#5cb85c}.k1 rect{fill:#9fd89f}.k2 rect{fill:#5b9bd5}.k3 rect{fill:#f0a04b}"
-          ".k4 rect{fill:#c8c8a0}.k5 rect{fill:#e06060}.k6 rect{fill:#dddddd}.k7 rect{fill:#b0b0b0}"
-          ".btn{cursor:pointer;fill:#1a5fb4;text-decoration:underline}</style>\n",
+          ".btn{cursor:pointer;fill:#1a5fb4;text-decoration:underline}",
           out);
+    for (int k = 0; k < REPORT_FRAME_KIND_COUNT; k++)
+        fprintf(out, ".k%d rect{fill:%s}", k, kind_colour[k]);
+    fputs("</style>\n", out);
     fputs("<rect width=\"100%\" height=\"100%\" fill=\"#fafafa\"/>\n<text x=\"600\" y=\"20\" text-anchor=\"middle\" "
           "font-size=\"15\">",
           out);
-    xml_text(out, title, 300);
+    /* the title line's middle, between "Reset zoom" and "Search", at 15 px */
+    write_label(out, title, FG_TITLE_PX);
     fputs("</text>\n<text id=\"reset\" class=\"btn\" x=\"10\" y=\"20\" style=\"display:none\">Reset zoom</text>\n"
-          "<text id=\"search\" class=\"btn\" x=\"1130\" y=\"20\">Search</text>\n"
-          "<text id=\"status\" x=\"10\" y=\"42\"> </text>\n",
+          "<text id=\"search\" class=\"btn\" x=\"1190\" y=\"20\" text-anchor=\"end\">Search (Ctrl-F)</text>\n"
+          "<text id=\"status\" x=\"10\" y=\"42\"> </text>\n"
+          "<text id=\"matched\" x=\"1190\" y=\"42\" text-anchor=\"end\"> </text>\n",
           out);
     /* the legend: one swatch per kind */
     double lx = 10;
@@ -234,13 +347,18 @@ bool report_write_flamegraph(FILE *out, const Profile *p, const ReportFlameOptio
         fwrite(body, 1, body_len, out);
     free(body);
     fprintf(out, "<text x=\"10\" y=\"%.0f\">%llu samples; root at the top, callees below, width = samples; click a "
-                 "frame to zoom%s</text>\n",
+                 "frame to zoom, Ctrl-F to search%s</text>\n",
             height - 20, (unsigned long long)t.v[0].count,
             e.hidden ? "; frames under 0.1 px are not drawn" : "");
     fputs(script, out);
     fputs("</svg>\n", out);
     free(t.v);
-    if (!ok || ferror(out)) {
+    if (!ok) {
+        snprintf(err, errlen, "out of memory for the flame graph");
+        return false;
+    }
+    /* fflush: a full disk shows here, not in the buffered writes */
+    if (fflush(out) != 0 || ferror(out)) {
         snprintf(err, errlen, "cannot write the flame graph: %s", strerror(errno ? errno : EIO));
         return false;
     }

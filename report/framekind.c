@@ -1,5 +1,10 @@
 /*
  * report/framekind.c — a frame's kind from its function (framekind.h).
+ *
+ * Names first, region second: "[unknown…]"/"[code zone…]" and "[kernel]"
+ * are pseudo-functions the resolver makes in any region, and an
+ * interpreted method is named "Class>>sel (interpreted)" while its pc lies
+ * in the VM's own interpret() (vanilla).
  */
 #include "report/framekind.h"
 
@@ -20,8 +25,15 @@ ReportFrameKind report_frame_kind(const ReportFunctionInfo *f)
         return REPORT_FRAME_KERNEL;
     if (ends_with(n, " (interpreted)"))
         return REPORT_FRAME_INTERPRETED;
-    if (f->region == REPORT_REGION_GENERATED)
+    if (f->region == REPORT_REGION_GENERATED) {
+        /* PICs are named by their selector, which may itself hold ">>"
+         * (">>> (closed PIC)"), so their suffix decides before the ">>" of
+         * "Class>>sel" and "[] in Class>>sel"; trampolines ("ceSend…",
+         * "ceReturnToInterpreter") have neither (vm/jitpublish.c names them). */
+        if (ends_with(n, " (closed PIC)") || ends_with(n, " (open PIC)"))
+            return REPORT_FRAME_STUB;
         return strstr(n, ">>") ? REPORT_FRAME_JIT : REPORT_FRAME_STUB;
+    }
     if (f->region == REPORT_REGION_VANILLA)
         return REPORT_FRAME_VM;
     return REPORT_FRAME_NATIVE;

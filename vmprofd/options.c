@@ -20,7 +20,8 @@ void vmprofd_options_usage(FILE *out)
         "       vmprofd [options] -- COMMAND [ARGS...]\n"
         "\n"
         "Samples a running process, or a command it starts, and writes a profile:\n"
-        "the VMProfiler-style text report, a pprof profile, or folded stacks.\n"
+        "the VMProfiler-style text report, a pprof profile, folded stacks, or an\n"
+        "interactive flame graph (SVG).\n"
         "Made for stvm (it reads the VM's export segment /dev/shm/stvm-PID for GC\n"
         "and VM counters) but profiles any process (native symbols only then).\n"
         "\n"
@@ -43,11 +44,12 @@ void vmprofd_options_usage(FILE *out)
         "  -o, --output FILE    write a profile to FILE ('-' is stdout). Its format is\n"
         "                       the --format that follows it, else guessed from the\n"
         "                       name: *.pb.gz, *.pprof: pprof; *.folded: folded;\n"
-        "                       *.svg: flame graph;\n"
-        "                       anything else: text\n"
+        "                       *.svg: flame graph; anything else: text\n"
         "  -f, --format FMT     text, pprof, folded or flamegraph: the format of the -o\n"
-        "                       before it;\n"
-        "                       with no -o before it, the format of stdout's report\n"
+        "                       before it; with no -o before it, the format of\n"
+        "                       stdout's report, or of the one -o FILE when that is\n"
+        "                       the only output (--format pprof -o FILE is\n"
+        "                       -o FILE --format pprof)\n"
         "      --text FILE      same as -o FILE --format text\n"
         "      --pprof FILE     same as -o FILE --format pprof (gzipped profile.proto,\n"
         "                       for `go tool pprof`)\n"
@@ -55,10 +57,12 @@ void vmprofd_options_usage(FILE *out)
         "      --flamegraph FILE  same as -o FILE --format flamegraph: a self-contained\n"
         "                       interactive SVG of the whole stacks (hover, click to\n"
         "                       zoom, search), coloured by kind of code\n"
-        "      --callers        text report: the callers of the top functions\n"
+        "      --callers        text report: who called each of the 10 functions with\n"
+        "                       the most samples, with shares (after the tables)\n"
         "      --lines          text report: source lines next to bytecode ranges\n"
         "  With no output option the text report goes to stdout.\n"
         "  Example: vmprofd -p 1234 -o run.txt -o run.pb.gz --folded run.folded\n"
+        "           vmprofd -o run.svg --callers -o run.txt -- stvm Program.som\n"
         "\n"
         "Other:\n"
         "  -q, --quiet          no countdown and no summary line on stderr\n"
@@ -332,6 +336,17 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
     if (!pid_given && !o->command)
         return fail(err, errlen, "nothing to profile: give --pid PID or -- COMMAND");
 
+    /* A leading --format and one -o FILE with no format of its own: the
+     * format is that file's, as if written after it. Whoever writes
+     * "--format pprof -o out.pb" means one pprof file, not text in it and
+     * pprof on stdout. With several outputs the pairing stays as --help
+     * says (a leading --format is stdout's), so no -o changes meaning
+     * because another was added. */
+    if (stdout_format_given && o->noutputs == 1 && !o->outputs[0].format_given) {
+        o->outputs[0].format = stdout_format;
+        o->outputs[0].format_given = true;
+        stdout_format_given = false;
+    }
     if (stdout_format_given || o->noutputs == 0) {
         /* Stdout last, so files named first are written first. */
         if (!add_output(o, "-", true, stdout_format, err, errlen))

@@ -4,9 +4,12 @@
  * Output scheme (documented in --help): every output is a (path, format)
  * pair. `-o FILE` starts one; a `--format` right after it (before the next
  * -o) sets its format, otherwise the file name decides (*.pb.gz, *.pprof:
- * pprof; *.folded: folded; anything else: text). `--text/--pprof/--folded
- * FILE` are shorthands. A `--format` with no -o before it is the format of
- * the report on stdout. No output option at all: text on stdout.
+ * pprof; *.folded: folded; *.svg: flame graph; anything else: text).
+ * `--text/--pprof/--folded/--flamegraph FILE` are shorthands. A `--format`
+ * with no -o before it is the format of the report on stdout — except
+ * when the only output is one `-o FILE` without a format of its own: then
+ * it is that file's (`--format X -o F` = `-o F --format X`). No output
+ * option at all: text on stdout.
  *
  * Who may call: vmprofd/main.c (parse), vmprofd/session.c (read).
  */

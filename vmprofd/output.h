@@ -1,6 +1,7 @@
 /*
  * vmprofd/output.h — writing a finished Profile to every output the
- * command line asked for (options.h): text, pprof, folded; files or stdout.
+ * command line asked for (options.h): text, pprof, folded, flame graph;
+ * files or stdout.
  *
  * Who may call: vmprofd/session.c.
  */
