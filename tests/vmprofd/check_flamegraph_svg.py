@@ -172,7 +172,7 @@ def check_callers(report, stacks):
     for names, n in stacks:
         leaf = names[-1]
         leaves[leaf] = leaves.get(leaf, 0) + n
-        caller = next((c for c in reversed(names[:-1]) if c != leaf), '(no caller)')
+        caller = next((c for c in reversed(names[:-1]) if c != leaf), sanitize('(no caller)'))
         callers.setdefault(leaf, {})
         callers[leaf][caller] = callers[leaf].get(caller, 0) + n
     top = sorted(leaves.items(), key=lambda kv: (-kv[1], kv[0].encode()))[:10]
