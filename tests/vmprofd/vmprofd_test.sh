@@ -290,7 +290,8 @@ test_signal() {
     wait "$vp"
     local rc=$?
     [ "$rc" -eq 0 ] || fail "vmprofd exited $rc after SIG$sig, want 0"
-    grep -q "stopped by .* after 1\.[0-9]* s" "$WORK/i.txt" || fail "the report lacks the 'stopped by' note"
+    # about a second: loading the eBPF walker (slower under ASan) takes part of the 1.2 s
+    grep -q "stopped by .* after [01]\.[0-9]* s" "$WORK/i.txt" || fail "the report lacks the 'stopped by' note"
     check_not_stopped "$RATIO_PID"
     check_share "$mode after SIG$sig" "$(folded_share "$WORK/i.folded" light)" ""
     wait_ratio_ok
