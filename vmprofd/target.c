@@ -310,6 +310,12 @@ bool vmprofd_target_check_exit(Target *t)
     if (t->pidfd >= 0) {
         struct pollfd p = {.fd = t->pidfd, .events = POLLIN};
         if (poll(&p, 1, 0) == 1) {
+            /* The pidfd can tell before waitid sees the zombie: a launched
+             * child has exited, so wait for its status (it comes at once)
+             * rather than report an exit without one. */
+            int status;
+            if (t->launched && !t->have_status && waitpid(t->pid, &status, __WALL) == t->pid)
+                vmprofd_target_set_status(t, status);
             t->exited = true;
             return true;
         }
