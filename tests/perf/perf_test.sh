@@ -202,11 +202,16 @@ perf-jitdump)
         # JIT_CODE_UNWINDING_INFO: a method's .so has an .eh_frame whose rules
         # follow the prologue (rsp+8, then rsp+16, then the frame: rbp+16)
         if [ $run = roomy ] && command -v readelf >/dev/null; then
-            so=$(grep -l 'Richards\|DeltaBlue\|DB[A-Za-z]*>>' "$WORK"/jitted-"$PID"-1[0-9].so 2>/dev/null | head -1)
-            [ -n "$so" ] || so=$(find "$WORK" -maxdepth 1 -name "jitted-$PID-*.so" | head -1)
-            readelf --debug-dump=frames-interp "$so" >"$WORK/frames.txt" 2>&1
-            grep -q 'rbp+16' "$WORK/frames.txt" && grep -q 'rsp+16' "$WORK/frames.txt" ||
-                { cat "$WORK/frames.txt"; fail "the jitted .so has no .eh_frame with the method's unwind rules"; }
+            # the first pieces are trampolines and stubs (frameless): look for a method's
+            found=""
+            for so in $(find "$WORK" -maxdepth 1 -name "jitted-$PID-*.so" | sort -V | head -400); do
+                readelf --debug-dump=frames-interp "$so" >"$WORK/frames.txt" 2>&1
+                if grep -q 'rbp+16' "$WORK/frames.txt" && grep -q 'rsp+16' "$WORK/frames.txt"; then
+                    found=$so
+                    break
+                fi
+            done
+            [ -n "$found" ] || { cat "$WORK/frames.txt"; fail "no jitted .so has an .eh_frame with a method's unwind rules"; }
         fi
         HOME=$WORK perf report -i "$WORK/$run.jit.data" --stdio --sort dso,sym,srcline >"$WORK/$run.report.log" 2>&1 ||
             fail "perf report failed"
