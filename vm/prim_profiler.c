@@ -153,7 +153,10 @@ static bool p_collect_samples(Oop *a, Oop *r)
     for (size_t i = 0; i < n; i++) {
         gc_store(out, 3 * i, int_oop(s[i].time_ns));
         gc_store(out, 3 * i + 1, int_oop(s[i].pc));
-        gc_store(out, 3 * i + 2, int_oop(s[i].r15));
+        /* r15 is the bytecode ip only where pc is in interpret(); elsewhere
+         * (libc, the sanitizers' runtimes) it is whatever that code left,
+         * which need not fit a SmallInteger: 0 then, as no ip is */
+        gc_store(out, 3 * i + 2, int_oop(s[i].r15 < (1ull << 62) ? s[i].r15 : 0));
     }
     free(s);
     *r = out;

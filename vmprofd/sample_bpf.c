@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct SampleBpf {
@@ -68,6 +69,11 @@ SampleBpf *vmprofd_bpf_open(pid_t pid, char *why, size_t whylen)
         return NULL;
     }
     b->skel->bss->walk_config.tgid = (prof_u32)pid;
+    struct stat ns;
+    if (stat("/proc/self/ns/pid", &ns) == 0) { /* else the kernel's pids: right outside containers */
+        b->skel->bss->walk_config.pidns_dev = (prof_u64)ns.st_dev;
+        b->skel->bss->walk_config.pidns_ino = (prof_u64)ns.st_ino;
+    }
     int err = stackwalk__load(b->skel);
     if (err) {
         reason(err, "the kernel refused the eBPF stack walker", why, whylen);

@@ -79,7 +79,7 @@ static __u64 bytes_of(ProfRawStack *r, __u64 m)
 {
     const ProfWalkFacts *f = &walk_config.facts;
     __u64 h[2];
-    if (m == 0 || !pair(r, m, h) || (h[0] & f->class_index_mask) != f->method_class_index) {
+    if (m == 0 || (m & 7) || !pair(r, m, h) || (h[0] & f->class_index_mask) != f->method_class_index) {
         r->flags |= PROF_RAW_F_BAD_FRAME;
         return 0;
     }
@@ -107,7 +107,7 @@ static long native_step(__u32 i, void *vctx)
     if (!r)
         return 1;
     __u64 fr[2], bp = w->bp;
-    if (bp == 0 || !pair(r, bp, fr) || fr[1] == 0) {
+    if (bp == 0 || (bp & 7) || !pair(r, bp, fr) || fr[1] == 0) {
         w->done = 1;
         return 1;
     }
@@ -258,7 +258,9 @@ static long st_step(__u32 i, void *vctx)
 static void walk_smalltalk(__u64 fp)
 {
     struct chain c = {.fp = fp};
-    bpf_loop(PROF_RAW_MAX_ST + 1, st_step, &c, 0);
+    /* a step per entry, one to turn from the stack pages to the contexts
+     * (it pushes nothing) and one to find st[] full (ST_TRUNCATED) */
+    bpf_loop(PROF_RAW_MAX_ST + 2, st_step, &c, 0);
 }
 
 /* -- The modes ------------------------------------------------------------------------ */
@@ -297,7 +299,7 @@ static void machine(ProfRawStack *r, __u64 ip, __u64 sp, __u64 bp)
         }
     }
     if (r->mode != PROF_RAW_UNKNOWN) {
-        if (bpf_probe_read_user(r->top_words, sizeof r->top_words, (const void *)r->top_sp) != 0)
+        if ((r->top_sp & 7) || bpf_probe_read_user(r->top_words, sizeof r->top_words, (const void *)r->top_sp) != 0)
             for (int i = 0; i < PROF_RAW_TOP_WORDS; i++) /* the top of a page: word by word */
                 if (!rd(r->top_sp + 8ull * i, &r->top_words[i]))
                     r->top_words[i] = 0;
@@ -351,15 +353,29 @@ static void interp(ProfRawStack *r, __u64 ip, __u64 bp, __u64 r14, __u64 r15)
 SEC("perf_event")
 int vmprofd_stackwalk(struct bpf_perf_event_data *ctx)
 {
-    __u64 id = bpf_get_current_pid_tgid();
-    if ((__u32)(id >> 32) != walk_config.tgid)
+    /* pids as vmprofd's namespace numbers them (those of its perf samples
+     * and of /proc); the kernel's own when the sampled task lives in
+     * another namespace (a container profiled from the host: vmprofd then
+     * knows it by those) */
+    struct bpf_pidns_info ns;
+    __u32 tgid, tid;
+    if (walk_config.pidns_ino &&
+        bpf_get_ns_current_pid_tgid(walk_config.pidns_dev, walk_config.pidns_ino, &ns, sizeof ns) == 0) {
+        tgid = ns.tgid;
+        tid = ns.pid;
+    } else {
+        __u64 id = bpf_get_current_pid_tgid();
+        tgid = (__u32)(id >> 32);
+        tid = (__u32)id;
+    }
+    if (tgid != walk_config.tgid)
         return 0;
     ProfRawStack *r = rec();
     if (!r)
         return 0;
     r->time_ns = bpf_ktime_get_ns(); /* CLOCK_MONOTONIC, the code events' clock */
-    r->pid = (__u32)(id >> 32);
-    r->tid = (__u32)id;
+    r->pid = tgid;
+    r->tid = tid;
     r->mode = PROF_RAW_NATIVE;
     r->flags = 0;
     r->why = 0;
