@@ -866,11 +866,11 @@ primitive : {
         m = obj_slots(sp[n])[BLOCK_METHOD];
         goto activate_block;
     case SP_BLOCK_RESTART:
-        if (mc_retaddr) {
-            WRITE_BACK();
-            runtime_error("Block>>restart sent from compiled code (run with --no-jit)");
-        }
-        /* restart the method that sent #restart (SOM's whileTrue: idiom) */
+        /* restart the method that sent #restart (SOM's whileTrue: idiom).
+         * Sent from machine code, the interpreter takes that frame over, as
+         * for VM_JIT_PENDING_BYTECODE: both keep the same frame layout. */
+        mc_retaddr = 0;
+        mc_nargs = 0;
         sp = frame_stack_base(fp);
         ip = bytes;
         SAFEPOINT_CHECK();

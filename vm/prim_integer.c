@@ -87,14 +87,15 @@ static bool prim_double_divide(Oop *args, Oop *result)
 {
     Oop a = args[0], b = args[1];
     if (vm_is_integer(b)) {
-        if (vm_int_is_zero(b)) return division_by_zero();
-        double q;
+        double q, x;
+        /* IEEE, as Double // is (SOM++ and TruffleSOM; Are We Fast Yet's CD
+         * divides by zero this way): 1 // 0 is infinity, 0 // 0 NaN */
+        if (vm_int_is_zero(b)) return as_double(a, &x) && answer_double(x / 0.0, result);
         if (!vm_int_div_to_double(a, b, &q)) return vm_prim_error("Can't represent as double.");
         return answer_double(q, result);
     }
     if (!vm_is_double(b)) return numeric_type_error(b);
     double x, y = obj_double(b);
-    if (y == 0.0) return division_by_zero();
     if (!as_double(a, &x)) return false;
     return answer_double(x / y, result);
 }
