@@ -164,6 +164,7 @@ char *prof_inimage_report(const ProfSample *s, size_t n, const ProfInimageReport
                 snprintf(err, errlen, "out of memory for %zu samples", n);
                 return NULL;
             }
+            store.v[store.n - 1].weight = s[i].cpu_ns;
             continue;
         }
         partial++;
@@ -173,6 +174,7 @@ char *prof_inimage_report(const ProfSample *s, size_t n, const ProfInimageReport
             return NULL;
         }
         store.v[store.n - 1].interp_ip = s[i].r15; /* used only where pc is in the interpreter */
+        store.v[store.n - 1].weight = s[i].cpu_ns;
     }
 
     char exe[4096];
@@ -189,6 +191,10 @@ char *prof_inimage_report(const ProfSample *s, size_t n, const ProfInimageReport
         .requested_hz = opt ? opt->requested_hz : 0,
         .mode = "the in-VM sampler (SIGPROF from a timer thread)",
         .lost_samples = opt ? opt->lost_samples : 0,
+        .cpu_weighted = true, /* the sampler's ticks are wall-clock (profiler/sampler.h) */
+        .have_sched = opt && opt->have_sched,
+        .sched_run_ns = opt ? opt->sched_run_ns : 0,
+        .sched_wait_ns = opt ? opt->sched_wait_ns : 0,
         .have_counters = true,
         .start = start_counters,
         .end = end_counters,
@@ -197,6 +203,10 @@ char *prof_inimage_report(const ProfSample *s, size_t n, const ProfInimageReport
     if (!sym)
         report_profile_add_note(p, "the VM's own memory map could not be read (%s): native addresses are unresolved",
                                 serr);
+    if (opt && !opt->realtime)
+        report_profile_add_note(p, "the sampler's timer thread ran at normal priority (SCHED_FIFO refused; it needs "
+                                   "root or CAP_SYS_NICE): on a busy machine its ticks may follow the VM's system "
+                                   "calls, and shares lean toward the code after them");
     char cwd[4096];
     ResolveCode code = {
         .map = timeline,

@@ -58,6 +58,9 @@ typedef struct ProfInimageReportOptions {
     double seconds;          /* sampled time; <= 0: from begin to end */
     bool lines;              /* source lines next to bytecode ranges */
     bool folded;             /* folded stacks (one line per distinct whole stack) instead of the text */
+    bool realtime;           /* the sampler's timer thread had SCHED_FIFO (profiler/sampler.h) */
+    bool have_sched;         /* the VM thread's CPU time and run-queue wait while sampled: */
+    uint64_t sched_run_ns, sched_wait_ns;
 } ProfInimageReportOptions;
 
 /* The VMProfiler text report of n samples against the ended profile, as a

@@ -24,7 +24,15 @@
  * The price is one signal delivery per sample on the VM thread (~2 us:
  * ~0.3 % at 1400 Hz; scripts/bench-inimage measures it), and wall-clock
  * rather than CPU-time sampling: a VM thread blocked in a system call is
- * sampled there (its pc is in libc, the report's "rest").
+ * sampled there (its pc is in libc, the report's "rest"), and one waiting
+ * for a CPU is sampled where it waits. So each sample carries the CPU time
+ * the thread used since the previous one (the handler runs on it:
+ * CLOCK_THREAD_CPUTIME_ID is exact there) and reports weigh samples by it.
+ * On a busy machine a timer thread at normal priority wakes when the VM
+ * thread passes a scheduling point (its system calls), so ticks would
+ * follow the VM's rhythm: it asks for SCHED_FIFO, and the report says when
+ * that was refused (vmprofd's ptrace sampler measured the bias: 28-33 %
+ * for 25).
  *
  * Safety of the handler: it is async-signal-safe (clock_gettime, plain
  * stores, one release store of the head) and runs on an alternate signal
@@ -63,6 +71,7 @@ typedef struct ProfSample {
     uint64_t time_ns; /* CLOCK_MONOTONIC, the clock of the code events */
     uint64_t pc;      /* the interrupted instruction */
     uint64_t r15;     /* the interpreter's ip when pc is in the interpreter */
+    uint64_t cpu_ns;  /* the VM thread's CPU time since its previous sample: the sample's weight */
 } ProfSample;
 
 typedef struct ProfSamplerStats {
@@ -73,6 +82,11 @@ typedef struct ProfSamplerStats {
     uint64_t taken;       /* samples recorded since start */
     uint64_t overwritten; /* oldest samples lost to a full ring since start */
     uint64_t start_ns, stop_ns; /* CLOCK_MONOTONIC of the last start and stop (0: none yet) */
+    /* The VM thread's time on a CPU and runnable but waiting for one
+     * between the last start and stop (or now), from schedstat. */
+    bool have_sched;
+    uint64_t sched_run_ns, sched_wait_ns;
+    bool realtime;        /* the timer thread ran at SCHED_FIFO (see sampler.c) */
 } ProfSamplerStats;
 
 /* Starts sampling the calling thread at hz (1..PROF_SAMPLER_MAX_HZ) into

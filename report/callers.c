@@ -95,7 +95,7 @@ void report_write_callers(FILE *out, const Profile *p)
     for (size_t i = 0; i < nnames; i++)
         leaves[i] = (Count){names[i], 0, i};
     for (size_t i = 0; i < p->nsamples; i++)
-        leaves[FRAME_ID(&p->samples[i], 0)].n++;
+        leaves[FRAME_ID(&p->samples[i], 0)].n += p->samples[i].weight;
     qsort(leaves, nnames, sizeof *leaves, by_count);
     size_t top = 0;
     while (top < CALLERS_TOP && top < nnames && leaves[top].n > 0)
@@ -122,7 +122,7 @@ void report_write_callers(FILE *out, const Profile *p)
                 caller = FRAME_ID(s, k);
                 break;
             }
-        callers[(size_t)rank[leaf] * (nnames + 1) + caller]++;
+        callers[(size_t)rank[leaf] * (nnames + 1) + caller] += s->weight;
     }
 #undef FRAME_ID
 
@@ -134,7 +134,7 @@ void report_write_callers(FILE *out, const Profile *p)
             if (callers[t * (nnames + 1) + c])
                 rows[nrows++] = (Count){names[c], callers[t * (nnames + 1) + c], c};
         qsort(rows, nrows, sizeof *rows, by_count);
-        fprintf(out, "%s\t(%llu samples)\n", leaves[t].name, (unsigned long long)leaves[t].n);
+        fprintf(out, "%s\t(%llu samples)\n", leaves[t].name, (unsigned long long)report_profile_rounded(p, leaves[t].n));
         uint64_t others = 0;
         for (size_t r = 0; r < nrows; r++) {
             if (r >= CALLERS_ROWS && nrows > CALLERS_ROWS + 1) { /* one row is never folded */
@@ -142,11 +142,11 @@ void report_write_callers(FILE *out, const Profile *p)
                 continue;
             }
             fprintf(out, "\t%s\t%s\t(%llu)\n", report_format_pct(rows[r].n, leaves[t].n).s, rows[r].name,
-                    (unsigned long long)rows[r].n);
+                    (unsigned long long)report_profile_rounded(p, rows[r].n));
         }
         if (others)
             fprintf(out, "\t%s\t...others...\t(%llu)\n", report_format_pct(others, leaves[t].n).s,
-                    (unsigned long long)others);
+                    (unsigned long long)report_profile_rounded(p, others));
     }
     free(rows);
     free(callers);

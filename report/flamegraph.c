@@ -107,11 +107,11 @@ static void build(const Profile *p, Tree *t)
         const ReportSample *s = &p->samples[i];
         const int *fr = report_profile_frames(p, s);
         int at = 0;
-        t->v[0].count++;
+        t->v[0].count += s->weight;
         for (uint32_t k = s->nframes; k-- > 0;) { /* frames are leaf first: walk from the root */
             const ReportFunctionInfo *f = &p->functions[p->locations[fr[k]].function];
             at = child(t, at, f);
-            t->v[at].count++;
+            t->v[at].count += s->weight;
         }
     }
 }
@@ -201,6 +201,7 @@ static void write_label(FILE *out, const char *name, double w)
 
 typedef struct Emit {
     FILE *out;
+    const Profile *p; /* counts are weights: shown as (weighted) samples */
     const Tree *t;
     double total;
     uint64_t hidden;
@@ -218,11 +219,12 @@ static void emit_node(Emit *e, int id, double x, int depth)
     if (depth > e->max_depth)
         e->max_depth = depth;
     double y = FG_TOP + depth * FG_ROW;
+    unsigned long long shown = (unsigned long long)report_profile_rounded(e->p, n->count);
     fprintf(e->out, "<g class=\"f k%d\" data-x=\"%.8f\" data-w=\"%.8f\" data-d=\"%d\" data-n=\"%llu\"><title>", n->kind,
-            x / FG_WIDTH, w / FG_WIDTH, depth, (unsigned long long)n->count);
+            x / FG_WIDTH, w / FG_WIDTH, depth, shown);
     xml_text(e->out, n->name, SIZE_MAX);
     fprintf(e->out, " (%llu samples, %.2f%%)</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\"/>",
-            (unsigned long long)n->count, 100.0 * (double)n->count / e->total, x, y, w, FG_ROW - 1);
+            shown, 100.0 * (double)n->count / e->total, x, y, w, FG_ROW - 1);
     fprintf(e->out, "<text x=\"%.2f\" y=\"%.1f\">", x + 3, y + FG_ROW - 5);
     write_label(e->out, n->name, w);
     fputs("</text></g>\n", e->out);
@@ -284,7 +286,8 @@ bool report_write_flamegraph(FILE *out, const Profile *p, const ReportFlameOptio
 {
     Tree t = {0};
     build(p, &t);
-    Emit e = {out, &t, t.v[0].count ? (double)t.v[0].count : 1.0, 0, 0};
+    Emit e = {out, p, &t, t.v[0].count ? (double)t.v[0].count : 1.0, 0, 0};
+    unsigned long long all = (unsigned long long)report_profile_rounded(p, t.v[0].count);
 
     /* the frames first into memory: the height depends on the depth drawn */
     char *body = NULL;
@@ -301,7 +304,7 @@ bool report_write_flamegraph(FILE *out, const Profile *p, const ReportFlameOptio
     fprintf(mem, "<g id=\"all\" class=\"f k%d\" data-x=\"0\" data-w=\"1\" data-d=\"0\" data-n=\"%llu\"><title>all "
                  "(%llu samples, 100.00%%)</title><rect x=\"0\" y=\"%.1f\" width=\"%.0f\" height=\"%.1f\"/>"
                  "<text x=\"3\" y=\"%.1f\">all</text></g>\n",
-            REPORT_FRAME_OTHER, (unsigned long long)t.v[0].count, (unsigned long long)t.v[0].count, FG_TOP, FG_WIDTH,
+            REPORT_FRAME_OTHER, all, all, FG_TOP, FG_WIDTH,
             FG_ROW - 1, FG_TOP + FG_ROW - 5);
     double cx = 0;
     for (int c = t.v[0].first_child; c >= 0; c = t.v[c].next_sibling) {
@@ -348,7 +351,7 @@ bool report_write_flamegraph(FILE *out, const Profile *p, const ReportFlameOptio
     free(body);
     fprintf(out, "<text x=\"10\" y=\"%.0f\">%llu samples; root at the top, callees below, width = samples; click a "
                  "frame to zoom, Ctrl-F to search%s</text>\n",
-            height - 20, (unsigned long long)t.v[0].count,
+            height - 20, all,
             e.hidden ? "; frames under 0.1 px are not drawn" : "");
     fputs(script, out);
     fputs("</svg>\n", out);

@@ -51,11 +51,11 @@ static void collect(const Profile *p, Lines *ls)
         StackKey key = {p, ls, s};
         int found = report_index_find(&ls->index, h, stack_eq, &key);
         if (found >= 0) {
-            ls->v[found].count++;
+            ls->v[found].count += s->weight;
             continue;
         }
         report_mem_reserve(&ls->v, &ls->cap, ls->n + 1, sizeof *ls->v);
-        ls->v[ls->n] = (Line){NULL, i, 1};
+        ls->v[ls->n] = (Line){NULL, i, s->weight};
         report_index_insert(&ls->index, h, (int)ls->n++);
     }
 }
@@ -114,7 +114,11 @@ bool report_write_folded(FILE *out, const Profile *p, char *err, size_t errlen)
         size_t j = i + 1;
         for (; j < ls.n && strcmp(ls.v[j].text, ls.v[i].text) == 0; j++)
             count += ls.v[j].count;
-        fprintf(out, "%s %llu\n", ls.v[i].text, (unsigned long long)count);
+        /* whole samples, as flame graph tools read them: a CPU-weighted
+         * stack's weighted samples, rounded; one that rounds to none goes */
+        uint64_t shown = report_profile_rounded(p, count);
+        if (shown)
+            fprintf(out, "%s %llu\n", ls.v[i].text, (unsigned long long)shown);
         i = j;
     }
     for (size_t i = 0; i < ls.n; i++)

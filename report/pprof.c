@@ -97,6 +97,7 @@ static char *format(const char *fmt, ...)
 typedef struct Stack {
     size_t sample; /* the first sample with this thread and stack */
     uint64_t count;
+    uint64_t weight; /* their weights' sum (CPU ns in a CPU-weighted profile) */
 } Stack;
 
 typedef struct Stacks {
@@ -129,25 +130,17 @@ static void collect_stacks(const Profile *p, Stacks *st)
         int found = report_index_find(&st->index, h, stack_eq, &key);
         if (found >= 0) {
             st->v[found].count++;
+            st->v[found].weight += s->weight;
             continue;
         }
         report_mem_reserve(&st->v, &st->cap, st->n + 1, sizeof *st->v);
-        st->v[st->n] = (Stack){i, 1};
+        st->v[st->n] = (Stack){i, 1, s->weight};
         report_index_insert(&st->index, h, (int)st->n++);
     }
 }
 
 /* -- The message ---------------------------------------------------------- */
 
-/* Nanoseconds of CPU one sample stands for. */
-static int64_t period_ns(const ReportHeader *h, size_t nsamples)
-{
-    if (h->requested_hz > 0)
-        return llround(1e9 / h->requested_hz);
-    if (h->seconds > 0 && nsamples > 0) /* no rate asked for: the one achieved */
-        return llround(1e9 * h->seconds / (double)nsamples);
-    return 0;
-}
 
 typedef struct Message {
     Perftools__Profiles__Profile profile;
@@ -309,7 +302,8 @@ static void build_samples(Message *m, Builder *b, int64_t period)
         d->value = &m->values[i * 2];
         d->n_value = 2;
         d->value[0] = (int64_t)st->v[i].count;
-        d->value[1] = (int64_t)st->v[i].count * period;
+        /* cpu: measured where samples are CPU-weighted, else a period each */
+        d->value[1] = p->header.cpu_weighted ? (int64_t)st->v[i].weight : (int64_t)st->v[i].count * period;
         if (s->tid) {
             Perftools__Profiles__Label *l = &m->labels[i];
             perftools__profiles__label__init(l);
@@ -332,7 +326,7 @@ static void build(Message *m, Builder *b)
     perftools__profiles__profile__init(&m->profile);
     str_id(b, ""); /* index 0 */
 
-    int64_t period = period_ns(h, p->nsamples);
+    int64_t period = report_profile_period_ns(p);
     static const char *const type_names[2][2] = {{"samples", "count"}, {"cpu", "nanoseconds"}};
     for (int i = 0; i < 2; i++) {
         perftools__profiles__value_type__init(&m->types[i]);

@@ -7,6 +7,7 @@
 #include "report/mem.h"
 #include "report/ranges.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,6 +209,12 @@ int report_profile_add_location(Profile *p, int function, uint64_t address, int 
 
 void report_profile_add_sample(Profile *p, uint64_t time_ns, uint32_t tid, const int *frames, size_t nframes)
 {
+    report_profile_add_weighted_sample(p, time_ns, tid, frames, nframes, 1);
+}
+
+void report_profile_add_weighted_sample(Profile *p, uint64_t time_ns, uint32_t tid, const int *frames, size_t nframes,
+                                        uint64_t weight)
+{
     /* A producer bug must not turn into a crash in every renderer later:
      * refuse the sample here, and the text report says how many. */
     bool ok = frames && nframes > 0 && nframes <= UINT32_MAX;
@@ -220,8 +227,43 @@ void report_profile_add_sample(Profile *p, uint64_t time_ns, uint32_t tid, const
     report_mem_reserve(&p->frames, &p->frames_cap, p->nframes + nframes, sizeof *p->frames);
     memcpy(p->frames + p->nframes, frames, nframes * sizeof *frames);
     report_mem_reserve(&p->samples, &p->samples_cap, p->nsamples + 1, sizeof *p->samples);
-    p->samples[p->nsamples++] = (ReportSample){time_ns, tid, (uint32_t)nframes, p->nframes};
+    p->samples[p->nsamples++] = (ReportSample){time_ns, tid, (uint32_t)nframes, p->nframes, weight};
     p->nframes += nframes;
+}
+
+int64_t report_profile_period_ns(const Profile *p)
+{
+    const ReportHeader *h = &p->header;
+    if (h->requested_hz > 0)
+        return llround(1e9 / h->requested_hz);
+    if (h->seconds > 0 && p->nsamples > 0) /* no rate asked for: the one achieved */
+        return llround(1e9 * h->seconds / (double)p->nsamples);
+    return 0;
+}
+
+uint64_t report_profile_total_weight(const Profile *p)
+{
+    uint64_t w = 0;
+    for (size_t i = 0; i < p->nsamples; i++)
+        w += p->samples[i].weight;
+    return w;
+}
+
+double report_profile_samples(const Profile *p, uint64_t weight)
+{
+    if (!p->header.cpu_weighted)
+        return (double)weight;
+    int64_t period = report_profile_period_ns(p);
+    if (period <= 0) { /* no period known: the mean weight stands for one sample */
+        uint64_t total = report_profile_total_weight(p);
+        return total ? (double)weight * (double)p->nsamples / (double)total : 0.0;
+    }
+    return (double)weight / (double)period;
+}
+
+uint64_t report_profile_rounded(const Profile *p, uint64_t weight)
+{
+    return (uint64_t)llround(report_profile_samples(p, weight));
 }
 
 size_t report_profile_sample_count(const Profile *p)

@@ -9,7 +9,7 @@
  *   ├─ functions[]   ReportFunctionInfo, strings and       │ through its own
  *   │                map/lines arrays owned                │ ReportIndex
  *   ├─ locations[]   (function, address, line)             ┘
- *   ├─ samples[]     (time, tid, frames[first .. first+nframes))
+ *   ├─ samples[]     (time, tid, frames[first .. first+nframes), weight)
  *   └─ frames[]      location indices of all samples, each stack leaf first
  *
  * Invariants: every function's mapping is -1 or a valid mapping index;
@@ -33,7 +33,8 @@ typedef struct ReportSample {
     uint64_t time_ns;
     uint32_t tid;
     uint32_t nframes;
-    size_t first; /* into Profile.frames */
+    size_t first;    /* into Profile.frames */
+    uint64_t weight; /* 1; CPU ns in a CPU-weighted profile (ReportHeader.cpu_weighted) */
 } ReportSample;
 
 struct Profile {
@@ -69,6 +70,16 @@ static inline const ReportFunctionInfo *report_profile_leaf_function(const Profi
 {
     return &p->functions[p->locations[p->frames[s->first]].function];
 }
+
+/* Renderers sum sample weights and show the sums as samples through these
+ * (report/profile.c): in a CPU-weighted profile a sum of CPU nanoseconds
+ * over the sampling period ("weighted samples"), else the count itself. */
+double report_profile_samples(const Profile *p, uint64_t weight);
+uint64_t report_profile_rounded(const Profile *p, uint64_t weight);
+uint64_t report_profile_total_weight(const Profile *p);
+/* The CPU time one sample stands for (ns): the requested period, else the
+ * achieved one; 0 when neither is known. */
+int64_t report_profile_period_ns(const Profile *p);
 
 /* The text report's callers section (report/callers.c). */
 void report_write_callers(FILE *out, const Profile *p);

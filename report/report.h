@@ -76,6 +76,16 @@ typedef struct ReportHeader {
     const char *mode;       /* "perf_event (cpu-clock)", "ptrace", "in-VM sampler" */
     const char *mode_reason;/* why that mode (NULL if asked for) */
     uint64_t lost_samples;
+    /* Wall-clock samplers (ptrace, the in-VM sampler) catch a thread that
+     * waits for a CPU as if it ran: there each sample weighs the CPU time
+     * its thread used since its previous sample (read while it stood
+     * still), and every count shown is those weights over the sampling
+     * period, "weighted samples". Otherwise every sample weighs 1. */
+    bool cpu_weighted;
+    /* The sampled threads' time on a CPU and runnable but waiting for one
+     * while sampled (schedstat); have_sched false: not known. */
+    bool have_sched;
+    uint64_t sched_run_ns, sched_wait_ns;
     bool have_counters;     /* start/end below are valid */
     ProfCounters start, end;
 } ReportHeader;
@@ -101,8 +111,12 @@ void report_profile_add_note(Profile *p, const char *fmt, ...) __attribute__((fo
 int report_profile_add_mapping(Profile *p, const ReportMappingInfo *m);
 int report_profile_add_function(Profile *p, const ReportFunctionInfo *f);
 int report_profile_add_location(Profile *p, int function, uint64_t address, int line);
-/* frames: location indices, leaf first (at least one). */
+/* frames: location indices, leaf first (at least one). The sample weighs 1. */
 void report_profile_add_sample(Profile *p, uint64_t time_ns, uint32_t tid, const int *frames, size_t nframes);
+/* The same with its weight: the CPU ns its thread used since its previous
+ * sample, in a profile whose header says cpu_weighted. */
+void report_profile_add_weighted_sample(Profile *p, uint64_t time_ns, uint32_t tid, const int *frames, size_t nframes,
+                                        uint64_t weight);
 
 size_t report_profile_sample_count(const Profile *p);
 

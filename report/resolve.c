@@ -420,7 +420,7 @@ void report_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st, 
         size_t n = 0;
         if (s->whole) {
             n = whole_frames(p, &z, sym, st, s, frames, sizeof frames / sizeof frames[0]);
-            report_profile_add_sample(p, s->time_ns, s->tid, frames, n);
+            report_profile_add_weighted_sample(p, s->time_ns, s->tid, frames, n, s->weight);
             continue;
         }
         if (s->kernel_ip)
@@ -451,7 +451,7 @@ void report_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st, 
         }
         if (n == 0)
             frames[n++] = intern_plain(p, "[unknown]", &unknown_fn, 0);
-        report_profile_add_sample(p, s->time_ns, s->tid, frames, n);
+        report_profile_add_weighted_sample(p, s->time_ns, s->tid, frames, n, s->weight);
     }
     free(z.interp_fn);
 }

@@ -35,6 +35,7 @@ bool report_samples_add(SampleStore *st, uint64_t time_ns, uint32_t tid, uint64_
     s->npcs = (uint32_t)npcs;
     s->kernel_ip = kernel_ip;
     s->interp_ip = 0;
+    s->weight = 1;
     s->whole = false;
     s->first = st->npcs;
     if (npcs)
@@ -55,6 +56,7 @@ bool report_samples_add_raw(SampleStore *st, const ProfRawStack *raw)
         return false;
     StoredSample *s = &st->v[st->n++];
     memset(s, 0, sizeof *s);
+    s->weight = 1;
     s->time_ns = raw->time_ns;
     s->tid = raw->tid;
     s->npcs = (uint32_t)n;

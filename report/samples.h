@@ -32,6 +32,8 @@ typedef struct StoredSample {
     uint32_t npcs;      /* user-space frames, may be 0 for a kernel-only sample */
     uint64_t kernel_ip; /* 0: the sample was in user space */
     uint64_t interp_ip; /* the interpreter's bytecode ip register, when the VM publishes it; else 0 */
+    uint64_t weight;    /* 1; the CPU ns its thread used since its previous sample, where the sampler weighs
+                         * samples (report.h: cpu_weighted), set by the producer after adding */
     size_t first;       /* index of the leaf pc in SampleStore.pcs */
     /* A whole stack walked at the sample (profiler/stackabi.h): then pcs
      * holds kernel[], leaf[], st[], root[] of the ProfRawStack one after

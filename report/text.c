@@ -6,7 +6,9 @@
  *
  * Every sample counts once, at its leaf frame: the report answers "where
  * was the VM thread", not "who called it" (that is pprof's and the folded
- * stacks' job).
+ * stacks' job). In a CPU-weighted profile (report.h) a sample counts its
+ * weight: rows, ranges and totals add weights, and show them as weighted
+ * samples through report_profile_rounded.
  */
 #include "report/counters.h"
 #include "report/format.h"
@@ -118,7 +120,7 @@ static void build_tables(const Profile *p, Table tables[3])
 {
     uint64_t *at = report_mem_array(p->nlocations, sizeof *at);
     for (size_t i = 0; i < p->nsamples; i++)
-        at[report_profile_frames(p, &p->samples[i])[0]]++;
+        at[report_profile_frames(p, &p->samples[i])[0]] += p->samples[i].weight;
     /* Locations in index order, so equal inputs give byte-identical reports. */
     for (size_t l = 0; l < p->nlocations; l++) {
         if (at[l] == 0)
@@ -150,7 +152,12 @@ static bool folded_into_others(uint64_t samples, uint64_t total)
     return (unsigned __int128)samples * 10000u <= (unsigned __int128)total * OTHERS_BASIS_POINTS;
 }
 
-static void print_ranges(FILE *out, const Row *r, bool lines)
+static unsigned long long shown(const Profile *p, uint64_t weight)
+{
+    return (unsigned long long)report_profile_rounded(p, weight);
+}
+
+static void print_ranges(FILE *out, const Profile *p, const Row *r, bool lines)
 {
     uint64_t cumulative = 0;
     for (size_t i = 0; i < r->ranges.n; i++) {
@@ -164,11 +171,12 @@ static void print_ranges(FILE *out, const Row *r, bool lines)
                 snprintf(where, sizeof where, "  lines %u-%u", g->line_lo, g->line_hi);
         }
         fprintf(out, "\t%s\t%u->%u%s\t(%llu)\t(%s)\n", report_format_pct(g->samples, r->samples).s, g->from, g->to,
-                where, (unsigned long long)g->samples, report_format_pct(cumulative, r->samples).s);
+                where, shown(p, g->samples), report_format_pct(cumulative, r->samples).s);
     }
 }
 
-static void print_table(FILE *out, const char *title, const Table *t, uint64_t total, const ReportTextOptions *opt)
+static void print_table(FILE *out, const Profile *p, const char *title, const Table *t, uint64_t total,
+                        const ReportTextOptions *opt)
 {
     fprintf(out, "%% of %s (%% of total)\t\t\t(samples) (cumulative)\n", title);
     uint64_t cumulative = 0, others = 0;
@@ -180,20 +188,20 @@ static void print_table(FILE *out, const char *title, const Table *t, uint64_t t
         }
         cumulative += r->samples;
         fprintf(out, "%s    (%s)\t%s\t(%llu)\t(%s)\n", report_format_pct(r->samples, t->samples).s,
-                report_format_pct(r->samples, total).s, r->label, (unsigned long long)r->samples,
+                report_format_pct(r->samples, total).s, r->label, shown(p, r->samples),
                 report_format_pct(cumulative, t->samples).s);
-        if (r->ranged && r->samples > (uint64_t)opt->range_min_samples)
-            print_ranges(out, r, opt->lines);
+        if (r->ranged && report_profile_samples(p, r->samples) > (double)opt->range_min_samples)
+            print_ranges(out, p, r, opt->lines);
     }
     if (others) {
         cumulative += others;
         fprintf(out, "%s    (%s)\t...others...\t(%llu)\t(%s)\n", report_format_pct(others, t->samples).s,
-                report_format_pct(others, total).s, (unsigned long long)others,
+                report_format_pct(others, total).s, shown(p, others),
                 report_format_pct(cumulative, t->samples).s);
     }
 }
 
-static void print_header(FILE *out, const ReportHeader *h, uint64_t total)
+static void print_header(FILE *out, const ReportHeader *h, size_t total)
 {
     char when[32] = "(date unknown)";
     struct tm tm;
@@ -221,6 +229,18 @@ static void print_sampling(FILE *out, const Profile *p)
             fprintf(out, " (%s)", h->mode_reason);
         fprintf(out, "\n");
     }
+    if (h->cpu_weighted)
+        fprintf(out,
+                "samples weighted by CPU time: each counts the CPU time its thread used since its previous "
+                "sample, in sampling periods (%zu samples taken, %.1f weighted)\n",
+                p->nsamples, report_profile_samples(p, report_profile_total_weight(p)));
+    if (h->have_sched) {
+        double run = (double)h->sched_run_ns / 1e9, wait = (double)h->sched_wait_ns / 1e9;
+        fprintf(out, "on a CPU %.3f s; runnable but waiting for a CPU %.3f s", run, wait);
+        if (h->seconds > 0)
+            fprintf(out, " (%.1f%% of the wall time)", 100.0 * wait / h->seconds);
+        fprintf(out, "\n");
+    }
     if (h->lost_samples)
         fprintf(out, "%llu samples lost\n", (unsigned long long)h->lost_samples);
     if (p->rejected_samples)
@@ -238,7 +258,7 @@ bool report_write_text(FILE *out, const Profile *p, const ReportTextOptions *opt
 
     Table tables[3] = {0};
     build_tables(p, tables);
-    uint64_t total = p->nsamples;
+    uint64_t total = report_profile_total_weight(p);
     uint64_t gen = tables[REPORT_REGION_GENERATED].samples;
     uint64_t van = tables[REPORT_REGION_VANILLA].samples;
     uint64_t rest = tables[REPORT_REGION_REST].samples;
@@ -246,21 +266,21 @@ bool report_write_text(FILE *out, const Profile *p, const ReportTextOptions *opt
 
     errno = 0;
     clearerr(out);
-    print_header(out, &p->header, total);
-    fprintf(out, "%llu samples in the VM\t(%llu samples in the entire program)  %s of total\n",
-            (unsigned long long)vm, (unsigned long long)total, report_format_pct(vm, total).s);
-    fprintf(out, "\n%llu samples in generated vm code %s of entire vm (%s of total)\n", (unsigned long long)gen,
+    print_header(out, &p->header, p->nsamples);
+    fprintf(out, "%llu samples in the VM\t(%llu samples in the entire program)  %s of total\n", shown(p, vm),
+            shown(p, total), report_format_pct(vm, total).s);
+    fprintf(out, "\n%llu samples in generated vm code %s of entire vm (%s of total)\n", shown(p, gen),
             report_format_pct(gen, vm).s, report_format_pct(gen, total).s);
-    fprintf(out, "%llu samples in vanilla vm code %s of entire vm (%s of total)\n", (unsigned long long)van,
+    fprintf(out, "%llu samples in vanilla vm code %s of entire vm (%s of total)\n", shown(p, van),
             report_format_pct(van, vm).s, report_format_pct(van, total).s);
     fprintf(out, "\n");
-    print_table(out, "generated vm code", &tables[REPORT_REGION_GENERATED], total, &opt);
+    print_table(out, p, "generated vm code", &tables[REPORT_REGION_GENERATED], total, &opt);
     fprintf(out, "\n");
-    print_table(out, "vanilla vm code", &tables[REPORT_REGION_VANILLA], total, &opt);
+    print_table(out, p, "vanilla vm code", &tables[REPORT_REGION_VANILLA], total, &opt);
     if (rest > 0 && rest * 100 >= total * REST_MIN_PERCENT) {
-        fprintf(out, "\n%llu samples in the rest  %s of total\n", (unsigned long long)rest,
+        fprintf(out, "\n%llu samples in the rest  %s of total\n", shown(p, rest),
                 report_format_pct(rest, total).s);
-        print_table(out, "rest", &tables[REPORT_REGION_REST], total, &opt);
+        print_table(out, p, "rest", &tables[REPORT_REGION_REST], total, &opt);
     }
     if (opt.callers) {
         fprintf(out, "\n");

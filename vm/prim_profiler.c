@@ -142,6 +142,10 @@ static bool p_sample_count(Oop *a, Oop *r)
     return true;
 }
 
+/* primCollectSamples' Array: per sample its time (ns, CLOCK_MONOTONIC), pc,
+ * r15 and weight (the VM thread's CPU ns since the previous sample). */
+#define PROF_SAMPLE_SLOTS 4
+
 static bool p_collect_samples(Oop *a, Oop *r)
 {
     (void)a;
@@ -149,14 +153,15 @@ static bool p_collect_samples(Oop *a, Oop *r)
     ProfSample *s = malloc((n ? n : 1) * sizeof *s);
     if (!s) vm_out_of_memory("collected samples");
     n = prof_sampler_copy(s, n); /* may be fewer: none are added while copying */
-    Oop out = new_array(3 * n, "collected samples");
+    Oop out = new_array(PROF_SAMPLE_SLOTS * n, "collected samples");
     for (size_t i = 0; i < n; i++) {
-        gc_store(out, 3 * i, int_oop(s[i].time_ns));
-        gc_store(out, 3 * i + 1, int_oop(s[i].pc));
+        gc_store(out, PROF_SAMPLE_SLOTS * i, int_oop(s[i].time_ns));
+        gc_store(out, PROF_SAMPLE_SLOTS * i + 1, int_oop(s[i].pc));
         /* r15 is the bytecode ip only where pc is in interpret(); elsewhere
          * (libc, the sanitizers' runtimes) it is whatever that code left,
          * which need not fit a SmallInteger: 0 then, as no ip is */
-        gc_store(out, 3 * i + 2, int_oop(s[i].r15 < (1ull << 62) ? s[i].r15 : 0));
+        gc_store(out, PROF_SAMPLE_SLOTS * i + 2, int_oop(s[i].r15 < (1ull << 62) ? s[i].r15 : 0));
+        gc_store(out, PROF_SAMPLE_SLOTS * i + 3, int_oop(s[i].cpu_ns));
     }
     free(s);
     *r = out;
@@ -271,18 +276,21 @@ static bool p_report(Oop *a, Oop *r)
     if (a[2] != vm_true && a[2] != vm_false && !folded)
         return vm_prim_error("VMProfiler report:lines: expects a Boolean, or #folded for folded stacks");
     size_t len = obj_num_slots(a[1]);
-    if (len % 3 != 0) return vm_prim_error("VMProfiler report: the samples Array has %zu elements, not 3 a sample", len);
+    if (len % PROF_SAMPLE_SLOTS != 0)
+        return vm_prim_error("VMProfiler report: the samples Array has %zu elements, not %d a sample", len,
+                             PROF_SAMPLE_SLOTS);
     const Oop *e = obj_slots(a[1]);
     for (size_t i = 0; i < len; i++)
         if (!oop_is_int(e[i]) || oop_int(e[i]) < 0)
             return vm_prim_error("VMProfiler report: element %zu of the samples is not a non-negative Integer", i + 1);
     if (prof_inimage_state() != PROF_INIMAGE_ENDED)
         return vm_prim_error("VMProfiler report: no profile has ended (send primBeginProfile, then primEndProfile)");
-    size_t n = len / 3;
+    size_t n = len / PROF_SAMPLE_SLOTS;
     ProfSample *s = malloc((n ? n : 1) * sizeof *s);
     if (!s) vm_out_of_memory("the profile's samples");
     for (size_t i = 0; i < n; i++)
-        s[i] = (ProfSample){(uint64_t)oop_int(e[3 * i]), (uint64_t)oop_int(e[3 * i + 1]), (uint64_t)oop_int(e[3 * i + 2])};
+        s[i] = (ProfSample){(uint64_t)oop_int(e[PROF_SAMPLE_SLOTS * i]), (uint64_t)oop_int(e[PROF_SAMPLE_SLOTS * i + 1]),
+                            (uint64_t)oop_int(e[PROF_SAMPLE_SLOTS * i + 2]), (uint64_t)oop_int(e[PROF_SAMPLE_SLOTS * i + 3])};
     ProfSamplerStats st;
     prof_sampler_stats(&st);
     ProfInimageReportOptions opt = {
@@ -291,6 +299,10 @@ static bool p_report(Oop *a, Oop *r)
         .seconds = !st.running && st.stop_ns > st.start_ns ? (double)(st.stop_ns - st.start_ns) / 1e9 : 0,
         .lines = a[2] == vm_true,
         .folded = folded,
+        .realtime = st.realtime,
+        .have_sched = st.have_sched,
+        .sched_run_ns = st.sched_run_ns,
+        .sched_wait_ns = st.sched_wait_ns,
     };
     char err[256];
     size_t tlen = 0;

@@ -42,6 +42,10 @@ typedef struct RawSample {
      * the sampler could not walk it (no facts, eBPF refused): then regs and
      * the stack copy above are all there is. */
     const ProfRawStack *raw;
+    /* ptrace: the CPU time (ns) the thread used since its previous sample,
+     * read while it stood still, when has_cpu (the sample's weight). */
+    bool has_cpu;
+    uint64_t cpu_ns;
 } RawSample;
 
 typedef void (*SampleSink)(void *ctx, const RawSample *s);
@@ -65,6 +69,9 @@ typedef struct SamplerStats {
     uint64_t throttled;   /* perf: times the kernel throttled the event */
     uint64_t threads;     /* threads sampled at some point */
     uint64_t cpu_ns;      /* CPU time of the sampled threads while sampling; 0 unknown */
+    bool cpu_weighted;    /* every sample has_cpu */
+    bool have_sched;      /* schedstat of the sampled threads while sampled: */
+    uint64_t sched_run_ns, sched_wait_ns; /* on a CPU; runnable, waiting for one */
     bool target_exited;   /* the sampler saw the whole target exit */
     bool have_status;     /* ... and its wait status (launched child) */
     int status;

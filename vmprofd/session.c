@@ -94,9 +94,19 @@ typedef struct Session {
 
 /* -- Samples arriving ---------------------------------------------------- */
 
+static void store_sample(Session *ss, const RawSample *r);
+
 static void on_sample(void *ctx, const RawSample *r)
 {
     Session *ss = ctx;
+    size_t before = ss->store.n;
+    store_sample(ss, r);
+    if (r->has_cpu && ss->store.n > before)
+        ss->store.v[ss->store.n - 1].weight = r->cpu_ns;
+}
+
+static void store_sample(Session *ss, const RawSample *r)
+{
     if (r->raw && (r->raw->flags & PROF_RAW_F_NO_FACTS)) {
         /* walked before the VM's facts were known: native frames only */
         if (ss->facts.size == 0 && !ss->exp)
@@ -461,6 +471,10 @@ int vmprofd_session_run(const VmprofdOptions *o)
     h.mode = ss->ops->mode;
     h.mode_reason = ss->mode_reason[0] ? ss->mode_reason : NULL;
     h.lost_samples = final.lost + ss->dropped;
+    h.cpu_weighted = final.cpu_weighted;
+    h.have_sched = final.have_sched;
+    h.sched_run_ns = final.sched_run_ns;
+    h.sched_wait_ns = final.sched_wait_ns;
     h.have_counters = ss->have_start && have_end;
     if (h.have_counters) {
         h.start = ss->start;
