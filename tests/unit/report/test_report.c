@@ -491,6 +491,87 @@ static uint8_t *gunzip_file(const char *path, size_t *len)
     return out;
 }
 
+/* A CPU-weighted profile (ptrace, the in-VM sampler): a sample counts the
+ * CPU time its thread used since its previous one, in periods. */
+static Profile *weighted_profile(void)
+{
+    Profile *p = report_profile_new();
+    ReportHeader h = {.vm_path = "stvm", .seconds = 1.0, .requested_hz = 1000, .mode = "ptrace", .cpu_weighted = true,
+                      .have_sched = true, .sched_run_ns = 6000000, .sched_wait_ns = 250000000};
+    report_profile_set_header(p, &h);
+    ReportFunctionInfo a = {.name = "busy", .region = REPORT_REGION_VANILLA, .start = 0x1000, .size = 16, .mapping = -1};
+    ReportFunctionInfo b = {.name = "waited", .region = REPORT_REGION_VANILLA, .start = 0x2000, .size = 16, .mapping = -1};
+    ReportFunctionInfo m = {.name = "main", .region = REPORT_REGION_VANILLA, .start = 0x3000, .size = 16, .mapping = -1};
+    int la = report_profile_add_location(p, report_profile_add_function(p, &a), 0x1004, 0);
+    int lb = report_profile_add_location(p, report_profile_add_function(p, &b), 0x2004, 0);
+    int lm = report_profile_add_location(p, report_profile_add_function(p, &m), 0x3004, 0);
+    int sa[2] = {la, lm}, sb[2] = {lb, lm};
+    /* busy: 2 samples of a full period each; waited: 6 samples, 5 of them
+     * taken while the thread waited for a CPU (weight 0), one of 1.5 periods */
+    for (int i = 0; i < 2; i++)
+        report_profile_add_weighted_sample(p, 0, 1, sa, 2, 1000000);
+    for (int i = 0; i < 5; i++)
+        report_profile_add_weighted_sample(p, 0, 1, sb, 2, 0);
+    report_profile_add_weighted_sample(p, 0, 1, sb, 2, 1500000);
+    return p;
+}
+
+static void weighted_samples_count_their_cpu_time(void **state)
+{
+    (void)state;
+    Profile *p = weighted_profile();
+    char *t = fixture_text(p, NULL);
+    char *f = fixture_folded(p);
+    /* 3.5 periods in all, 2 of them in busy: by count waited would have 6 of 8 */
+    assert_non_null(strstr(t, "4 samples in the VM\t(4 samples in the entire program)"));
+    assert_non_null(strstr(t, "57.14%    (57.14%)\tbusy\t(2)"));
+    assert_non_null(strstr(t, "42.86%    (42.86%)\twaited\t(2)"));
+    assert_non_null(strstr(t, "(8 samples taken, 3.5 weighted)"));
+    assert_non_null(strstr(t, "on a CPU 0.006 s; runnable but waiting for a CPU 0.250 s (25.0% of the wall time)"));
+    assert_non_null(strstr(t, "sampling frequency 8 hz")); /* the rate achieved counts samples taken */
+    assert_string_equal(f, "main;busy 2\nmain;waited 2\n");
+    free(t);
+    free(f);
+
+    char path[] = "/tmp/test_report_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    char err[256];
+    assert_true(report_write_pprof(path, p, err, sizeof err));
+    report_profile_free(p);
+    size_t len = 0;
+    uint8_t *bytes = gunzip_file(path, &len);
+    unlink(path);
+    Perftools__Profiles__Profile *pr = perftools__profiles__profile__unpack(NULL, len, bytes);
+    free(bytes);
+    assert_non_null(pr);
+    assert_int_equal(pr->period, 1000000);
+    int64_t counts = 0, cpu = 0;
+    for (size_t i = 0; i < pr->n_sample; i++) {
+        counts += pr->sample[i]->value[0];
+        cpu += pr->sample[i]->value[1];
+    }
+    assert_int_equal(counts, 8);       /* samples taken */
+    assert_int_equal(cpu, 3500000);    /* the CPU time they stand for, measured */
+    perftools__profiles__profile__free_unpacked(pr, NULL);
+}
+
+/* A stack whose weight rounds to no whole sample leaves the folded output
+ * (flame graph tools want whole counts); the text still has its share. */
+static void weighted_folded_drops_what_rounds_to_nothing(void **state)
+{
+    (void)state;
+    Profile *p = weighted_profile();
+    ReportFunctionInfo c = {.name = "blip", .region = REPORT_REGION_VANILLA, .start = 0x4000, .size = 16, .mapping = -1};
+    int lc = report_profile_add_location(p, report_profile_add_function(p, &c), 0x4004, 0);
+    report_profile_add_weighted_sample(p, 0, 1, &lc, 1, 400000);
+    char *f = fixture_folded(p);
+    assert_string_equal(f, "main;busy 2\nmain;waited 2\n");
+    free(f);
+    report_profile_free(p);
+}
+
 static const char *str(const Perftools__Profiles__Profile *pr, int64_t i)
 {
     assert_true(i >= 0 && (size_t)i < pr->n_string_table);
@@ -683,6 +764,8 @@ int main(void)
         cmocka_unit_test(folded_stacks_are_root_first_sorted_and_summed),
         cmocka_unit_test(folded_names_lose_separators),
         cmocka_unit_test(pprof_round_trips_through_protobuf_c),
+        cmocka_unit_test(weighted_samples_count_their_cpu_time),
+        cmocka_unit_test(weighted_folded_drops_what_rounds_to_nothing),
         cmocka_unit_test(empty_profile_writes_a_valid_pprof),
         cmocka_unit_test(blocks_sharing_a_name_and_an_address_stay_two_functions),
     };
