@@ -461,7 +461,9 @@ static size_t copy_stack(Sampler *s, uint64_t sp)
 
 /* How long to poll for a thread's stop before sleeping on it: well above
  * the usual 15-20 us (measured on a 2-vCPU Firecracker VM), well below a
- * sampling interval. */
+ * sampling interval. Not at real-time priority: there a spin on the
+ * target's own CPU would keep it from reaching its stop, and a real-time
+ * waiter is woken at once anyway. */
 #define PTRACE_SPIN_NS 200000ull
 
 /* The walk's block reader: the stopped thread's memory. */
@@ -487,7 +489,7 @@ static uint64_t sample_thread(Sampler *s, size_t idx, SampleSink sink, void *ctx
     /* Spin on WNOHANG first: the stop takes ~20 us to arrive, and sleeping
      * in waitpid would add vmprofd's own wake-up (another ~25 us on a
      * virtual machine) to the time the target stands still. */
-    uint64_t spin_until = now_ns() + PTRACE_SPIN_NS;
+    uint64_t spin_until = s->realtime ? 0 : now_ns() + PTRACE_SPIN_NS;
     for (;;) {
         pid_t r = waitpid(tid, &status, __WALL | (now_ns() < spin_until ? WNOHANG : 0));
         if (r == 0)
