@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes a random but valid SOM program for differential testing (scripts/fuzz-diff).
 
-Usage: fuzz_diff_gen.py SEED DIR   -> writes DIR/FuzzSEED.som and prints its path
+Usage: fuzz_diff_gen.py SEED DIR          writes DIR/FuzzSEED.som and prints its path
+       fuzz_diff_gen.py SEED DIR COUNT    writes DIR/K/FuzzK.som for the COUNT seeds from SEED
 
 The program is one class, FuzzSEED, whose run method calls a series of
 randomly chosen sections (integer arithmetic across the SmallInteger/LargeInteger
@@ -21,6 +22,7 @@ Size: the programs are kept to a few thousand sends because the
 (about 0.3 ms each with --small), and a deep stack is rescanned at each one.
 """
 
+import os
 import random
 import sys
 
@@ -76,6 +78,9 @@ class Gen:
         a := (i abs % s length) + 1.
         b := (a + n abs) min: s length.
         ^s substringFrom: a to: b )''')
+        self.methods.append('''    "Keeps loop accumulators and chained temps below a few hundred bits
+     (a loop of raisedTo: would otherwise grow without bound)."
+    bound: x = ( x abs > (1 << 200) ifTrue: [ ^x % ((1 << 127) - 1) ]. ^x )''')
         self.methods.append('''    invoke: aBlock = ( ^aBlock value )
     invoke: aBlock with: x = ( ^aBlock value: x )
     through: n blk: aBlock = ( n = 0 ifTrue: [ ^aBlock value ]. ^self through: n - 1 blk: aBlock )''')
@@ -327,7 +332,7 @@ class Gen:
         temps = []
         for _ in range(self.r.randint(2, 6)):
             t = self.fresh('t')
-            lines.append('%s := %s.' % (t, self.int_expr(self.r.randint(1, 4), env)))
+            lines.append('%s := self bound: %s.' % (t, self.int_expr(self.r.randint(1, 4), env)))
             lines.append('%s println.' % t)
             temps.append(t)
             env = env + [t]
@@ -627,7 +632,7 @@ class Gen:
                 lines.append('%s to: %s do: [ :d | s := s + (self safeInt: d * 10) ].' % (
                     self.pick(['0.5', '1.25', '-2.5', '0', '3']), self.pick(['4.75', '6', '2.0', '(0.0 // 0.0)'])))
             elif k == 4:
-                lines.append('i := %d.\n        [ i > 0 ] whileTrue: [ s := s + %s. i := i - 1 ].' % (
+                lines.append('i := %d.\n        [ i > 0 ] whileTrue: [ s := self bound: s + %s. i := i - 1 ].' % (
                     self.r.randint(0, 30), self.int_expr(2, ['i', 's'])))
             elif k == 5:
                 lines.append('i := 0.\n        [ i >= %d ] whileFalse: [ i := i + 1. i even ifTrue: [ s := s bitXor: i ] ].' % self.r.randint(0, 30))
@@ -700,15 +705,23 @@ class Gen:
 
 
 def main():
-    if len(sys.argv) != 3:
-        sys.exit('usage: fuzz_diff_gen.py SEED DIR')
+    if len(sys.argv) not in (3, 4):
+        sys.exit('usage: fuzz_diff_gen.py SEED DIR [COUNT]')
     seed = int(sys.argv[1])
-    g = Gen(seed)
-    text = g.generate()
-    path = '%s/%s.som' % (sys.argv[2], g.name)
-    with open(path, 'w') as f:
-        f.write(text)
-    print(path)
+    count = int(sys.argv[2 + 1]) if len(sys.argv) == 4 else 1
+    # With a COUNT, seed k goes to DIR/k/Fuzzk.som: one interpreter start-up
+    # for the whole batch (it costs more than generating a program).
+    for s in range(seed, seed + count):
+        g = Gen(s)
+        text = g.generate()
+        if count == 1:
+            path = '%s/%s.som' % (sys.argv[2], g.name)
+        else:
+            os.makedirs('%s/%d' % (sys.argv[2], s), exist_ok=True)
+            path = '%s/%d/%s.som' % (sys.argv[2], s, g.name)
+        with open(path, 'w') as f:
+            f.write(text)
+        print(path)
 
 
 if __name__ == '__main__':
