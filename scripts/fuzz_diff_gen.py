@@ -660,6 +660,51 @@ class Gen:
         self.run_lines.append('(self %s: %s) println.' % (sel, self.int_lit()))
         self.uses_fields = True
 
+    def sec_special(self):
+        # The class defines its own versions of selectors that have special
+        # bytecodes and fast paths (== at: at:put: length value + < =): each
+        # site sees both the fast-path receivers and this class.
+        sel = self.fresh('spc')
+        if not self.special_defined:
+            self.special_defined = True
+            self.add('''    == other = ( ^(other respondsTo: #getF1) and: [ other getF1 = f1 ] )
+    = other = ( ^self == other )
+    at: i = ( ^i * 2 )
+    at: i put: v = ( f1 := v. ^v )
+    length = ( ^42 )
+    value = ( ^'my value' )
+    value: x = ( ^x )
+    + x = ( ^'plus ' + x asString )
+    < x = ( ^true )''')
+        self.add('''    %s: k = (
+        | objs twin |
+        twin := %s new.
+        twin setF1: k.
+        f1 := %s.
+        objs := Array new: 6.
+        objs at: 1 put: self.
+        objs at: 2 put: (Array new: 3).
+        objs at: 3 put: twin.
+        objs at: 4 put: %s.
+        objs at: 5 put: %s.
+        objs at: 6 put: %s.
+        1 to: %d do: [ :r |
+            objs do: [ :o |
+                (o == twin) println.
+                (o == k) println.
+                (o respondsTo: #getF1) ifTrue: [ (o at: 1 put: r) println. (o at: k) println. (o value: r) println ].
+                (o respondsTo: #length) ifTrue: [ o length println ].
+                (o class == Array) ifTrue: [ o at: 1 put: k. (o at: 1) println. o length println ].
+                (o = self) println.
+                o value println ] ].
+        (self + k) println.
+        (self < k) println.
+        (self at: k) println.
+        ^twin == self )''' % (sel, self.name, self.pick(['k', '0', 'nil']),
+                              self.pick(STRING_LITS), self.pick(SYMBOL_LITS + ['3', '(1 << 70)', '2.5']),
+                              self.pick(['[ k ]', 'nil', 'true', '7']), self.r.randint(1, 3)))
+        self.run_lines.append('(self %s: %s) println.' % (sel, self.int_lit()))
+
     def sec_error(self):
         # A run that ends with an error: the message, the backtrace (bytecode
         # positions mapped back from machine code) and the exit status must agree.
@@ -672,11 +717,12 @@ class Gen:
 
     def generate(self):
         self.uses_fields = False
+        self.special_defined = False
         for _ in range(self.r.randint(0, 3)):
             self.sec_int_helper()
         sections = [self.sec_int, self.sec_int, self.sec_double, self.sec_double, self.sec_string,
                     self.sec_array, self.sec_nlr, self.sec_nlr, self.sec_poly, self.sec_recursion,
-                    self.sec_churn, self.sec_loops, self.sec_fields]
+                    self.sec_churn, self.sec_loops, self.sec_fields, self.sec_special]
         for _ in range(self.r.randint(4, 9)):
             self.pick(sections)()
         # Run the sections in order; then again, hot (the JIT compiles them
