@@ -705,12 +705,87 @@ class Gen:
                               self.pick(['[ k ]', 'nil', 'true', '7']), self.r.randint(1, 3)))
         self.run_lines.append('(self %s: %s) println.' % (sel, self.int_lit()))
 
+    def sec_literals(self):
+        # More than 256 distinct literals: the wide literal bytecodes, in a
+        # method run both interpreted and compiled.
+        sel = self.fresh('lits')
+        n = self.r.randint(260, 320)
+        vals = []
+        for i in range(n):
+            k = self.r.randint(0, 2)
+            if k == 0:
+                vals.append(str(self.r.randint(-10**30, 10**30)))
+            elif k == 1:
+                vals.append('%d.%d' % (self.r.randint(-9999, 9999), self.r.randint(1, 999)))
+            else:
+                vals.append("'lit%d'" % self.r.randint(0, 10**6))
+        terms = ' + '.join('(self litNum: %s)' % v for v in vals)
+        self.add("""    %s = (
+        ^%s )""" % (sel, terms))
+        if not self.litnum_defined:
+            self.litnum_defined = True
+            self.add("""    litNum: x = ( x class == String ifTrue: [ ^x length ]. ^self safeInt: x )""")
+        self.run_lines.append('self %s println.' % sel)
+        self.run_lines.append('self %s println.' % sel)
+
+    def sec_globals(self):
+        # PUSH_GLOBAL caches a global's value in machine code until the next
+        # global:put:; read, change and read again, in a loop.
+        sel = self.fresh('glob')
+        g = 'FuzzGlobal%d' % self.r.randint(0, 3)
+        self.add("""    %s: k = (
+        | s |
+        s := 0.
+        system global: #%s put: k.
+        1 to: %d do: [ :i |
+            s := s + %s.
+            i %% %d = 0 ifTrue: [ system global: #%s put: %s + i ] ].
+        (system global: #%s) println.
+        ^s )""" % (sel, g, self.r.randint(1, 40), g, self.r.randint(1, 7), g, g, g))
+        self.run_lines.append('(self %s: %s) println.' % (sel, self.int_lit()))
+
+    def sec_classside(self):
+        # Class-side methods and fields, super sends, reflection.
+        sel = self.fresh('cls')
+        self.class_methods.append("""    %s: x = ( count := (count ifNil: [ 0 ]) + 1. ^x + count )""" % sel)
+        self.add("""    %s: k = (
+        | v |
+        v := Vector new.
+        1 to: %d do: [ :i | v append: (%s %s: i * k) ].
+        v removeFirst println.
+        (v inject: 0 into: [ :a :e | a + e ]) println.
+        (v collect: [ :e | e %% 10 ]) asArray length println.
+        (self instVarAt: 1 put: k) println.
+        (self instVarAt: 1) println.
+        super asString println.
+        (super = self) println.
+        (self perform: #getF1) println.
+        ^v size )""" % (sel, self.r.randint(1, 20), self.name, sel))
+        self.run_lines.append('(self %s: %s) println.' % (sel, self.int_lit()))
+
+    def sec_repeat(self):
+        # Library loops built on Block>>restart, left with ^.
+        sel = self.fresh('rpt')
+        self.add("""    %s: k = (
+        | i blk |
+        i := 0.
+        blk := [ i := i + 1. i < %d ].
+        blk whileTrue.
+        [ i := i - 2. i > %d ] whileTrue.
+        [ i := i + 3. i >= %d ] whileFalse.
+        [ i := i + 1. i > (%d + (k abs %% 50)) ifTrue: [ ^i ] ] repeat )"""
+                 % (sel, self.r.randint(0, 40), self.r.randint(-10, 10), self.r.randint(-5, 30), self.r.randint(0, 60)))
+        self.run_lines.append('(self %s: %s) println.' % (sel, self.int_lit()))
+
     def sec_error(self):
         # A run that ends with an error: the message, the backtrace (bytecode
         # positions mapped back from machine code) and the exit status must agree.
-        k = self.r.randint(0, 4)
+        k = self.r.randint(0, 5)
         sel = self.fresh('err')
-        body = ['nil foo', '(Array new: 3) at: 4', '3 / 0', "'abc' charAt: 10", 'self noSuchMessage: 3'][k]
+        body = ['nil foo', '(Array new: 3) at: 4', '3 / 0', "'abc' charAt: 10", 'self noSuchMessage: 3',
+                '(self escaping: e) value: 3'][k]
+        if k == 5:
+            self.add('    escaping: e = ( ^[ :x | ^x + e ] )')
         self.add('''    %s: n = (
         1 to: n do: [ :i | i = n ifTrue: [ #(1 2) do: [ :e | %s ] ] ] )''' % (sel, body))
         self.run_lines.append('self %s: %d.' % (sel, self.r.randint(1, 20)))
@@ -718,11 +793,15 @@ class Gen:
     def generate(self):
         self.uses_fields = False
         self.special_defined = False
+        self.litnum_defined = False
+        self.class_methods = []
         for _ in range(self.r.randint(0, 3)):
             self.sec_int_helper()
         sections = [self.sec_int, self.sec_int, self.sec_double, self.sec_double, self.sec_string,
                     self.sec_array, self.sec_nlr, self.sec_nlr, self.sec_poly, self.sec_recursion,
-                    self.sec_churn, self.sec_loops, self.sec_fields, self.sec_special]
+                    self.sec_churn, self.sec_loops, self.sec_fields, self.sec_special,
+                    self.sec_literals, self.sec_globals, self.sec_classside, self.sec_classside,
+                    self.sec_repeat]
         for _ in range(self.r.randint(4, 9)):
             self.pick(sections)()
         # Run the sections in order; then again, hot (the JIT compiles them
@@ -746,6 +825,12 @@ class Gen:
                '    getF1 = ( ^f1 )',
                '']
         out.append('\n\n'.join(self.methods))
+        out.append('')
+        out.append('    ----')
+        out.append('')
+        out.append('    | count |')
+        out.append('')
+        out.append('\n'.join(self.class_methods))
         out.append(')')
         return '\n'.join(out) + '\n'
 
