@@ -675,7 +675,8 @@ class Gen:
     value = ( ^'my value' )
     value: x = ( ^x )
     + x = ( ^'plus ' + x asString )
-    < x = ( ^true )''')
+    < x = ( ^true )
+    mustBeBoolean = ( ^f1 isNil not )''')
         self.add('''    %s: k = (
         | objs twin |
         twin := %s new.
@@ -692,7 +693,11 @@ class Gen:
             objs do: [ :o |
                 (o == twin) println.
                 (o == k) println.
-                (o respondsTo: #getF1) ifTrue: [ (o at: 1 put: r) println. (o at: k) println. (o value: r) println ].
+                (o respondsTo: #getF1) ifTrue: [
+                    (o at: 1 put: r) println. (o at: k) println. (o value: r) println.
+                    (o ifTrue: [ 'T' ] ifFalse: [ 'F' ]) println.
+                    (o and: [ r > 1 ]) println.
+                    (o or: [ r > 1 ]) println ].
                 (o respondsTo: #length) ifTrue: [ o length println ].
                 (o class == Array) ifTrue: [ o at: 1 put: k. (o at: 1) println. o length println ].
                 (o = self) println.
@@ -730,18 +735,20 @@ class Gen:
 
     def sec_globals(self):
         # PUSH_GLOBAL caches a global's value in machine code until the next
-        # global:put:; read, change and read again, in a loop.
+        # global:put:; read, change and read again, in a loop. The values are
+        # young Arrays, so the caching code is a young referrer the scavenger
+        # must update.
         sel = self.fresh('glob')
         g = 'FuzzGlobal%d' % self.r.randint(0, 3)
         self.add("""    %s: k = (
         | s |
         s := 0.
-        system global: #%s put: k.
+        system global: #%s put: (Array with: k with: k printString).
         1 to: %d do: [ :i |
-            s := s + %s.
-            i %% %d = 0 ifTrue: [ system global: #%s put: %s + i ] ].
-        (system global: #%s) println.
-        ^s )""" % (sel, g, self.r.randint(1, 40), g, self.r.randint(1, 7), g, g, g))
+            s := s + (%s at: 1) + (%s at: 2) length.
+            i %% %d = 0 ifTrue: [ system global: #%s put: (Array with: (%s at: 1) + i with: i printString) ] ].
+        (self str: (system global: #%s)) println.
+        ^s )""" % (sel, g, self.r.randint(1, 40), g, g, self.r.randint(1, 7), g, g, g))
         self.run_lines.append('(self %s: %s) println.' % (sel, self.int_lit()))
 
     def sec_classside(self):
