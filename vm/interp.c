@@ -199,6 +199,16 @@ static bool is_prim(uint32_t class_index, const char *sel, const char *cls)
     return p > 1 && strcmp(vm_prim_table[p].class_name, cls) == 0 && strcmp(vm_prim_table[p].selector, sel) == 0;
 }
 
+/* Object>>=='s primitive index, 0 when Object has no primitive == */
+static intptr_t object_identical_prim;
+static Oop sym_identical;
+
+static bool identical_is_primitive(uint32_t class_index)
+{
+    Oop m = vm_lookup_cached(class_index, sym_identical);
+    return m && oop_int(obj_slots(m)[METHOD_PRIMITIVE]) == object_identical_prim;
+}
+
 /* -- The interpreter ------------------------------------------------------- */
 
 static Oop prim_args[260];
@@ -258,6 +268,12 @@ static Oop interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
 #undef BC_LABEL
     };
     init_symbols();
+    sym_identical = vm_symbol_from_cstr("==");
+    object_identical_prim = 0;
+    if (is_prim(CLASS_INDEX_OBJECT, "==", "Object")) {
+        Oop m = vm_lookup(vm_class_table[CLASS_INDEX_OBJECT], sym_identical);
+        object_identical_prim = oop_int(obj_slots(m)[METHOD_PRIMITIVE]);
+    }
     array_at_is_prim = is_prim(CLASS_INDEX_ARRAY, "at:", "Array");
     array_at_put_is_prim = is_prim(CLASS_INDEX_ARRAY, "at:put:", "Array");
     array_length_is_prim = is_prim(CLASS_INDEX_ARRAY, "length", "Array");
@@ -606,11 +622,14 @@ op_SEND_IDENTICAL : {
         ip += 1;
         DISPATCH();
     }
-    /* Only two different SmallIntegers are known unequal without a send:
-     * Integer == is value equality (boxed numbers need the real send), and
-     * any other class may define its own ==. The JIT's template draws the
-     * same line, so both modes answer alike (tests/lang/IdentityOverride.som). */
-    if (oop_is_int(a & b)) {
+    /* Two different SmallIntegers are unequal without a send, and so is a
+     * receiver whose == is still Object's primitive; Integer == is value
+     * equality (boxed numbers need the real send), and any other class may
+     * define its own == (tests/lang/IdentityOverride.som): that takes the
+     * send, as in machine code. `x == nil` stays a cache probe. */
+    if (oop_is_int(a & b) ||
+        (oop_is_ptr(a) && !vm_is_large_int(a) && !vm_is_double(a) && object_identical_prim &&
+         identical_is_primitive(obj_class_index(a)))) {
         *++sp = vm_false;
         ip += 1;
         DISPATCH();
