@@ -90,6 +90,18 @@ check_not_stopped() {
 
 # -- Judging shares -------------------------------------------------------------
 
+# enough GOT NEED WHAT: whether a run gathered enough to judge. A machine too
+# busy to give the target its CPU makes a thin profile, not a wrong one: then
+# the test runs again, twice as long (SCALE), up to 4 times, before failing.
+SCALE=1
+enough() {
+    awk -v g="$1" -v n="$2" 'BEGIN { exit !(g >= n) }' && return 0
+    [ "$SCALE" -ge 4 ] && fail "only $1 $3 (need $2) even in a run 4 times as long: the target got too little CPU"
+    SCALE=$((SCALE * 2))
+    echo "only $1 $3 (need $2): the target got too little CPU; again, $SCALE times as long"
+    return 1
+}
+
 # Percentage of samples whose leaf (last frame) is FUNCTION in a folded file.
 folded_share() {
     awk -v f="$2" '{ n = $NF; total += n; line = $0; sub(/ [0-9]+$/, "", line);
@@ -128,11 +140,17 @@ test_ratio() {
     local mode=$1
     [ "$mode" = perf ] && ! perf_available && skip "perf_event refused here: $(cat "$WORK/probe.err")"
     # 3 s: beside two busy loops the target gets about 2/3 of a CPU
-    start_ratio 4.5
-    "$VMPROFD" --mode "$mode" --pid "$RATIO_PID" --seconds 3 -o "$WORK/r.txt" --folded "$WORK/r.folded" \
-        >"$WORK/vmprofd.out" 2>"$WORK/vmprofd.err" || fail "vmprofd exited with status $?"
-    check_not_stopped "$RATIO_PID"
-    wait_ratio_ok
+    local cpu
+    while :; do
+        start_ratio $((3 * SCALE + 2))
+        "$VMPROFD" --mode "$mode" --pid "$RATIO_PID" --seconds $((3 * SCALE)) -o "$WORK/r.txt" --folded "$WORK/r.folded" \
+            >"$WORK/vmprofd.out" 2>"$WORK/vmprofd.err" || fail "vmprofd exited with status $?"
+        check_not_stopped "$RATIO_PID"
+        wait_ratio_ok
+        cpu=$(sed -n 's/.*; cpu \([0-9.]*\) s).*/\1/p' "$WORK/vmprofd.err" | head -1)
+        [ -n "$cpu" ] || fail "vmprofd did not report the target's CPU time"
+        enough "$cpu" 0.5 "s of CPU for the target" && break
+    done
     local self light_f heavy_f light_t
     self=$(self_share "$WORK/ratio.out")
     light_f=$(folded_share "$WORK/r.folded" light)
@@ -158,9 +176,6 @@ test_ratio() {
     n=$(awk '{ t += $NF } END { print t + 0 }' "$WORK/r.folded")
     # samples follow the target's CPU time (cpu-clock), which a loaded
     # machine cuts short: expect 70% of 1400 Hz over the CPU time it got
-    local cpu
-    cpu=$(sed -n 's/.*; cpu \([0-9.]*\) s).*/\1/p' "$WORK/vmprofd.err" | head -1)
-    [ -n "$cpu" ] || fail "vmprofd did not report the target's CPU time"
     awk -v n="$n" -v c="$cpu" 'BEGIN { exit !(c >= 0.5 && n >= 0.7 * 1400 * c) }' ||
         fail "only $n samples over ${cpu} s of target CPU time (expected >= 70% of 1400 Hz, and >= 0.5 s of CPU)"
     echo "ok: $n samples; $(tail -1 "$WORK/vmprofd.err")"
@@ -454,14 +469,16 @@ row_name() {
 # samples 25/75 +- 3 points, in JIT'd code or, with --no-jit, interpreted.
 test_som_methods() {
     local mode=$1
-    "$VMPROFD" --seconds 30 -o "$WORK/m.txt" -- "$STVM" $(ratio_vm_flags "$mode") -cp "$SOM_DIR" RatioMethods 4000 \
-        >"$WORK/stvm.out" 2>"$WORK/vmprofd.err" || fail "vmprofd exited with status $?"
-    grep -q "^ratio: done" "$WORK/stvm.out" || fail "RatioMethods did not finish: $(cat "$WORK/stvm.out")"
     local light heavy
-    light=$(row_samples "$WORK/m.txt" "$(row_name "$mode" "RatioMethods>>light:")")
-    heavy=$(row_samples "$WORK/m.txt" "$(row_name "$mode" "RatioMethods>>heavy:")")
-    [ -n "$light" ] && [ -n "$heavy" ] || fail "no rows for RatioMethods>>light: and heavy: in the report"
-    [ $((light + heavy)) -ge 1000 ] || fail "only $((light + heavy)) samples in light: and heavy:"
+    while :; do
+        "$VMPROFD" --seconds 60 -o "$WORK/m.txt" -- "$STVM" $(ratio_vm_flags "$mode") -cp "$SOM_DIR" RatioMethods \
+            $((4000 * SCALE)) >"$WORK/stvm.out" 2>"$WORK/vmprofd.err" || fail "vmprofd exited with status $?"
+        grep -q "^ratio: done" "$WORK/stvm.out" || fail "RatioMethods did not finish: $(cat "$WORK/stvm.out")"
+        light=$(row_samples "$WORK/m.txt" "$(row_name "$mode" "RatioMethods>>light:")")
+        heavy=$(row_samples "$WORK/m.txt" "$(row_name "$mode" "RatioMethods>>heavy:")")
+        [ -n "$light" ] && [ -n "$heavy" ] || fail "no rows for RatioMethods>>light: and heavy: in the report"
+        enough $((light + heavy)) 1000 "samples in light: and heavy:" && break
+    done
     local share
     share=$(awk -v l="$light" -v h="$heavy" 'BEGIN { printf "%.2f", 100 * l / (l + h) }')
     local clock
@@ -477,23 +494,24 @@ test_som_methods() {
 # bytecode ranges, with --lines, give loop 1's line 25% +- 3 of the method.
 test_som_loops() {
     local mode=$1
-    "$VMPROFD" --seconds 30 --lines -o "$WORK/l.txt" -- "$STVM" $(ratio_vm_flags "$mode") -cp "$SOM_DIR" RatioLoops 4000 \
-        >"$WORK/stvm.out" 2>"$WORK/vmprofd.err" || fail "vmprofd exited with status $?"
-    grep -q "^ratio: done" "$WORK/stvm.out" || fail "RatioLoops did not finish: $(cat "$WORK/stvm.out")"
-    local l1 l3 row
+    local l1 l3 row a b other tot
     l1=$(grep -n '"loop 1"' "$SOM_DIR/RatioLoops.som" | cut -d: -f1)
     l3=$(grep -n '"loop 3"' "$SOM_DIR/RatioLoops.som" | cut -d: -f1)
     row=$(row_name "$mode" "RatioLoops>>twoLoops:")
-    # the ranges under the row: "\t<pct>\t<a>-><b>  line N\t(<n>)\t(<cum>)"
-    awk -F'\t' -v row="$row" -v l1="$l1" -v l3="$l3" '
-        $2 == row && $1 != "" { on = 1; next }
-        on && $1 != "" { exit }
-        on { n = $4; gsub(/[()]/, "", n); tot += n
-             if ($3 ~ ("  line " l1 "$")) a += n; else if ($3 ~ ("  line " l3 "$")) b += n; else other += n }
-        END { printf "%d %d %d %d\n", a, b, other, tot }' "$WORK/l.txt" >"$WORK/loops"
-    local a b other tot
-    read -r a b other tot <"$WORK/loops"
-    [ "$tot" -ge 1000 ] || fail "only $tot samples in the ranges of $row: $(grep -F -A3 "$row" "$WORK/l.txt")"
+    while :; do
+        "$VMPROFD" --seconds 60 --lines -o "$WORK/l.txt" -- "$STVM" $(ratio_vm_flags "$mode") -cp "$SOM_DIR" RatioLoops \
+            $((4000 * SCALE)) >"$WORK/stvm.out" 2>"$WORK/vmprofd.err" || fail "vmprofd exited with status $?"
+        grep -q "^ratio: done" "$WORK/stvm.out" || fail "RatioLoops did not finish: $(cat "$WORK/stvm.out")"
+        # the ranges under the row: "\t<pct>\t<a>-><b>  line N\t(<n>)\t(<cum>)"
+        awk -F'\t' -v row="$row" -v l1="$l1" -v l3="$l3" '
+            $2 == row && $1 != "" { on = 1; next }
+            on && $1 != "" { exit }
+            on { n = $4; gsub(/[()]/, "", n); tot += n
+                 if ($3 ~ ("  line " l1 "$")) a += n; else if ($3 ~ ("  line " l3 "$")) b += n; else other += n }
+            END { printf "%d %d %d %d\n", a, b, other, tot }' "$WORK/l.txt" >"$WORK/loops"
+        read -r a b other tot <"$WORK/loops"
+        enough "$tot" 1000 "samples in the ranges of $row" && break
+    done
     [ $((other * 100)) -le $((tot * 3)) ] || fail "$other of $tot samples in ranges of neither loop's line"
     local share clock
     share=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", 100 * a / (a + b) }')
@@ -542,14 +560,16 @@ test_som_pprof() {
 # light's 16 bytecodes is a range of about 1/16, and heavy is found at
 # both of its addresses.
 test_interp_fake() {
-    "$VMPROFD" --seconds 20 --lines -o "$WORK/i.txt" --debug-resolutions "$WORK/res.txt" -- "$INTERP_FAKE" 2.5 \
-        >"$WORK/fake.out" 2>"$WORK/vmprofd.err" || fail "vmprofd exited with status $?"
-    grep -q "^interp_fake: ok" "$WORK/fake.out" || fail "interp_fake did not finish: $(cat "$WORK/fake.out")"
     local light heavy share
-    light=$(row_samples "$WORK/i.txt" "Fake>>light (interpreted)")
-    heavy=$(row_samples "$WORK/i.txt" "Fake>>heavy (interpreted)")
-    [ -n "$light" ] && [ -n "$heavy" ] || fail "no interpreted rows in the report"
-    [ $((light + heavy)) -ge 1500 ] || fail "only $((light + heavy)) interpreted samples"
+    while :; do
+        "$VMPROFD" --seconds 60 --lines -o "$WORK/i.txt" --debug-resolutions "$WORK/res.txt" -- "$INTERP_FAKE" \
+            "$(awk -v s="$SCALE" 'BEGIN { print 2.5 * s }')" >"$WORK/fake.out" 2>"$WORK/vmprofd.err" || fail "vmprofd exited with status $?"
+        grep -q "^interp_fake: ok" "$WORK/fake.out" || fail "interp_fake did not finish: $(cat "$WORK/fake.out")"
+        light=$(row_samples "$WORK/i.txt" "Fake>>light (interpreted)")
+        heavy=$(row_samples "$WORK/i.txt" "Fake>>heavy (interpreted)")
+        [ -n "$light" ] && [ -n "$heavy" ] || fail "no interpreted rows in the report"
+        enough $((light + heavy)) 1500 "interpreted samples" && break
+    done
     share=$(awk -v l="$light" -v h="$heavy" 'BEGIN { printf "%.2f", 100 * l / (l + h) }')
     awk -v g="$share" 'BEGIN { exit !(g >= 22 && g <= 28) }' ||
         fail "Fake>>light has $share% of the interpreted samples ($light vs $heavy); expected 25 +- 3"
