@@ -142,11 +142,17 @@ static void collect_stacks(const Profile *p, Stacks *st)
 /* Nanoseconds of CPU one sample stands for. */
 static int64_t period_ns(const ReportHeader *h, size_t nsamples)
 {
+    double ns = 0;
     if (h->requested_hz > 0)
-        return llround(1e9 / h->requested_hz);
-    if (h->seconds > 0 && nsamples > 0) /* no rate asked for: the one achieved */
-        return llround(1e9 * h->seconds / (double)nsamples);
-    return 0;
+        ns = 1e9 / h->requested_hz;
+    else if (h->seconds > 0 && nsamples > 0) /* no rate asked for: the one achieved */
+        ns = 1e9 * h->seconds / (double)nsamples;
+    /* A rate so low (or a header so broken) that the period is no int64_t
+     * would make llround's answer meaningless: call it unknown, as pprof's
+     * 0 means (found by tests/fuzz/fuzz_profile_writers.c). */
+    if (!(ns > 0) || ns >= 0x1p62)
+        return 0;
+    return llround(ns);
 }
 
 typedef struct Message {
@@ -309,7 +315,9 @@ static void build_samples(Message *m, Builder *b, int64_t period)
         d->value = &m->values[i * 2];
         d->n_value = 2;
         d->value[0] = (int64_t)st->v[i].count;
-        d->value[1] = (int64_t)st->v[i].count * period;
+        /* saturated: a huge period times many samples must not wrap negative */
+        if (__builtin_mul_overflow((int64_t)st->v[i].count, period, &d->value[1]))
+            d->value[1] = INT64_MAX;
         if (s->tid) {
             Perftools__Profiles__Label *l = &m->labels[i];
             perftools__profiles__label__init(l);
