@@ -302,8 +302,12 @@ static void build_samples(Message *m, Builder *b, int64_t period)
         d->value = &m->values[i * 2];
         d->n_value = 2;
         d->value[0] = (int64_t)st->v[i].count;
-        /* cpu: measured where samples are CPU-weighted, else a period each */
-        d->value[1] = p->header.cpu_weighted ? (int64_t)st->v[i].weight : (int64_t)st->v[i].count * period;
+        /* cpu: measured where samples are CPU-weighted, else a period each
+         * (saturated: a huge period times many samples must not wrap) */
+        if (p->header.cpu_weighted)
+            d->value[1] = st->v[i].weight > INT64_MAX ? INT64_MAX : (int64_t)st->v[i].weight;
+        else if (__builtin_mul_overflow((int64_t)st->v[i].count, period, &d->value[1]))
+            d->value[1] = INT64_MAX;
         if (s->tid) {
             Perftools__Profiles__Label *l = &m->labels[i];
             perftools__profiles__label__init(l);

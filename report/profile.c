@@ -234,11 +234,17 @@ void report_profile_add_weighted_sample(Profile *p, uint64_t time_ns, uint32_t t
 int64_t report_profile_period_ns(const Profile *p)
 {
     const ReportHeader *h = &p->header;
+    double ns = 0;
     if (h->requested_hz > 0)
-        return llround(1e9 / h->requested_hz);
-    if (h->seconds > 0 && p->nsamples > 0) /* no rate asked for: the one achieved */
-        return llround(1e9 * h->seconds / (double)p->nsamples);
-    return 0;
+        ns = 1e9 / h->requested_hz;
+    else if (h->seconds > 0 && p->nsamples > 0) /* no rate asked for: the one achieved */
+        ns = 1e9 * h->seconds / (double)p->nsamples;
+    /* A rate so low (or a header so broken) that the period is no int64_t
+     * would make llround's answer meaningless: call it unknown, as pprof's
+     * 0 means (found by tests/fuzz/fuzz_profile_writers.c). */
+    if (!(ns > 0) || ns >= 0x1p62)
+        return 0;
+    return llround(ns);
 }
 
 uint64_t report_profile_total_weight(const Profile *p)

@@ -19,16 +19,13 @@
  * The buffer is writable (PROT_WRITE), so the kernel drops new samples
  * instead of overwriting and tells us with PERF_RECORD_LOST.
  *
- * Sample layout for our sample_type (IP | TID | TIME | REGS_USER |
- * STACK_USER), in the order the man page gives:
- *
- *   u64 ip; u32 pid, tid; u64 time;
- *   u64 abi; u64 regs[popcount(sample_regs_user)]   (regs only if abi != 0)
- *   u64 size; u8 data[size]; u64 dyn_size           (dyn_size only if size != 0)
+ * Walking the ring and decoding its records (the sample layout for our
+ * sample_type) are in perfring.c.
  */
 #define _GNU_SOURCE /* process_vm_readv, ppoll, pipe2, strsignal, __WALL: Linux interfaces */
 #include "vmprofd/sampler.h"
 #include "vmprofd/sample_bpf.h"
+#include "vmprofd/perfring.h"
 
 #include "vmprofd/permission.h"
 #include "vmprofd/target.h"
@@ -61,9 +58,6 @@
 #define PERF_RING_PAGES 256
 #define PERF_RING_MIN_PAGES 8
 
-/* Perf records are at most 64 KiB (a u16 size). */
-#define PERF_MAX_RECORD 65536
-
 typedef struct PerfRing {
     pid_t tid;
     int cpu;         /* -1: follows the thread; else this CPU (launched) */
@@ -82,8 +76,7 @@ struct Sampler {
     size_t nrings, caprings;
     size_t pages;    /* data pages per ring (halved when mlock limits bite) */
     uint64_t samples, lost, foreign, throttled;
-    unsigned nregs;  /* popcount of the regs mask */
-    int ip_index, sp_index, bp_index; /* positions in the packed regs, or -1 */
+    PerfSampleLayout layout; /* of our samples (attr's sample_type and regs) */
     uint8_t *scratch; /* a record that wraps the end of the ring, reassembled */
     uint32_t *tids;   /* distinct threads seen in samples (inherited ones have no ring of their own) */
     size_t ntids, captids;
@@ -300,7 +293,7 @@ static Sampler *perf_open(const SamplerConfig *cfg, bool *refused, char *err, si
 {
     *refused = false;
     Sampler *s = calloc(1, sizeof *s);
-    if (!s || !(s->scratch = malloc(PERF_MAX_RECORD))) {
+    if (!s || !(s->scratch = malloc(VMPROFD_PERFRING_MAX_RECORD))) {
         free(s);
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -349,10 +342,12 @@ static Sampler *perf_open(const SamplerConfig *cfg, bool *refused, char *err, si
     }
 
     uint64_t mask = s->bpf ? 0 : cfg->regs_mask;
-    s->nregs = (unsigned)__builtin_popcountll(mask);
-    s->ip_index = packed_index(mask, PERF_REG_X86_IP);
-    s->sp_index = packed_index(mask, PERF_REG_X86_SP);
-    s->bp_index = packed_index(mask, PERF_REG_X86_BP);
+    s->layout.sample_type = a->sample_type;
+    s->layout.regs_mask = cfg->regs_mask;
+    s->layout.nregs = (unsigned)__builtin_popcountll(mask);
+    s->layout.ip_index = packed_index(mask, PERF_REG_X86_IP);
+    s->layout.sp_index = packed_index(mask, PERF_REG_X86_SP);
+    s->layout.bp_index = packed_index(mask, PERF_REG_X86_BP);
 
     /* Launched: (its pid, each CPU). Attached: (each thread, any CPU). */
     enum { MAX_CPUS = 1024 };
@@ -433,15 +428,6 @@ static void perf_rescan(Sampler *s)
 
 /* -- Reading the ring ---------------------------------------------------- */
 
-static bool take(const uint8_t **p, const uint8_t *end, void *dst, size_t n)
-{
-    if ((size_t)(end - *p) < n)
-        return false;
-    memcpy(dst, *p, n);
-    *p += n;
-    return true;
-}
-
 static void note_tid(Sampler *s, uint32_t tid)
 {
     if (s->ntids > 0 && s->tids[s->ntids - 1] == tid)
@@ -460,106 +446,50 @@ static void note_tid(Sampler *s, uint32_t tid)
     s->tids[s->ntids++] = tid;
 }
 
-static void handle_sample(Sampler *s, const struct perf_event_header *h, const uint8_t *rec, SampleSink sink,
-                          void *ctx)
+typedef struct DrainCtx {
+    Sampler *s;
+    SampleSink sink;
+    void *ctx;
+} DrainCtx;
+
+static void handle_record(void *vctx, const struct perf_event_header *h, const uint8_t *rec)
 {
-    const uint8_t *p = rec + sizeof *h, *end = rec + h->size;
-    uint64_t ip, time, abi = 0;
-    uint32_t ids[2];
-    RawSample r;
-    memset(&r, 0, sizeof r);
-    if (!take(&p, end, &ip, 8) || !take(&p, end, ids, 8) || !take(&p, end, &time, 8))
-        return;
-    if (s->attr.sample_type & PERF_SAMPLE_REGS_USER) {
-        if (!take(&p, end, &abi, 8))
+    DrainCtx *d = vctx;
+    Sampler *s = d->s;
+    switch (h->type) {
+    case PERF_RECORD_SAMPLE: {
+        RawSample r;
+        if (!vmprofd_perfring_sample(&s->layout, h, rec, &r))
             return;
-        if (abi != PERF_SAMPLE_REGS_ABI_NONE) {
-            if (s->nregs > sizeof r.regs.regs / sizeof r.regs.regs[0] || !take(&p, end, r.regs.regs, 8u * s->nregs))
-                return;
-            r.regs.mask = s->cfg.regs_mask;
-            r.regs.ip = s->ip_index >= 0 ? r.regs.regs[s->ip_index] : 0;
-            r.regs.sp = s->sp_index >= 0 ? r.regs.regs[s->sp_index] : 0;
-            r.regs.bp = s->bp_index >= 0 ? r.regs.regs[s->bp_index] : 0;
+        if ((pid_t)r.pid != s->cfg.pid) {
+            s->foreign++; /* a process the launched command forked: not our target */
+            return;
         }
+        s->samples++;
+        note_tid(s, r.tid);
+        d->sink(d->ctx, &r);
+        break;
     }
-    if (s->attr.sample_type & PERF_SAMPLE_STACK_USER) {
-        uint64_t size;
-        if (!take(&p, end, &size, 8) || size > (uint64_t)(end - p))
-            return;
-        const uint8_t *stack = p;
-        p += size;
-        uint64_t dyn = 0;
-        if (size != 0 && !take(&p, end, &dyn, 8))
-            return;
-        r.stack = stack;
-        r.stack_len = (size_t)(dyn < size ? dyn : size);
+    case PERF_RECORD_LOST: {
+        uint64_t lost;
+        if (vmprofd_perfring_lost(h, rec, &lost))
+            s->lost += lost;
+        break;
     }
-    r.time_ns = time;
-    r.pid = ids[0];
-    r.tid = ids[1];
-    if ((h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_USER) {
-        r.regs.ip = ip; /* the sample's own ip is authoritative for user samples */
-    } else {
-        r.kernel_ip = ip; /* in the kernel: regs_user holds where user space entered it */
-        if (abi == PERF_SAMPLE_REGS_ABI_NONE)
-            r.regs.ip = 0;
+    case PERF_RECORD_THROTTLE:
+        s->throttled++;
+        break;
+    default:
+        break;
     }
-    if ((pid_t)r.pid != s->cfg.pid) {
-        s->foreign++; /* a process the launched command forked: not our target */
-        return;
-    }
-    s->samples++;
-    note_tid(s, r.tid);
-    sink(ctx, &r);
 }
 
 static void drain(Sampler *s, PerfRing *r, SampleSink sink, void *ctx)
 {
     struct perf_event_mmap_page *meta = (struct perf_event_mmap_page *)r->base;
     uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-    uint64_t tail = meta->data_tail;
-    uint64_t mask = r->data_size - 1;
-    while (head - tail >= sizeof(struct perf_event_header)) {
-        uint64_t off = tail & mask;
-        /* Records are 8-byte aligned and the ring a power of two, so a
-         * header never straddles the end; a body may. */
-        const struct perf_event_header *h = (const void *)(r->data + off);
-        uint16_t size = h->size;
-        if (size < sizeof *h || size > head - tail) {
-            tail = head; /* cannot happen with a sane kernel: resynchronise */
-            break;
-        }
-        const uint8_t *rec = r->data + off;
-        if (off + size > r->data_size) {
-            size_t first = (size_t)(r->data_size - off);
-            memcpy(s->scratch, r->data + off, first);
-            memcpy(s->scratch + first, r->data, size - first);
-            rec = s->scratch;
-        }
-        const struct perf_event_header *hh = (const void *)rec;
-        switch (hh->type) {
-        case PERF_RECORD_SAMPLE:
-            handle_sample(s, hh, rec, sink, ctx);
-            break;
-        case PERF_RECORD_LOST:
-            if (size >= sizeof *hh + 16) {
-                uint64_t lost;
-                memcpy(&lost, rec + sizeof *hh + 8, 8);
-                s->lost += lost;
-            }
-            break;
-        case PERF_RECORD_THROTTLE:
-            s->throttled++;
-            break;
-        default:
-            break;
-        }
-        tail += size;
-        /* Hand the space back at once: the kernel may fill it while we
-         * unwind the next sample. */
-        __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
-    }
-    __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+    DrainCtx d = {s, sink, ctx};
+    vmprofd_perfring_drain(r->data, r->data_size, head, &meta->data_tail, s->scratch, handle_record, &d);
 }
 
 /* Closes the rings of exited threads, after their last drain. */
