@@ -217,8 +217,9 @@ char *prof_inimage_report(const ProfSample *s, size_t n, const ProfInimageReport
         .return_to_interpreter = prof_publish_walk_facts() ? prof_publish_walk_facts()->return_to_interpreter : 0,
     };
     if (partial)
-        report_profile_add_note(p, "stacks partial: %" PRIu64 " of %zu samples have no Smalltalk frames (only the "
-                                   "newest 16384 samples keep their whole stack)", partial, n);
+        report_profile_add_note(p, "stacks partial: %" PRIu64 " of %zu samples have no Smalltalk frames (their "
+                                   "whole stacks were overwritten by newer ones, or never walked: no walk facts)",
+                                partial, n);
     report_resolve_samples(p, sym, &store, &code);
     if (code.nothing || code.before)
         report_profile_add_note(p, "%" PRIu64 " samples in the code zone found no code there (%" PRIu64

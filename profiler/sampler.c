@@ -10,10 +10,12 @@
 #include "profiler/publish.h"
 #include "report/stackcapture.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,12 +55,83 @@ static pid_t vm_pid_for_reads, vm_tid_for_reads;
 
 /* -- Whole stacks (profiler/stackabi.h), walked in the handler ------------- */
 
-/* The newest PROF_SAMPLER_STACKS samples keep their whole stack: 16384
- * (~12 s at 1400 Hz) of ~2.3 KB, mapped once and touched only as used. */
-#define PROF_SAMPLER_STACKS 16384u
-static ProfRawStack *stacks;
+/* Walked stacks are kept packed (their header and only the words they
+ * use, ~250 bytes for a stack of a dozen frames) in a byte ring reserved
+ * at PROF_STACK_BYTES_PER_SAMPLE per sample of the sample ring and touched
+ * only as used: a profile as long as the sample ring holds keeps every
+ * stack unless its stacks are unusually deep, and a profile's memory grows
+ * with its length, not with its limit. A sample names its record by the
+ * record's position in the bytes ever written (ProfSample's stack_at); a
+ * record is intact while fewer than the ring's size bytes were written
+ * after its start. */
+#define PROF_STACK_BYTES_PER_SAMPLE 512u
+#define PROF_STACK_HEADER offsetof(ProfRawStack, kernel)
+static unsigned char *stack_ring;
+static uint64_t stack_ring_bytes; /* a power of two */
+static uint64_t stack_written;    /* bytes ever written: the handler's, read with SIGPROF blocked */
+static ProfRawStack walked;       /* the handler's scratch: SIGPROF is blocked while it runs */
 static StackReader stack_reader;
 static uint64_t c_stack_lo, c_stack_hi; /* the VM thread's own stack */
+
+static void ring_put(uint64_t pos, const void *src, size_t len)
+{
+    uint64_t at = pos & (stack_ring_bytes - 1);
+    size_t first = at + len <= stack_ring_bytes ? len : (size_t)(stack_ring_bytes - at);
+    memcpy(stack_ring + at, src, first);
+    memcpy(stack_ring, (const unsigned char *)src + first, len - first);
+}
+
+static void ring_get(uint64_t pos, void *dst, size_t len)
+{
+    uint64_t at = pos & (stack_ring_bytes - 1);
+    size_t first = at + len <= stack_ring_bytes ? len : (size_t)(stack_ring_bytes - at);
+    memcpy(dst, stack_ring + at, first);
+    memcpy((unsigned char *)dst + first, stack_ring, len - first);
+}
+
+static size_t packed_words(const ProfRawStack *r)
+{
+    return (size_t)r->nkernel + r->nleaf + r->nst + r->nroot;
+}
+
+/* Appends r packed; answers its position + 1 (0: not kept). */
+static uint64_t stack_keep(const ProfRawStack *r)
+{
+    assert(r->nkernel <= PROF_RAW_MAX_KERNEL && r->nleaf <= PROF_RAW_MAX_LEAF && r->nst <= PROF_RAW_MAX_ST &&
+           r->nroot <= PROF_RAW_MAX_ROOT);
+    uint64_t pos = stack_written;
+    ring_put(pos, r, PROF_STACK_HEADER);
+    uint64_t p = pos + PROF_STACK_HEADER;
+    ring_put(p, r->kernel, 8u * r->nkernel);
+    p += 8u * r->nkernel;
+    ring_put(p, r->leaf, 8u * r->nleaf);
+    p += 8u * r->nleaf;
+    ring_put(p, r->st, 8u * r->nst);
+    p += 8u * r->nst;
+    ring_put(p, r->root, 8u * r->nroot);
+    stack_written = p + 8u * r->nroot;
+    return pos + 1;
+}
+
+static bool stack_fetch(uint64_t stack_at, ProfRawStack *out)
+{
+    if (!stack_ring || stack_at == 0 || stack_written - (stack_at - 1) > stack_ring_bytes)
+        return false; /* none walked, or overwritten since */
+    uint64_t p = stack_at - 1;
+    ring_get(p, out, PROF_STACK_HEADER);
+    if (out->nkernel > PROF_RAW_MAX_KERNEL || out->nleaf > PROF_RAW_MAX_LEAF || out->nst > PROF_RAW_MAX_ST ||
+        out->nroot > PROF_RAW_MAX_ROOT || packed_words(out) * 8u + PROF_STACK_HEADER > stack_written - p)
+        return false;
+    p += PROF_STACK_HEADER;
+    ring_get(p, out->kernel, 8u * out->nkernel);
+    p += 8u * out->nkernel;
+    ring_get(p, out->leaf, 8u * out->nleaf);
+    p += 8u * out->nleaf;
+    ring_get(p, out->st, 8u * out->nst);
+    p += 8u * out->nst;
+    ring_get(p, out->root, 8u * out->nroot);
+    return true;
+}
 
 /* The handler reads the VM's own memory: plainly where it is mapped for
  * sure (the stack pages, their descriptors, the JIT's state, this thread's
@@ -89,21 +162,21 @@ static bool read_own(void *ctx, uint64_t addr, void *buf, size_t len)
     return syscall(SYS_process_vm_readv, vm_pid_for_reads, &local, 1UL, &remote, 1UL, 0UL) == (long)len;
 }
 
-static void walk_stack(uint64_t index, const ucontext_t *uc, uint64_t time_ns)
+/* Walks the interrupted thread's stack; answers where it was kept + 1 (0: not walked). */
+static uint64_t walk_stack(const ucontext_t *uc, uint64_t time_ns)
 {
     const ProfWalkFacts *f = prof_publish_walk_facts();
-    if (!stacks || !f)
-        return;
-    ProfRawStack *raw = &stacks[index & (PROF_SAMPLER_STACKS - 1)];
+    if (!stack_ring || !f)
+        return 0;
     const greg_t *g = uc->uc_mcontext.gregs;
     StackRegs regs = {(uint64_t)g[REG_RIP], (uint64_t)g[REG_RSP], (uint64_t)g[REG_RBP], (uint64_t)g[REG_R14],
                       (uint64_t)g[REG_R15]};
-    raw->time_ns = 0; /* incomplete until the walk is done */
     report_stackcapture_reset(&stack_reader, read_own, (void *)f);
-    report_stackcapture(&stack_reader, f, &regs, raw);
-    raw->pid = (uint32_t)vm_pid_for_reads;
-    raw->tid = (uint32_t)vm_tid_for_reads;
-    raw->time_ns = time_ns;
+    report_stackcapture(&stack_reader, f, &regs, &walked);
+    walked.pid = (uint32_t)vm_pid_for_reads;
+    walked.tid = (uint32_t)vm_tid_for_reads;
+    walked.time_ns = time_ns;
+    return stack_keep(&walked);
 }
 
 /* -- The timer thread ------------------------------------------------------ */
@@ -139,8 +212,8 @@ static void on_sigprof(int sig, siginfo_t *info, void *ucv)
         atomic_store_explicit(&tail, t + 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&overwritten, 1, memory_order_relaxed);
     }
+    s.stack_at = walk_stack(uc, s.time_ns);
     ring[h & ring_mask] = s;
-    walk_stack(h, uc, s.time_ns);
     atomic_store_explicit(&head, h + 1, memory_order_release);
     atomic_fetch_add_explicit(&taken, 1, memory_order_relaxed);
     errno = saved_errno;
@@ -287,10 +360,18 @@ bool prof_sampler_start(uint32_t hz, size_t capacity, char *err, size_t errlen)
     vm_tid = (pid_t)syscall(SYS_gettid);
     vm_pid_for_reads = vm_pid;
     vm_tid_for_reads = vm_tid;
-    if (!stacks) {
-        void *m = mmap(NULL, PROF_SAMPLER_STACKS * sizeof(ProfRawStack), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        stacks = m == MAP_FAILED ? NULL : m; /* without: samples without stacks, said in the report */
+    if (stack_ring_bytes != (uint64_t)cap * PROF_STACK_BYTES_PER_SAMPLE) {
+        if (stack_ring)
+            munmap(stack_ring, stack_ring_bytes);
+        stack_ring_bytes = (uint64_t)cap * PROF_STACK_BYTES_PER_SAMPLE;
+        void *m = mmap(NULL, stack_ring_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                       -1, 0);
+        stack_ring = m == MAP_FAILED ? NULL : m; /* without: samples without stacks, said in the report */
+        if (!stack_ring)
+            stack_ring_bytes = 0;
+    }
+    stack_written = 0;
+    if (!c_stack_hi) {
         pthread_attr_t at;
         void *lo;
         size_t sz;
@@ -302,10 +383,6 @@ bool prof_sampler_start(uint32_t hz, size_t capacity, char *err, size_t errlen)
             pthread_attr_destroy(&at);
         }
     }
-    if (stacks)
-        for (size_t i = 0; i < PROF_SAMPLER_STACKS; i++)
-            if (stacks[i].time_ns)
-                stacks[i].time_ns = 0; /* a new run: no stale stack may match a sample's time */
     rate_hz = hz;
     cpu_at_last_sample = thread_cpu_ns();
     have_sched0 = read_sched(vm_tid, &sched_run0, &sched_wait0);
@@ -380,27 +457,21 @@ size_t prof_sampler_copy(ProfSample *out, size_t max)
 
 bool prof_sampler_stack(uint64_t time_ns, ProfRawStack *out)
 {
-    if (!stacks || time_ns == 0)
+    if (!stack_ring || time_ns == 0)
         return false;
     sigset_t old;
     block_sigprof(&old);
-    uint64_t h = atomic_load(&head);
-    uint64_t lo = h > PROF_SAMPLER_STACKS ? h - PROF_SAMPLER_STACKS : 0;
-    bool found = false;
-    /* times grow with the index: a binary search over the stacks still held */
-    uint64_t a = lo, b = h;
+    uint64_t h = atomic_load(&head), t = atomic_load(&tail);
+    /* times grow with the index: a binary search over the samples held */
+    uint64_t a = t, b = h;
     while (a < b) {
         uint64_t mid = a + (b - a) / 2;
-        uint64_t t = stacks[mid & (PROF_SAMPLER_STACKS - 1)].time_ns;
-        if (t < time_ns)
+        if (ring[mid & ring_mask].time_ns < time_ns)
             a = mid + 1;
         else
             b = mid;
     }
-    if (a < h && stacks[a & (PROF_SAMPLER_STACKS - 1)].time_ns == time_ns) {
-        *out = stacks[a & (PROF_SAMPLER_STACKS - 1)];
-        found = true;
-    }
+    bool found = a < h && ring[a & ring_mask].time_ns == time_ns && stack_fetch(ring[a & ring_mask].stack_at, out);
     restore_mask(&old);
     return found;
 }

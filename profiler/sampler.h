@@ -64,7 +64,8 @@
  * 004), and vmprofd's default, so both profilers' reports compare. */
 #define PROF_SAMPLER_DEFAULT_HZ 1400
 #define PROF_SAMPLER_MAX_HZ 20000
-/* 2^20 samples (24 MiB): 12 minutes at 1400 Hz before the oldest go. */
+/* 2^20 samples (40 MiB, and up to 512 MiB of whole stacks, both touched
+ * only as used): 12 minutes at 1400 Hz before the oldest go. */
 #define PROF_SAMPLER_DEFAULT_CAPACITY (1u << 20)
 
 typedef struct ProfSample {
@@ -72,6 +73,7 @@ typedef struct ProfSample {
     uint64_t pc;      /* the interrupted instruction */
     uint64_t r15;     /* the interpreter's ip when pc is in the interpreter */
     uint64_t cpu_ns;  /* the VM thread's CPU time since its previous sample: the sample's weight */
+    uint64_t stack_at; /* the sampler's own: where its whole stack is kept + 1 (0: none) */
 } ProfSample;
 
 typedef struct ProfSamplerStats {
@@ -104,8 +106,9 @@ size_t prof_sampler_count(void);
 size_t prof_sampler_copy(ProfSample *out, size_t max);
 void prof_sampler_stats(ProfSamplerStats *out);
 /* The whole stack the handler walked for the sample taken at time_ns
- * (profiler/stackabi.h), when it is among the newest 16384; false
- * otherwise (older, or the VM published no walk facts). */
+ * (profiler/stackabi.h), while the ring still holds the sample and its
+ * stack; false otherwise (overwritten by newer ones, or the VM published
+ * no walk facts). */
 bool prof_sampler_stack(uint64_t time_ns, ProfRawStack *out);
 
 #endif

@@ -289,8 +289,10 @@ static bool p_report(Oop *a, Oop *r)
     ProfSample *s = malloc((n ? n : 1) * sizeof *s);
     if (!s) vm_out_of_memory("the profile's samples");
     for (size_t i = 0; i < n; i++)
-        s[i] = (ProfSample){(uint64_t)oop_int(e[PROF_SAMPLE_SLOTS * i]), (uint64_t)oop_int(e[PROF_SAMPLE_SLOTS * i + 1]),
-                            (uint64_t)oop_int(e[PROF_SAMPLE_SLOTS * i + 2]), (uint64_t)oop_int(e[PROF_SAMPLE_SLOTS * i + 3])};
+        s[i] = (ProfSample){.time_ns = (uint64_t)oop_int(e[PROF_SAMPLE_SLOTS * i]),
+                            .pc = (uint64_t)oop_int(e[PROF_SAMPLE_SLOTS * i + 1]),
+                            .r15 = (uint64_t)oop_int(e[PROF_SAMPLE_SLOTS * i + 2]),
+                            .cpu_ns = (uint64_t)oop_int(e[PROF_SAMPLE_SLOTS * i + 3])};
     ProfSamplerStats st;
     prof_sampler_stats(&st);
     ProfInimageReportOptions opt = {

@@ -3,13 +3,13 @@
 # structure (som/Stacks.som) under one sampler, with the JIT or without,
 # with two CPU-bound processes beside it (users profile busy machines).
 #
-#   stacks_test.sh SAMPLER MODE      SAMPLER: perf | ptrace | invm   MODE: jit | nojit
+#   stacks_test.sh SAMPLER MODE      SAMPLER: perf | ptrace | invm | invmlong   MODE: jit | nojit
 #   stacks_test.sh compaction SAMPLER   (CodeChurn in a 64K zone, against stvm's truth)
 #
 # Environment (CMakeLists.txt): VMPROFD, STVM, TRUTH_CHECK, SOURCE_DIR.
 set -u
-SAMPLER=${1:?usage: stacks_test.sh perf|ptrace|invm jit|nojit}
-MODE=${2:?usage: stacks_test.sh perf|ptrace|invm jit|nojit}
+SAMPLER=${1:?usage: stacks_test.sh perf|ptrace|invm|invmlong jit|nojit}
+MODE=${2:?usage: stacks_test.sh perf|ptrace|invm|invmlong jit|nojit}
 WORK=$(mktemp -d /tmp/stacks-test.XXXXXX)
 BUSY=()
 cleanup() {
@@ -104,6 +104,25 @@ compaction)
 invm)
     "$STVM" "${FLAGS[@]}" -cp "$CP" StacksInVM "$ROUNDS" >"$WORK/out.folded" 2>"$WORK/err" ||
         { cat "$WORK/err"; echo "FAIL: stvm exited with $?"; exit 1; }
+    ;;
+invmlong)
+    # a profile of more samples than a fixed store of 16384 stacks held: at
+    # 6000 Hz, every sample still keeps its whole stack
+    rounds=$ROUNDS
+    for try in 1 2 3; do
+        "$STVM" "${FLAGS[@]}" -cp "$CP" StacksInVM "$rounds" 6000 >"$WORK/out.folded" 2>"$WORK/err" ||
+            { cat "$WORK/err"; echo "FAIL: stvm exited with $?"; exit 1; }
+        n=$(awk '{s += $NF} END {print s + 0}' "$WORK/out.folded")
+        [ "$n" -gt 20000 ] && break
+        echo "only $n samples (a starved run): again with twice the rounds"
+        rounds=$((rounds * 2))
+    done
+    [ "$n" -gt 20000 ] || { echo "FAIL: only $n samples in three tries: the long profile was not tested"; exit 1; }
+    if grep -q "stacks_partial" "$WORK/out.folded"; then
+        grep "stacks_partial" "$WORK/out.folded" | head -3
+        echo "FAIL: samples of a long profile lost their whole stacks"; exit 1
+    fi
+    echo "$n samples, all with their whole stacks"
     ;;
 perf | ptrace)
     "$VMPROFD" --mode "$SAMPLER" --quiet --callers --folded "$WORK/out.folded" -o "$WORK/report.txt" -- \
