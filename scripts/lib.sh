@@ -63,7 +63,8 @@ stvm_bench_name() {
 #   microseconds, sorted, to FILES.times, and the CPU seconds the whole run took (user
 #   and system, start-up included) to FILES.cpu. Sets STVM_BENCH_STATUS to "ok" or "FAILED
 #   (reason)": failed result check, exit status, time-out, fewer iterations reported than
-#   RUNS. Returns 0 when ok, 1 when failed.
+#   RUNS. Returns 0 when ok, 1 when failed. The core library and benchmarks are those
+#   of STVM_BENCH_TREE (default: this tree), so an older build runs its own.
 stvm_bench_run() {
     local files=$1 stvm=$2 name=$3 runs=$4 inner=$5 timeout_s=$6
     shift 6
@@ -71,7 +72,7 @@ stvm_bench_run() {
     [[ -n $inner ]] && args+=("$inner")
     local TIMEFORMAT='%3U %3S'
     { time timeout --kill-after=10 "$timeout_s" "$stvm" "$@" \
-        -cp "$STVM_ROOT/smalltalk/core:$STVM_ROOT/smalltalk/bench" "${args[@]}" \
+        -cp "${STVM_BENCH_TREE:-$STVM_ROOT}/smalltalk/core:${STVM_BENCH_TREE:-$STVM_ROOT}/smalltalk/bench" "${args[@]}" \
         > "$files.out" 2> "$files.err" < /dev/null ; } 2> "$files.time"
     local rc=$?
     awk '{ printf "%.3f\n", $1 + $2 }' "$files.time" > "$files.cpu"
