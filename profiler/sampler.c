@@ -73,43 +73,43 @@ static ProfRawStack walked;       /* the handler's scratch: SIGPROF is blocked w
 static StackReader stack_reader;
 static uint64_t c_stack_lo, c_stack_hi; /* the VM thread's own stack */
 
-static void ring_put(uint64_t pos, const void *src, size_t len)
+static void ring_copy(uint64_t pos, void *buf, size_t len, bool put)
 {
     uint64_t at = pos & (stack_ring_bytes - 1);
     size_t first = at + len <= stack_ring_bytes ? len : (size_t)(stack_ring_bytes - at);
-    memcpy(stack_ring + at, src, first);
-    memcpy(stack_ring, (const unsigned char *)src + first, len - first);
+    unsigned char *b = buf;
+    if (put) {
+        memcpy(stack_ring + at, b, first);
+        memcpy(stack_ring, b + first, len - first);
+    } else {
+        memcpy(b, stack_ring + at, first);
+        memcpy(b + first, stack_ring, len - first);
+    }
 }
 
-static void ring_get(uint64_t pos, void *dst, size_t len)
+/* Copies the words r uses after its header to or from the ring from pos
+ * (the counts in r's header say how many); answers the position after. */
+static uint64_t ring_words(uint64_t pos, ProfRawStack *r, bool put)
 {
-    uint64_t at = pos & (stack_ring_bytes - 1);
-    size_t first = at + len <= stack_ring_bytes ? len : (size_t)(stack_ring_bytes - at);
-    memcpy(dst, stack_ring + at, first);
-    memcpy((unsigned char *)dst + first, stack_ring, len - first);
-}
-
-static size_t packed_words(const ProfRawStack *r)
-{
-    return (size_t)r->nkernel + r->nleaf + r->nst + r->nroot;
+    const struct {
+        uint64_t *words;
+        size_t n;
+    } parts[] = {{r->kernel, r->nkernel}, {r->leaf, r->nleaf}, {r->st, r->nst}, {r->root, r->nroot}};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        ring_copy(pos, parts[i].words, 8u * parts[i].n, put);
+        pos += 8u * parts[i].n;
+    }
+    return pos;
 }
 
 /* Appends r packed; answers its position + 1 (0: not kept). */
-static uint64_t stack_keep(const ProfRawStack *r)
+static uint64_t stack_keep(ProfRawStack *r)
 {
     assert(r->nkernel <= PROF_RAW_MAX_KERNEL && r->nleaf <= PROF_RAW_MAX_LEAF && r->nst <= PROF_RAW_MAX_ST &&
            r->nroot <= PROF_RAW_MAX_ROOT);
     uint64_t pos = stack_written;
-    ring_put(pos, r, PROF_STACK_HEADER);
-    uint64_t p = pos + PROF_STACK_HEADER;
-    ring_put(p, r->kernel, 8u * r->nkernel);
-    p += 8u * r->nkernel;
-    ring_put(p, r->leaf, 8u * r->nleaf);
-    p += 8u * r->nleaf;
-    ring_put(p, r->st, 8u * r->nst);
-    p += 8u * r->nst;
-    ring_put(p, r->root, 8u * r->nroot);
-    stack_written = p + 8u * r->nroot;
+    ring_copy(pos, r, PROF_STACK_HEADER, true);
+    stack_written = ring_words(pos + PROF_STACK_HEADER, r, true);
     return pos + 1;
 }
 
@@ -118,18 +118,12 @@ static bool stack_fetch(uint64_t stack_at, ProfRawStack *out)
     if (!stack_ring || stack_at == 0 || stack_written - (stack_at - 1) > stack_ring_bytes)
         return false; /* none walked, or overwritten since */
     uint64_t p = stack_at - 1;
-    ring_get(p, out, PROF_STACK_HEADER);
+    ring_copy(p, out, PROF_STACK_HEADER, false);
+    size_t words = (size_t)out->nkernel + out->nleaf + out->nst + out->nroot;
     if (out->nkernel > PROF_RAW_MAX_KERNEL || out->nleaf > PROF_RAW_MAX_LEAF || out->nst > PROF_RAW_MAX_ST ||
-        out->nroot > PROF_RAW_MAX_ROOT || packed_words(out) * 8u + PROF_STACK_HEADER > stack_written - p)
+        out->nroot > PROF_RAW_MAX_ROOT || words * 8u + PROF_STACK_HEADER > stack_written - p)
         return false;
-    p += PROF_STACK_HEADER;
-    ring_get(p, out->kernel, 8u * out->nkernel);
-    p += 8u * out->nkernel;
-    ring_get(p, out->leaf, 8u * out->nleaf);
-    p += 8u * out->nleaf;
-    ring_get(p, out->st, 8u * out->nst);
-    p += 8u * out->nst;
-    ring_get(p, out->root, 8u * out->nroot);
+    ring_words(p + PROF_STACK_HEADER, out, false);
     return true;
 }
 
