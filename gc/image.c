@@ -20,6 +20,7 @@ static uintptr_t image_base;
 static size_t image_len;
 static intptr_t image_delta;
 static uint64_t *image_starts; /* one bit per image word: an Oop starts there */
+static size_t mapped_len;      /* bytes of old space mapped from a file, until a discard */
 
 bool gc_image_young_empty(void)
 {
@@ -136,31 +137,42 @@ static void unmap_image(uintptr_t at, size_t len)
     mmap((void *)at, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
 }
 
-bool gc_image_map(int fd, uint64_t offset, size_t len, uintptr_t src_base, size_t class_count, char *err,
-                  size_t errlen)
+const uint8_t *gc_image_map_raw(int fd, uint64_t offset, size_t len, char *err, size_t errlen)
 {
     GcSpace *s = &gc_space;
     if (!s->base || s->old_top != gc_old_start) {
         fail(err, errlen, "heap image: old space is not empty (%zu bytes used)", gc_image_old_bytes());
-        return false;
+        return NULL;
     }
     size_t mapped = (len + GC_PAGE_BYTES - 1) & ~(GC_PAGE_BYTES - 1);
-    if (len % 8 || src_base % 8 || offset % GC_PAGE_BYTES || mapped > s->old_limit - gc_old_start) {
+    if (len % 8 || offset % GC_PAGE_BYTES || mapped > s->old_limit - gc_old_start) {
         fail(err, errlen, "heap image: %zu bytes at file offset %zu do not fit old space", len, (size_t)offset);
-        return false;
-    }
-    free(image_starts);
-    image_starts = calloc(len / 8 / 64 + 1, sizeof *image_starts);
-    if (!image_starts) {
-        fail(err, errlen, "heap image: no memory for %zu bytes of object starts", len / 64);
-        return false;
+        return NULL;
     }
     /* Private, so writes (the GC, relocation) copy the page; pages never
      * written stay the page cache's: no copy, no fresh memory. */
     if (len && mmap((void *)gc_old_start, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd,
                     (off_t)offset) == MAP_FAILED) {
         fail(err, errlen, "heap image: cannot map %zu bytes of the file: errno %zu", len, (size_t)errno);
-        gc_image_finish();
+        return NULL;
+    }
+    mapped_len = mapped;
+    return (const uint8_t *)gc_old_start;
+}
+
+bool gc_image_adopt(size_t len, uintptr_t src_base, size_t class_count, char *err, size_t errlen)
+{
+    GcSpace *s = &gc_space;
+    if (len > mapped_len || len % 8 || src_base % 8) {
+        fail(err, errlen, "heap image: %zu bytes, %zu of them mapped", len, mapped_len);
+        gc_image_discard();
+        return false;
+    }
+    free(image_starts);
+    image_starts = calloc(len / 8 / 64 + 1, sizeof *image_starts);
+    if (!image_starts) {
+        fail(err, errlen, "heap image: no memory for %zu bytes of object starts", len / 64);
+        gc_image_discard();
         return false;
     }
     /* starts are recorded at the image's addresses, which pointers hold */
@@ -169,7 +181,6 @@ bool gc_image_map(int fd, uint64_t offset, size_t len, uintptr_t src_base, size_
     image_delta = (intptr_t)gc_old_start - (intptr_t)src_base;
     if (!check_objects(gc_old_start, len, class_count, err, errlen) ||
         !relocate_objects(gc_old_start, len, err, errlen)) {
-        unmap_image(gc_old_start, mapped);
         gc_image_discard();
         return false;
     }
@@ -177,6 +188,12 @@ bool gc_image_map(int fd, uint64_t offset, size_t len, uintptr_t src_base, size_
     gc_stats.bytes_allocated += len;
     if (s->old_top > s->old_threshold) gc_collect_wanted = true;
     return true;
+}
+
+bool gc_image_map(int fd, uint64_t offset, size_t len, uintptr_t src_base, size_t class_count, char *err,
+                  size_t errlen)
+{
+    return gc_image_map_raw(fd, offset, len, err, errlen) && gc_image_adopt(len, src_base, class_count, err, errlen);
 }
 
 bool gc_image_relocate(Oop *slot)
@@ -200,9 +217,10 @@ void gc_image_finish(void)
 void gc_image_discard(void)
 {
     size_t used = gc_space.old_top - gc_old_start;
-    if (used) unmap_image(gc_old_start, (used + GC_PAGE_BYTES - 1) & ~(GC_PAGE_BYTES - 1));
+    if (mapped_len) unmap_image(gc_old_start, mapped_len);
     gc_stats.bytes_allocated -= used;
     gc_space.old_top = gc_old_start;
+    mapped_len = 0;
     gc_image_finish();
 }
 

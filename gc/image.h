@@ -46,6 +46,14 @@ bool gc_image_copy_out(uint8_t *dst, size_t len);
 bool gc_image_map(int fd, uint64_t offset, size_t len, uintptr_t src_base, size_t class_count, char *err,
                   size_t errlen);
 
+/* The two halves of gc_image_map, for a caller that reads the bytes once
+ * mapped (vm/snapshot.c checksums them there: each page is then touched
+ * once, and a first touch is what a start pays for). map_raw maps and
+ * answers old_start, checking nothing; adopt checks, relocates and takes
+ * the bytes as old space. After map_raw, call adopt or gc_image_discard. */
+const uint8_t *gc_image_map_raw(int fd, uint64_t offset, size_t len, char *err, size_t errlen);
+bool gc_image_adopt(size_t len, uintptr_t src_base, size_t class_count, char *err, size_t errlen);
+
 /* Relocates one Oop taken from the last restored image's tables (the VM's
  * roots): SmallIntegers and 0 stay; a pointer must have pointed at the
  * start of an object of the image, else false and *slot is untouched. */

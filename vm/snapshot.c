@@ -65,6 +65,26 @@ uint64_t vm_snapshot_checksum(const uint8_t *p, size_t len, uint64_t seed)
     return r ^ (r >> 29);
 }
 
+/* The file's checksum, taken in the order of its parts and chained, so a
+ * reader can sum each part where it maps it: the header (its checksum
+ * field 0) and the rest of the first page, the image's pages (in old space,
+ * where they are read anyway: a page's first touch is what a start pays
+ * for), then the tables and sources. */
+static uint64_t sum_head(const uint8_t *page0)
+{
+    VmSnapshotHeader zeroed;
+    memcpy(&zeroed, page0, sizeof zeroed);
+    zeroed.checksum = 0;
+    uint64_t sum = vm_snapshot_checksum((const uint8_t *)&zeroed, sizeof zeroed, 0);
+    return vm_snapshot_checksum(page0 + sizeof zeroed, VM_SNAPSHOT_IMAGE_OFFSET - sizeof zeroed, sum);
+}
+
+static uint64_t snapshot_sum(uint64_t head, const uint8_t *image, size_t image_pages, const uint8_t *tables,
+                             size_t tables_len)
+{
+    return vm_snapshot_checksum(tables, tables_len, vm_snapshot_checksum(image, image_pages, head));
+}
+
 /* -- Sources --------------------------------------------------------------- */
 
 typedef struct SourceHead {
@@ -271,7 +291,9 @@ bool vm_snapshot_write(const char *path, const char *only_from, char *err, size_
     }
     h.file_bytes = b.n;
     memcpy(b.p, &h, sizeof h);
-    h.checksum = vm_snapshot_checksum(b.p + sizeof h, b.n - sizeof h, vm_snapshot_checksum(b.p, sizeof h, 0));
+    size_t tables_at = VM_SNAPSHOT_IMAGE_OFFSET + page_up(h.image_bytes);
+    h.checksum = snapshot_sum(sum_head(b.p), b.p + VM_SNAPSHOT_IMAGE_OFFSET, page_up(h.image_bytes), b.p + tables_at,
+                              b.n - tables_at);
     memcpy(b.p + offsetof(VmSnapshotHeader, checksum), &h.checksum, sizeof h.checksum);
 
     char tmp[1200];
@@ -396,20 +418,12 @@ VmSnapshotRefusal vm_snapshot_open(VmSnapshot *s, const char *path, char *const 
             (unsigned long long)h->file_bytes);
         goto fail;
     }
-    /* the checksum was taken with its own field 0 */
-    VmSnapshotHeader zeroed = *h;
-    zeroed.checksum = 0;
-    uint64_t sum = vm_snapshot_checksum((const uint8_t *)&zeroed, sizeof zeroed, 0);
-    sum = vm_snapshot_checksum(s->file + sizeof zeroed, s->size - sizeof zeroed, sum);
-    if (sum != h->checksum) {
-        say(why, whylen, "checksum mismatch (corrupt)");
-        goto fail;
-    }
     if (!lay_out(s)) {
         say(why, whylen, "its sections do not add up to its size");
         goto fail;
     }
     if ((r = check_sources(s, classpath, nclasspath, why, whylen)) != VM_SNAPSHOT_OK) goto fail;
+    s->head_sum = sum_head(s->file); /* the rest once the image is mapped (vm_snapshot_restore) */
     return VM_SNAPSHOT_OK;
 fail:
     vm_snapshot_close(s);
@@ -461,8 +475,19 @@ VmSnapshotRefusal vm_snapshot_restore(VmSnapshot *s, char *why, size_t whylen)
 {
     const VmSnapshotHeader *h = &s->h;
     char gcwhy[256];
-    if (!gc_image_map(s->fd, VM_SNAPSHOT_IMAGE_OFFSET, h->image_bytes, h->image_base, h->classes, gcwhy,
-                      sizeof gcwhy)) {
+    const uint8_t *image = gc_image_map_raw(s->fd, VM_SNAPSHOT_IMAGE_OFFSET, h->image_bytes, gcwhy, sizeof gcwhy);
+    if (!image) {
+        say(why, whylen, "%s", gcwhy);
+        return VM_SNAPSHOT_CORRUPT;
+    }
+    size_t tables_at = VM_SNAPSHOT_IMAGE_OFFSET + page_up(h->image_bytes);
+    if (snapshot_sum(s->head_sum, image, page_up(h->image_bytes), s->file + tables_at, s->size - tables_at) !=
+        h->checksum) {
+        gc_image_discard();
+        say(why, whylen, "checksum mismatch (corrupt)");
+        return VM_SNAPSHOT_CORRUPT;
+    }
+    if (!gc_image_adopt(h->image_bytes, h->image_base, h->classes, gcwhy, sizeof gcwhy)) {
         say(why, whylen, "%s", gcwhy);
         return VM_SNAPSHOT_CORRUPT;
     }

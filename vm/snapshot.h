@@ -34,7 +34,8 @@
  *   +20       4    identity-hash generator state
  *   +24      32    build id, zero padded
  *   +56       8    file bytes, header included
- *   +64       8    checksum of the whole file with this field 0
+ *   +64       8    checksum of the whole file with this field 0, taken
+ *                  part by part (vm/snapshot.c, snapshot_sum)
  *   +72       8    image base: the writer's old_start
  *   +80       8    image bytes
  *   +88      32    nil, true, false, system (at the writer's addresses)
@@ -118,11 +119,12 @@ typedef struct VmSnapshot {
     VmSnapshotHeader h;
     const Oop *classes, *symbols, *globals, *methods; /* in the file, at the writer's addresses */
     const uint8_t *sources;
-    bool restored; /* then close leaves the file mapped */
+    uint64_t head_sum; /* the checksum of the first page (the rest: restore) */
+    bool restored;     /* then close leaves the file mapped */
 } VmSnapshot;
 
 /* Opens the snapshot at path and checks everything that does not need the
- * heap: header, build id, size, checksum, sections, and that each core
+ * heap: header, build id, size, sections, and that each core
  * source is the file this run's classpath search would find, unchanged.
  * VM_SNAPSHOT_OK, or the refusal with a one-line reason in why (s is then
  * closed). */
@@ -133,7 +135,7 @@ VmSnapshotRefusal vm_snapshot_open(VmSnapshot *s, const char *path, char *const 
 uintptr_t vm_snapshot_old_start(const VmSnapshot *s);
 
 /* Maps the image as old space of a heap fresh from gc_heap_init (nothing
- * allocated yet), checks and relocates it, and fills nil/true/false/system,
+ * allocated yet), checks the file's checksum, checks and relocates it, and fills nil/true/false/system,
  * the class table, the symbols and the globals, and registers the methods.
  * Refused, the heap and the tables are as empty as before. */
 VmSnapshotRefusal vm_snapshot_restore(VmSnapshot *s, char *why, size_t whylen);
@@ -153,9 +155,8 @@ void vm_snapshot_publish(void);
  * writing otherwise). false with a reason in err. */
 bool vm_snapshot_write(const char *path, const char *only_from, char *err, size_t errlen);
 
-/* The checksum the header carries: of the header with its checksum field
- * 0, then (seeded with that) of the rest of the file. Exposed for tests
- * that forge files. */
+/* The checksum function: of len bytes, seeded with the checksum of what
+ * precedes them (0 at the start). */
 uint64_t vm_snapshot_checksum(const uint8_t *bytes, size_t len, uint64_t seed);
 
 #endif
