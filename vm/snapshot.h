@@ -54,6 +54,11 @@
  *             u32 class name bytes, u32 path bytes, the name, the path,
  *             zeros to the next multiple of 8.
  *
+ * The image stays mapped from the file for the life of the VM (its pages
+ * are copied only when written), so a snapshot must be replaced, never
+ * rewritten in place while a VM runs from it: vm_snapshot_write writes a
+ * new file and renames it over the old one, which running VMs keep.
+ *
  * Who may call: vm/boot.c (open, restore, publish, write), tests.
  */
 #ifndef VM_SNAPSHOT_H
