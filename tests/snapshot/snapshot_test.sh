@@ -87,6 +87,14 @@ expect_ok restored-interp
 run restored-stress --from-snapshot "$WORK/core.snap" --gc-stress --gc-verify --small -cp "$HERE" World
 expect_ok restored-stress
 
+# --print-stats says where the core library came from.
+run stats-restored --from-snapshot "$WORK/core.snap" --print-stats -cp "$HERE" World
+grep -q '^  boot  *[0-9.]* ms (the core library from a snapshot)$' "$WORK/stats-restored.err" ||
+    { fail "--print-stats after a restore does not say the boot came from a snapshot"; show stats-restored; }
+run stats-source --no-snapshot --print-stats -cp "$HERE" World
+grep -q '^  boot  *[0-9.]* ms (the core library compiled from source)$' "$WORK/stats-source.err" ||
+    { fail "--print-stats after a boot from source does not say so"; show stats-source; }
+
 # --snapshot with a program: writes, then runs it.
 run write-and-run --snapshot "$WORK/core2.snap" -cp "$HERE" World
 expect_ok write-and-run
