@@ -455,8 +455,12 @@ static bool roots_ok(const VmSnapshot *s)
     const VmSnapshotHeader *h = &s->h;
     Oop wk[4] = {h->nil, h->true_, h->false_, h->system}, v;
     static const uint32_t wk_class[4] = {CLASS_INDEX_NIL, CLASS_INDEX_TRUE, CLASS_INDEX_FALSE, CLASS_INDEX_SYSTEM};
+    /* nil, true, false, system: the first four objects (of no slots, 16
+     * bytes each), where compaction never moves them, as a boot puts them */
     for (int k = 0; k < 4; k++)
-        if (!root(wk, (uint64_t)k, &v) || !has_class(v, wk_class[k], wk_class[k])) return false;
+        if (!root(wk, (uint64_t)k, &v) || !has_class(v, wk_class[k], wk_class[k]) ||
+            v != (Oop)(gc_image_old_base() + 16u * (unsigned)k))
+            return false;
     if (h->classes < CLASS_INDEX_FIRST_FREE || h->classes > OBJ_CLASS_MASK) return false;
     for (uint64_t i = 0; i < h->classes; i++)
         if (!root(s->classes, i, &v) || !oop_is_ptr(v) || !v) return false;
