@@ -17,38 +17,56 @@
 #include "gc/space.h"
 
 #include <stdio.h>
+#if defined(__x86_64__)
+#include <sys/platform/x86.h> /* glibc 2.33+: CPU_FEATURE_ACTIVE */
+#endif
 #include <stdlib.h>
 #include <string.h>
 
 /* Forwarding is a popcount per pointer slot, and x86-64's baseline has no
  * POPCNT instruction: without it GCC calls libgcc's table-driven
- * __popcountdi2, which took 29% of a full GC of a 4M-node list. The loops
- * that forward are therefore also compiled for POPCNT and the loader
- * picks the clone the CPU supports (GCC function multiversioning). */
-#define GC_POPCNT_CLONES __attribute__((target_clones("popcnt", "default")))
+ * __popcountdi2, which took 29% of a full GC of a 4M-node list. So the
+ * instruction is used when glibc's CPU feature table says the CPU has it
+ * (read at each compaction; no cpuid). Not GCC's target_clones, which did
+ * this before: their ifunc resolvers run libgcc's __cpu_indicator_init at
+ * every start of stvm, about ten cpuid instructions, each a VM exit of
+ * 12-24 us on the CI machine class (scripts/bench-startup). */
+static bool have_popcnt;
+
+static inline uint64_t popcount(uint64_t x)
+{
+#if defined(__x86_64__) && !defined(__POPCNT__)
+    if (have_popcnt) {
+        uint64_t n;
+        __asm__("popcnt %1, %0" : "=r"(n) : "rm"(x) : "cc");
+        return n;
+    }
+#endif
+    return (uint64_t)__builtin_popcountll(x);
+}
 
 static inline Oop forward(Oop p)
 {
     size_t i = gc_mark_index(p);
     size_t b = i >> 6;
     uint64_t below = gc_space.bitmap[b] & (((uint64_t)1 << (i & 63)) - 1);
-    return gc_space.block_base[b] + (uintptr_t)__builtin_popcountll(below) * 8;
+    return gc_space.block_base[b] + (uintptr_t)popcount(below) * 8;
 }
 
 /* Fills block_base for the blocks of [lo, hi) starting at `to`; returns
  * the address after the last live word. */
-GC_POPCNT_CLONES static uintptr_t plan_blocks(uintptr_t lo, uintptr_t hi, uintptr_t to)
+static uintptr_t plan_blocks(uintptr_t lo, uintptr_t hi, uintptr_t to)
 {
     GcSpace *s = &gc_space;
     size_t b = gc_mark_index(lo) >> 6, e = (gc_mark_index(hi) + 63) >> 6;
     for (; b < e; b++) {
         s->block_base[b] = to;
-        to += (uintptr_t)__builtin_popcountll(s->bitmap[b]) * 8;
+        to += (uintptr_t)popcount(s->bitmap[b]) * 8;
     }
     return to;
 }
 
-GC_POPCNT_CLONES static void update_root(Oop *slot, void *ctx)
+static void update_root(Oop *slot, void *ctx)
 {
     (void)ctx;
     Oop v = *slot;
@@ -57,7 +75,7 @@ GC_POPCNT_CLONES static void update_root(Oop *slot, void *ctx)
 }
 
 /* Rewrites the pointer slots of every live object in [lo, hi). */
-GC_POPCNT_CLONES static void update_objects(uintptr_t lo, uintptr_t hi)
+static void update_objects(uintptr_t lo, uintptr_t hi)
 {
     for (uintptr_t a = gc_mark_next(lo, hi); a < hi; a = gc_mark_next(a, hi)) {
         Oop o = gc_space_oop_at(a);
@@ -75,7 +93,7 @@ GC_POPCNT_CLONES static void update_objects(uintptr_t lo, uintptr_t hi)
 /* Moves every live object of [lo, hi) to its forwarding address, in
  * address order (so sliding down never overwrites an unmoved object).
  * Returns how many moved; *count gets how many were live. */
-GC_POPCNT_CLONES static uint64_t move_objects(uintptr_t lo, uintptr_t hi, bool reset_age, uint64_t *count)
+static uint64_t move_objects(uintptr_t lo, uintptr_t hi, bool reset_age, uint64_t *count)
 {
     uint64_t moved = 0, live = 0;
     for (uintptr_t a = gc_mark_next(lo, hi); a < hi;) {
@@ -98,6 +116,9 @@ GC_POPCNT_CLONES static uint64_t move_objects(uintptr_t lo, uintptr_t hi, bool r
 void gc_compact_run(void)
 {
     GcSpace *s = &gc_space;
+#if defined(__x86_64__)
+    have_popcnt = CPU_FEATURE_ACTIVE(POPCNT);
+#endif
     uintptr_t young_lo = s->eden_start, young_hi = gc_old_start;
     uintptr_t old_hi = s->old_top;
     uint64_t used_before = (gc_eden_top - s->eden_start) + (s->surv_top - gc_space_surv_start()) + (old_hi - gc_old_start);

@@ -113,7 +113,18 @@ bool gc_heap_init(const GcConfig *cfg, char *err, size_t errlen)
     s->mark_stack_bytes = heap / 16 * sizeof(Oop);
     size_t rcap = cfg->remembered_capacity ? cfg->remembered_capacity : GC_REMEMBERED_CAPACITY;
 
-    void *base = map_noreserve(heap);
+    void *base = NULL;
+    if (cfg->old_start_hint > young && cfg->old_start_hint % GC_PAGE_BYTES == 0) {
+        void *want = (void *)(cfg->old_start_hint - young);
+        base = mmap(want, heap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
+                    -1, 0);
+        if (base == MAP_FAILED) base = NULL;
+        else if (base != want) { /* a kernel before 4.17 takes the hint as a hint */
+            munmap(base, heap);
+            base = NULL;
+        }
+    }
+    if (!base) base = map_noreserve(heap);
     s->bitmap = map_noreserve(s->bitmap_bytes);
     s->block_base = map_noreserve(s->block_base_bytes);
     s->mark_stack = map_noreserve(s->mark_stack_bytes);
@@ -334,6 +345,7 @@ Oop gc_alloc_old(uint32_t class_index, uint32_t format, size_t slots)
 uint32_t gc_identity_hash(Oop o)
 {
     uint32_t h = obj_hash_bits(o);
+    if (h) return h; /* no write: a snapshot's page stays the page cache's */
     while (h == 0) {
         uint32_t x = gc_space.hash_state;
         x ^= x << 13;

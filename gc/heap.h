@@ -43,6 +43,11 @@ typedef struct GcConfig {
     bool verify;       /* --gc-verify: full heap check before and after every collection */
     bool stress;       /* --gc-stress: gc_wants_collect() is always true */
     size_t remembered_capacity; /* 0 = GC_REMEMBERED_CAPACITY (tests use small values) */
+    /* Where old space should start, 0 = anywhere: a snapshot's old space
+     * (gc/image.h) mapped at its own address needs no relocation, so its
+     * pages stay shared with the page cache until written. Taken only if
+     * that range is free; otherwise the heap goes anywhere. */
+    uintptr_t old_start_hint;
 } GcConfig;
 
 /* Root enumeration: the VM calls visit(slot, ctx) for every Oop-holding

@@ -8,7 +8,7 @@
  */
 #include "jit/disasm.h"
 
-#include <capstone/capstone.h>
+#include "jit/capstone.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -70,6 +70,7 @@ typedef struct Listing {
     FILE *out;
     const JitMethod *m;
     const JitDisasmNames *names; /* never NULL: an all-NULL table stands in */
+    const JitCapstone *C;        /* Capstone, loaded on first use */
     csh cs;
     uint32_t code_end;           /* map_offset */
     const uint32_t *lits;        /* NULL when the table does not fit the piece */
@@ -144,7 +145,7 @@ static void describe_map(Listing *L, uint32_t start, uint32_t end, Line *d)
 static void describe_target(const Listing *L, const cs_insn *insn, Line *d)
 {
     const cs_x86 *x = &insn->detail->x86;
-    if (!cs_insn_group(L->cs, insn, CS_GRP_CALL) && !cs_insn_group(L->cs, insn, CS_GRP_JUMP)) return;
+    if (!L->C->insn_group(L->cs, insn, CS_GRP_CALL) && !L->C->insn_group(L->cs, insn, CS_GRP_JUMP)) return;
     if (x->op_count != 1 || x->operands[0].type != X86_OP_IMM) return;
     uint64_t target = (uint64_t)x->operands[0].imm;
     char buf[NAME_BYTES];
@@ -309,15 +310,16 @@ static void print_trailer(Listing *L)
 
 /* -- The listing ---------------------------------------------------------------- */
 
-static bool open_capstone(csh *cs, char *err, size_t errlen)
+static bool open_capstone(Listing *L, char *err, size_t errlen)
 {
-    cs_err e = cs_open(CS_ARCH_X86, CS_MODE_64, cs);
+    if (!(L->C = jit_capstone_get(err, errlen))) return false;
+    cs_err e = L->C->open(CS_ARCH_X86, CS_MODE_64, &L->cs);
     if (e == CS_ERR_OK) {
-        e = cs_option(*cs, CS_OPT_DETAIL, CS_OPT_ON);
+        e = L->C->option(L->cs, CS_OPT_DETAIL, CS_OPT_ON);
         if (e == CS_ERR_OK) return true;
-        cs_close(cs);
+        L->C->close(&L->cs);
     }
-    if (err && errlen) snprintf(err, errlen, "capstone: cannot open an x86-64 disassembler: %s", cs_strerror(e));
+    if (err && errlen) snprintf(err, errlen, "capstone: cannot open an x86-64 disassembler: %s", L->C->strerror(e));
     return false;
 }
 
@@ -325,11 +327,11 @@ bool jit_disasm_print(FILE *out, const JitMethod *m, const JitDisasmNames *names
 {
     static const JitDisasmNames no_names = { 0 };
     Listing L = { .out = out, .m = m, .names = names ? names : &no_names };
-    if (!open_capstone(&L.cs, err, errlen)) return false;
-    cs_insn *insn = cs_malloc(L.cs);
+    if (!open_capstone(&L, err, errlen)) return false;
+    cs_insn *insn = L.C->malloc(L.cs);
     if (!insn) {
         if (err && errlen) snprintf(err, errlen, "capstone: out of memory for an instruction");
-        cs_close(&L.cs);
+        L.C->close(&L.cs);
         return false;
     }
 
@@ -337,8 +339,8 @@ bool jit_disasm_print(FILE *out, const JitMethod *m, const JitDisasmNames *names
     if (m->map_offset < JIT_METHOD_CODE || m->map_offset > m->size) {
         fprintf(out, "; map offset +%" PRIu32 " is outside the code area +%u..+%" PRIu32 ": not disassembled\n",
                 m->map_offset, (unsigned)JIT_METHOD_CODE, m->size);
-        cs_free(insn, 1);
-        cs_close(&L.cs);
+        L.C->free(insn, 1);
+        L.C->close(&L.cs);
         return true;
     }
     L.code_end = m->map_offset;
@@ -357,7 +359,7 @@ bool jit_disasm_print(FILE *out, const JitMethod *m, const JitDisasmNames *names
     size_t left = L.code_end - JIT_METHOD_CODE;
     uint64_t addr = (uintptr_t)code;
     while (left) {
-        if (cs_disasm_iter(L.cs, &code, &left, &addr, insn)) {
+        if (L.C->disasm_iter(L.cs, &code, &left, &addr, insn)) {
             print_insn(&L, insn);
         } else {
             print_byte(&L, jit_method_offset(m, code));
@@ -369,7 +371,7 @@ bool jit_disasm_print(FILE *out, const JitMethod *m, const JitDisasmNames *names
     print_trailer(&L);
 
     free(L.lit_seen);
-    cs_free(insn, 1);
-    cs_close(&L.cs);
+    L.C->free(insn, 1);
+    L.C->close(&L.cs);
     return true;
 }

@@ -208,7 +208,16 @@ void jit_zone_shrink(JitZone *z, JitMethod *m, size_t bytes)
         z->free = new_end;
         z->live_bytes -= m->size - need;
     }
-    memset(new_end, JIT_ZONE_FILL_BYTE, m->size - need);
+    /* The tail traps if jumped into, but only as far as the page the code
+     * ends in: the pieces are allocated at their worst-case size, and
+     * filling pages nothing wrote would fault each in (a page fault costs
+     * ~25 us on the CI machine class: scripts/bench-startup). Past that
+     * page the tail is free space like the never-used rest of the zone. */
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t touched_end = ((uintptr_t)new_end + page - 1) & ~(page - 1);
+    size_t tail = m->size - need;
+    if ((uintptr_t)new_end + tail > touched_end) tail = touched_end - (uintptr_t)new_end;
+    memset(new_end, JIT_ZONE_FILL_BYTE, tail);
     m->size = (uint32_t)need;
 }
 

@@ -170,7 +170,10 @@ static void mirror_remove(ProfCodeLog *log, ProfCodeLogEntry *gone) { free(mirro
 
 static bool mirror_grow(ProfCodeLog *log)
 {
-    size_t ncap = log->cap ? log->cap * 2 : 1024;
+    /* 256 slots (6 KiB) to start: a start of stvm announces ~200 pieces
+     * (the core's methods, the trampolines), and each page of an empty
+     * table calloc clears is a page fault (scripts/bench-startup). */
+    size_t ncap = log->cap ? log->cap * 2 : 256;
     ProfCodeLogEntry *old = log->slots;
     size_t ocap = log->cap;
     log->slots = calloc(ncap, sizeof *log->slots);

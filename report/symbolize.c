@@ -11,6 +11,8 @@
  */
 #include "report/symbolize_internal.h"
 
+#include "report/dwlib.h"
+
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <errno.h>
@@ -31,6 +33,10 @@
 /* First cache size: a 10 s profile of a benchmark touches a few thousand
  * distinct native pcs, so this grows a handful of times at most. */
 #define SYM_CACHE_INITIAL 1024
+
+/* libdw's functions, loaded with the first Symbolizer: every other entry
+ * point takes a Symbolizer, so it is set wherever it is used. */
+static const ReportDwlib *dw;
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -173,7 +179,7 @@ static int collect_module(Dwfl_Module *mod, void **userdata, const char *name, D
     (void)start;
     Symbolizer *s = arg;
     Dwarf_Addr lo = 0, hi = 0;
-    dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL);
+    dw->dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL);
     if (s->nmods == s->capmods) {
         size_t ncap = s->capmods ? s->capmods * 2 : 64;
         SymModule *n = realloc(s->mods, ncap * sizeof *n);
@@ -192,7 +198,7 @@ static int collect_module(Dwfl_Module *mod, void **userdata, const char *name, D
 static void rebuild_modules(Symbolizer *s)
 {
     s->nmods = 0;
-    dwfl_getmodules(s->dwfl, collect_module, s, 0);
+    dw->dwfl_getmodules(s->dwfl, collect_module, s, 0);
     if (s->nmods > 0) qsort(s->mods, s->nmods, sizeof *s->mods, module_cmp); /* mods may be NULL */
     uint64_t h = FNV_OFFSET;
     for (size_t i = 0; i < s->nmods; i++) {
@@ -210,27 +216,27 @@ static void rebuild_modules(Symbolizer *s)
 
 static bool report_modules(Symbolizer *s, const char *maps, size_t len, char *err, size_t errlen)
 {
-    dwfl_report_begin(s->dwfl);
-    int rc = dwfl_linux_proc_report(s->dwfl, s->pid);
+    dw->dwfl_report_begin(s->dwfl);
+    int rc = dw->dwfl_linux_proc_report(s->dwfl, s->pid);
     if (rc != 0 && len > 0) {
         /* The target may have exited between our read and libdwfl's: the
          * copy we hold still describes it (without the vdso's address,
          * which only the live auxv gives). */
         FILE *f = fmemopen((void *)maps, len, "r");
         if (f != NULL) {
-            rc = dwfl_linux_proc_maps_report(s->dwfl, f);
+            rc = dw->dwfl_linux_proc_maps_report(s->dwfl, f);
             fclose(f);
         }
     }
     if (rc != 0) {
         set_err(err, errlen, "cannot read the modules of pid %d: %s", (int)s->pid,
-                rc > 0 ? strerror(rc) : dwfl_errmsg(-1));
-        dwfl_report_end(s->dwfl, NULL, NULL);
+                rc > 0 ? strerror(rc) : dw->dwfl_errmsg(-1));
+        dw->dwfl_report_end(s->dwfl, NULL, NULL);
         rebuild_modules(s);
         return false;
     }
-    if (dwfl_report_end(s->dwfl, NULL, NULL) != 0) {
-        set_err(err, errlen, "libdwfl: %s", dwfl_errmsg(-1));
+    if (dw->dwfl_report_end(s->dwfl, NULL, NULL) != 0) {
+        set_err(err, errlen, "libdwfl: %s", dw->dwfl_errmsg(-1));
         rebuild_modules(s);
         return false;
     }
@@ -278,6 +284,8 @@ static void resolve_vm_exe(Symbolizer *s, const char *vm_exe)
 Symbolizer *report_symbolizer_new(pid_t pid, const char *vm_exe, uint64_t code_zone_start,
                                    uint64_t code_zone_end, char *err, size_t errlen)
 {
+    if (!dw && !(dw = report_dwlib_get(err, errlen)))
+        return NULL;
     Symbolizer *s = calloc(1, sizeof *s);
     if (s == NULL) {
         set_err(err, errlen, "out of memory");
@@ -286,12 +294,12 @@ Symbolizer *report_symbolizer_new(pid_t pid, const char *vm_exe, uint64_t code_z
     s->pid = pid;
     s->zone_start = code_zone_start;
     s->zone_end = code_zone_end > code_zone_start ? code_zone_end : code_zone_start;
-    s->callbacks.find_elf = dwfl_linux_proc_find_elf;
-    s->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+    s->callbacks.find_elf = dw->dwfl_linux_proc_find_elf;
+    s->callbacks.find_debuginfo = dw->dwfl_standard_find_debuginfo;
     s->callbacks.debuginfo_path = NULL; /* libdwfl's default: .debug, /usr/lib/debug */
-    s->dwfl = dwfl_begin(&s->callbacks);
+    s->dwfl = dw->dwfl_begin(&s->callbacks);
     if (s->dwfl == NULL) {
-        set_err(err, errlen, "libdwfl: %s", dwfl_errmsg(-1));
+        set_err(err, errlen, "libdwfl: %s", dw->dwfl_errmsg(-1));
         free(s);
         return NULL;
     }
@@ -335,7 +343,7 @@ void report_symbolizer_free(Symbolizer *s)
     if (s->unwind_release)
         s->unwind_release(s);
     if (s->dwfl != NULL)
-        dwfl_end(s->dwfl);
+        dw->dwfl_end(s->dwfl);
     free(s->mods);
     free(s->slots);
     free(s->vm_path);
@@ -364,9 +372,9 @@ bool report_symbolize_module_elf(SymModule *m)
 {
     if (!m->elf_tried) {
         m->elf_tried = true;
-        m->elf = dwfl_module_getelf(m->mod, &m->bias);
+        m->elf = dw->dwfl_module_getelf(m->mod, &m->bias);
         if (m->elf != NULL)
-            m->image = elf_rawfile(m->elf, &m->image_len);
+            m->image = dw->elf_rawfile(m->elf, &m->image_len);
     }
     return m->elf != NULL;
 }
@@ -377,11 +385,11 @@ bool report_symbolize_read_image(SymModule *m, uint64_t addr, void *dst, size_t 
         return false;
     uint64_t vaddr = addr - m->bias;
     size_t nph = 0;
-    if (elf_getphdrnum(m->elf, &nph) != 0)
+    if (dw->elf_getphdrnum(m->elf, &nph) != 0)
         return false;
     for (size_t i = 0; i < nph; i++) {
         GElf_Phdr ph;
-        if (gelf_getphdr(m->elf, (int)i, &ph) == NULL || ph.p_type != PT_LOAD || (ph.p_flags & PF_W))
+        if (dw->gelf_getphdr(m->elf, (int)i, &ph) == NULL || ph.p_type != PT_LOAD || (ph.p_flags & PF_W))
             continue; /* writable segments differ from the file once relocated */
         if (vaddr < ph.p_vaddr || ph.p_filesz < n || vaddr - ph.p_vaddr > ph.p_filesz - n)
             continue;
@@ -418,10 +426,10 @@ static void module_facts(SymModule *m)
     if (!report_symbolize_module_elf(m))
         return;
     size_t nph = 0;
-    if (elf_getphdrnum(m->elf, &nph) == 0) {
+    if (dw->elf_getphdrnum(m->elf, &nph) == 0) {
         for (size_t i = 0; i < nph; i++) {
             GElf_Phdr ph;
-            if (gelf_getphdr(m->elf, (int)i, &ph) != NULL && ph.p_type == PT_LOAD) {
+            if (dw->gelf_getphdr(m->elf, (int)i, &ph) != NULL && ph.p_type == PT_LOAD) {
                 /* the module's start is this segment's page, mapped from
                  * the page-aligned offset */
                 uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
@@ -432,7 +440,7 @@ static void module_facts(SymModule *m)
     }
     const unsigned char *bits = NULL;
     GElf_Addr vaddr = 0;
-    int n = dwfl_module_build_id(m->mod, &bits, &vaddr);
+    int n = dw->dwfl_module_build_id(m->mod, &bits, &vaddr);
     if (n > 0 && bits != NULL) {
         if (n > REPORT_BUILD_ID_MAX_BYTES)
             n = REPORT_BUILD_ID_MAX_BYTES;
@@ -460,26 +468,26 @@ typedef struct DwarfFacts {
 static void dwarf_facts(SymModule *m, uint64_t q, DwarfFacts *f)
 {
     Dwarf_Addr bias = 0;
-    Dwarf_Die *cu = dwfl_module_addrdie(m->mod, q, &bias);
+    Dwarf_Die *cu = dw->dwfl_module_addrdie(m->mod, q, &bias);
     if (cu == NULL)
         return;
     Dwarf_Die *scopes = NULL;
-    int n = dwarf_getscopes(cu, q - bias, &scopes);
+    int n = dw->dwarf_getscopes(cu, q - bias, &scopes);
     for (int i = 0; i < n; i++) {
-        if (dwarf_tag(&scopes[i]) != DW_TAG_subprogram)
+        if (dw->dwarf_tag(&scopes[i]) != DW_TAG_subprogram)
             continue;
-        f->name = dwarf_diename(&scopes[i]);
-        f->file = dwarf_decl_file(&scopes[i]);
+        f->name = dw->dwarf_diename(&scopes[i]);
+        f->file = dw->dwarf_decl_file(&scopes[i]);
         int line = 0;
-        if (dwarf_decl_line(&scopes[i], &line) == 0)
+        if (dw->dwarf_decl_line(&scopes[i], &line) == 0)
             f->decl_line = line;
         Dwarf_Addr lo = 0;
-        if (dwarf_lowpc(&scopes[i], &lo) == 0)
+        if (dw->dwarf_lowpc(&scopes[i], &lo) == 0)
             f->low_pc = lo + bias;
-        if (i > 0 && dwarf_tag(&scopes[i - 1]) == DW_TAG_inlined_subroutine) {
+        if (i > 0 && dw->dwarf_tag(&scopes[i - 1]) == DW_TAG_inlined_subroutine) {
             Dwarf_Attribute attr;
             Dwarf_Word w = 0;
-            if (dwarf_formudata(dwarf_attr(&scopes[i - 1], DW_AT_call_line, &attr), &w) == 0 && w <= INT_MAX)
+            if (dw->dwarf_formudata(dw->dwarf_attr(&scopes[i - 1], DW_AT_call_line, &attr), &w) == 0 && w <= INT_MAX)
                 f->call_line = (int)w;
         }
         break;
@@ -526,7 +534,7 @@ void report_symbolize_lookup(Symbolizer *s, uint64_t addr, bool is_return_addres
 
     GElf_Off off = 0;
     GElf_Sym sym;
-    const char *name = dwfl_module_addrinfo(m->mod, q, &off, &sym, NULL, NULL, NULL);
+    const char *name = dw->dwfl_module_addrinfo(m->mod, q, &off, &sym, NULL, NULL, NULL);
     DwarfFacts df = {0};
     dwarf_facts(m, q, &df);
     if (name != NULL && name[0] != '\0') {
@@ -550,9 +558,9 @@ void report_symbolize_lookup(Symbolizer *s, uint64_t addr, bool is_return_addres
 
     int line = 0;
     const char *line_file = NULL;
-    Dwfl_Line *l = dwfl_module_getsrc(m->mod, q);
+    Dwfl_Line *l = dw->dwfl_module_getsrc(m->mod, q);
     if (l != NULL)
-        line_file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
+        line_file = dw->dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
     out->file = df.file ? df.file : line_file;
     out->function_line = df.decl_line;
     out->line = df.call_line > 0 ? df.call_line : (line > 0 ? line : 0);

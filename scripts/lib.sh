@@ -7,7 +7,8 @@ STVM_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Debian packages the build and the tests need.
 STVM_PACKAGES=(build-essential cmake pkg-config libgmp-dev libcmocka-dev
     libelf-dev libdw-dev libunwind-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libcapstone-dev
-    systemtap-sdt-dev bpftrace clang libbpf-dev bpftool chromium linux-perf python3)
+    systemtap-sdt-dev bpftrace clang libbpf-dev bpftool chromium linux-perf python3
+    lua5.4) # lua5.4: scripts/bench-startup's yardstick
 
 stvm_install_deps() {
     local missing=()

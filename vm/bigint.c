@@ -13,7 +13,7 @@
 #include "gc/heap.h"
 #include "vm/universe.h"
 
-#include <gmp.h>
+#include "vm/gmplib.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -16,6 +16,7 @@
 #include "vm/jitpublish.h"
 #include "vm/loader.h"
 #include "vm/probes.h"
+#include "vm/snapshot.h"
 #include "vm/stack.h"
 #include "vm/universe.h"
 
@@ -29,6 +30,10 @@ VmOptions vm_options;
 ProfCounters *vm_counters;
 uint64_t vm_contexts_resumed;
 static uint64_t start_usec;
+/* How the core library came to be (--print-stats): the boot's duration
+ * and whether a snapshot gave it. */
+static uint64_t boot_usecs;
+static bool booted_from_snapshot;
 
 static uint64_t now_usec(void)
 {
@@ -45,6 +50,7 @@ void vm_print_stats(FILE *out)
     const ProfCounters *c = vm_counters;
     fprintf(out,
             "stvm statistics (%.3f s)\n"
+            "  boot                 %.3f ms (%s)\n"
             "  scavenges            %llu (total %.3f ms, max %.3f ms)\n"
             "  full GCs             %llu (total %.3f ms, max %.3f ms, %llu compacting)\n"
             "  tenures              %llu scavenges promoted %llu objects\n"
@@ -56,7 +62,9 @@ void vm_print_stats(FILE *out)
             "  page divorces        %llu (%llu contexts resumed)\n"
             "  interrupt checks     %llu\n"
             "  process switches     %llu\n",
-            vm_ticks_usec() / 1e6, (unsigned long long)g->scavenges, g->scavenge_usecs / 1e3,
+            vm_ticks_usec() / 1e6, boot_usecs / 1e3,
+            booted_from_snapshot ? "the core library from a snapshot" : "the core library compiled from source",
+            (unsigned long long)g->scavenges, g->scavenge_usecs / 1e3,
             g->scavenge_max_usecs / 1e3, (unsigned long long)g->full_gcs, g->full_usecs / 1e3, g->full_max_usecs / 1e3,
             (unsigned long long)g->compactions, (unsigned long long)g->tenures, (unsigned long long)g->objects_tenured,
             (unsigned long long)g->bytes_allocated, (unsigned long long)g->bytes_freed,
@@ -133,28 +141,83 @@ static void after_collect(bool full, void *client)
     if (full) vm_lookup_cache_flush();
 }
 
+/* -- Snapshots (vm/snapshot.h) -------------------------------------------- */
+
+static void snapshot_refused(const VmOptions *o, VmSnapshotRefusal r, const char *why)
+{
+    /* The default snapshot is missing or out of date after every rebuild
+     * and every edit of the core: that is routine, and rewritten below. */
+    if (o->snapshot_mode == VM_SNAPSHOT_READ || r == VM_SNAPSHOT_CORRUPT)
+        fprintf(stderr, "stvm: warning: snapshot %s not used: %s; compiling the core library from source\n",
+                o->snapshot_path, why);
+}
+
+/* Opened before the heap exists: the heap then goes where the snapshot's
+ * old space was, and the image needs no relocation. */
+static bool open_snapshot(const VmOptions *o, VmSnapshot *s)
+{
+    if (o->snapshot_mode != VM_SNAPSHOT_DEFAULT && o->snapshot_mode != VM_SNAPSHOT_READ) return false;
+    char why[700];
+    VmSnapshotRefusal r = vm_snapshot_open(s, o->snapshot_path, o->classpath, o->nclasspath, why, sizeof why);
+    if (r == VM_SNAPSHOT_OK) return true;
+    snapshot_refused(o, r, why);
+    return false;
+}
+
+static bool restore_snapshot(const VmOptions *o, VmSnapshot *s)
+{
+    char why[700];
+    VmSnapshotRefusal r = vm_snapshot_restore(s, why, sizeof why);
+    vm_snapshot_close(s);
+    if (r == VM_SNAPSHOT_OK) return true;
+    snapshot_refused(o, r, why);
+    return false;
+}
+
+static bool save_snapshot(const VmOptions *o, char *err, size_t errlen)
+{
+    if (o->snapshot_mode == VM_SNAPSHOT_WRITE) return vm_snapshot_write(o->snapshot_path, NULL, err, errlen);
+    if (o->snapshot_mode == VM_SNAPSHOT_DEFAULT) {
+        /* best effort: a read-only checkout just boots from source each time */
+        char ignored[600];
+        vm_snapshot_write(o->snapshot_path, o->core_dir, ignored, sizeof ignored);
+    }
+    return true;
+}
+
 bool vm_boot(const VmOptions *opts, char *err, size_t errlen)
 {
     start_usec = now_usec();
     vm_probe_rt_init();
     vm_options = *opts;
+    VmSnapshot snap;
+    bool have_snapshot = open_snapshot(opts, &snap);
     GcConfig cfg = {
         .heap_bytes = opts->heap_bytes,
         .eden_bytes = opts->eden_bytes,
         .verify = opts->gc_verify,
         .stress = opts->gc_stress,
+        .old_start_hint = have_snapshot ? vm_snapshot_old_start(&snap) : 0,
     };
-    if (!gc_heap_init(&cfg, err, errlen)) return false;
-    vm_probe_gc_init();
-    vm_class_table_reserve(CLASS_INDEX_FIRST_FREE);
-    /* first in old space, so compaction never moves them */
-    vm_nil = gc_alloc_old(CLASS_INDEX_NIL, FMT_POINTERS, 0);
-    vm_true = gc_alloc_old(CLASS_INDEX_TRUE, FMT_POINTERS, 0);
-    vm_false = gc_alloc_old(CLASS_INDEX_FALSE, FMT_POINTERS, 0);
-    vm_system = gc_alloc_old(CLASS_INDEX_SYSTEM, FMT_POINTERS, 0);
-    if (!vm_nil || !vm_true || !vm_false || !vm_system) {
-        snprintf(err, errlen, "heap too small for the boot objects");
+    if (!gc_heap_init(&cfg, err, errlen)) {
+        if (have_snapshot) vm_snapshot_close(&snap);
         return false;
+    }
+    vm_probe_gc_init();
+    /* The snapshot replaces everything from here to the core library's
+     * last class; it must come first, into an empty old space. */
+    bool restored = have_snapshot && restore_snapshot(opts, &snap);
+    if (!restored) {
+        vm_class_table_reserve(CLASS_INDEX_FIRST_FREE);
+        /* first in old space, so compaction never moves them */
+        vm_nil = gc_alloc_old(CLASS_INDEX_NIL, FMT_POINTERS, 0);
+        vm_true = gc_alloc_old(CLASS_INDEX_TRUE, FMT_POINTERS, 0);
+        vm_false = gc_alloc_old(CLASS_INDEX_FALSE, FMT_POINTERS, 0);
+        vm_system = gc_alloc_old(CLASS_INDEX_SYSTEM, FMT_POINTERS, 0);
+        if (!vm_nil || !vm_true || !vm_false || !vm_system) {
+            snprintf(err, errlen, "heap too small for the boot objects");
+            return false;
+        }
     }
     gc_set_fill(vm_nil);
     vm_universe_fill_nil_slots();
@@ -191,11 +254,19 @@ bool vm_boot(const VmOptions *opts, char *err, size_t errlen)
     prof_publish_interp_ip((const void *)(vm_interp_code_start() + 1), VM_INTERP_IP_PERF_REG);
     if (opts->code_log_truth && !prof_code_truth_open(opts->code_log_truth, err, errlen)) return false;
 
+    if (restored) {
+        vm_snapshot_publish(); /* the sinks are open: announce the methods */
+        booted_from_snapshot = true;
+        boot_usecs = now_usec() - start_usec;
+        return true;
+    }
     vm_global_put(vm_symbol_from_cstr("nil"), vm_nil);
     vm_global_put(vm_symbol_from_cstr("true"), vm_true);
     vm_global_put(vm_symbol_from_cstr("false"), vm_false);
     vm_global_put(vm_symbol_from_cstr("system"), vm_system);
-    return vm_load_core(err, errlen);
+    if (!vm_load_core(err, errlen)) return false;
+    boot_usecs = now_usec() - start_usec; /* a snapshot written below is not part of the boot */
+    return save_snapshot(opts, err, errlen);
 }
 
 int vm_run(int argc, char **argv)

@@ -67,6 +67,10 @@ void vm_bytecode_publish_flush(void)
     }
 }
 
+size_t vm_bytecode_publish_count(void) { return count; }
+
+Oop vm_bytecode_publish_method(size_t i) { return i < count ? methods[i].method : 0; }
+
 void vm_bytecode_publish_visit_roots(GcVisitFn visit, void *ctx)
 {
     for (size_t i = 0; i < count; i++) visit(&methods[i].method, ctx);

@@ -11,8 +11,8 @@
  * is announced as a move, in ascending old address, the order in which the
  * sliding compactor frees their destinations.
  *
- * Who may call: vm/loader.c (add, flush), vm/boot.c (GC hooks),
- * vm/jitpublish.c (replay).
+ * Who may call: vm/loader.c and vm/snapshot.c (add, flush, the list),
+ * vm/boot.c (GC hooks), vm/jitpublish.c (replay).
  */
 #ifndef VM_BYTECODEPUBLISH_H
 #define VM_BYTECODEPUBLISH_H
@@ -24,6 +24,10 @@ void vm_bytecode_publish_add(Oop method);
 /* Announces the loads of the methods added since the last flush. */
 void vm_bytecode_publish_flush(void);
 void vm_bytecode_publish_visit_roots(GcVisitFn visit, void *ctx);
+/* The registered methods in registration order (vm/snapshot.c saves them
+ * and registers them again in that order). */
+size_t vm_bytecode_publish_count(void);
+Oop vm_bytecode_publish_method(size_t i);
 void vm_bytecode_publish_after_full_gc(void);
 /* Re-announces every method's load to one late sink. */
 void vm_bytecode_publish_replay(const ProfCodeSink *to);

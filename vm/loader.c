@@ -63,20 +63,33 @@ static const struct {
     {"System", false, "fullGC", SP_FULL_GC},
 };
 
+static size_t prim_cap;
+
+static void prim_reserve(size_t cap)
+{
+    if (cap <= prim_cap) return;
+    vm_prim_table = realloc(vm_prim_table, cap * sizeof *vm_prim_table);
+    if (!vm_prim_table) vm_out_of_memory("primitive table");
+    prim_cap = cap;
+}
+
 static void prim_add(const char *cls, bool side, const char *sel, void *fn, VmSpecialPrim sp)
 {
-    static size_t cap;
-    if (vm_prim_count == cap) {
-        cap = cap ? cap * 2 : 256;
-        vm_prim_table = realloc(vm_prim_table, cap * sizeof *vm_prim_table);
-        if (!vm_prim_table) vm_out_of_memory("primitive table");
-    }
+    if (vm_prim_count == prim_cap) prim_reserve(prim_cap ? prim_cap * 2 : 256);
     vm_prim_table[vm_prim_count++] = (VmPrimEntry){cls, sel, side, fn, sp};
 }
 
 void vm_prims_init(void)
 {
     if (vm_prim_count) return;
+    /* sized once: growing by doubling copied it into fresh pages twice
+     * (a page fault each, at every start) */
+    static const VmPrimDef *const all[] = {vm_prims_integer, vm_prims_double, vm_prims_string, vm_prims_object,
+                                           vm_prims_array,   vm_prims_class,  vm_prims_system, vm_prims_profiler};
+    size_t want = 2 + sizeof special_prims / sizeof special_prims[0];
+    for (size_t t = 0; t < sizeof all / sizeof all[0]; t++)
+        for (const VmPrimDef *d = all[t]; d->class_name; d++) want++;
+    prim_reserve(want);
     prim_add("", false, "", NULL, SP_MISSING); /* index 0 = no primitive */
     prim_add("", false, "", NULL, SP_MISSING); /* index 1 = missing primitive */
     for (size_t i = 0; i < sizeof special_prims / sizeof special_prims[0]; i++)

@@ -65,6 +65,11 @@ static void usage(FILE *out)
             "                         perf inject --jit (record with perf record -k 1)\n"
             "  --jitdump-dir DIR      the same, in DIR\n"
             "                         (with --no-jit both files are written, naming no code)\n"
+            "  --snapshot FILE        compile the core library and save the booted heap to\n"
+            "                         FILE, then run the program if one is given\n"
+            "  --from-snapshot FILE   boot from FILE instead of the default snapshot\n"
+            "  --no-snapshot          compile the core library from source; neither read nor\n"
+            "                         write the default snapshot (" STVM_CORE_DIR ".snapshot)\n"
             "  --disassemble 'Class>>selector'\n"
             "                         compile that method (or 'Class class>>selector')\n"
             "                         and print its decorated machine code, then exit\n"
@@ -159,6 +164,10 @@ int main(int argc, char **argv)
         .heap_bytes = GC_HEAP_DEFAULT_BYTES,
         .eden_bytes = GC_EDEN_DEFAULT_BYTES,
         .stack_pages = VM_STACK_PAGES_DEFAULT,
+        /* the booted core library, beside its sources (vm/snapshot.h) */
+        .snapshot_mode = VM_SNAPSHOT_DEFAULT,
+        .snapshot_path = STVM_CORE_DIR ".snapshot",
+        .core_dir = STVM_CORE_DIR,
     };
     bool eden_set = false, pages_set = false;
     bool perf_map = false, jitdump = false;
@@ -229,6 +238,14 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--jitdump-dir")) {
             jitdump_dir = need_arg(argc, argv, &i);
             jitdump = true;
+        } else if (!strcmp(a, "--snapshot")) {
+            o.snapshot_path = need_arg(argc, argv, &i);
+            o.snapshot_mode = VM_SNAPSHOT_WRITE;
+        } else if (!strcmp(a, "--from-snapshot")) {
+            o.snapshot_path = need_arg(argc, argv, &i);
+            o.snapshot_mode = VM_SNAPSHOT_READ;
+        } else if (!strcmp(a, "--no-snapshot")) {
+            o.snapshot_mode = VM_SNAPSHOT_NONE;
         } else if (!strcmp(a, "--disassemble")) {
             o.disassemble = need_arg(argc, argv, &i);
             if (!strstr(o.disassemble, ">>"))
@@ -255,6 +272,16 @@ int main(int argc, char **argv)
         add_classpath(&o, STVM_CORE_DIR, false);
         char err[512];
         if (!vm_boot(&o, err, sizeof err) || !vm_jit_disassemble(o.disassemble, stdout, err, sizeof err)) {
+            fprintf(stderr, "stvm: %s\n", err);
+            return 1;
+        }
+        return 0;
+    }
+    if (i >= argc && o.snapshot_mode == VM_SNAPSHOT_WRITE) {
+        /* nothing to run: boot from source, which writes the snapshot */
+        add_classpath(&o, STVM_CORE_DIR, false);
+        char err[700];
+        if (!vm_boot(&o, err, sizeof err)) {
             fprintf(stderr, "stvm: %s\n", err);
             return 1;
         }

@@ -14,7 +14,7 @@
 
 #include "vm/numfmt.h"
 
-#include <gmp.h>
+#include "vm/gmplib.h"
 #include <locale.h>
 #include <math.h>
 #include <stdint.h>

@@ -64,7 +64,9 @@ static uint64_t bytes_hash(const char *s, size_t len)
 
 static void symtab_grow(void)
 {
-    size_t ncap = symtab_cap ? symtab_cap * 2 : 4096;
+    /* 512 slots (one page) hold the core library's ~240 symbols at half
+     * load; each page more is a page fault at every start. */
+    size_t ncap = symtab_cap ? symtab_cap * 2 : 512;
     Oop *n = calloc(ncap, sizeof(Oop));
     if (!n) vm_out_of_memory("symbol table");
     for (size_t i = 0; i < symtab_cap; i++) {
@@ -101,6 +103,26 @@ Oop vm_symbol_intern(const char *s, size_t len)
 }
 
 Oop vm_symbol_from_cstr(const char *s) { return vm_symbol_intern(s, strlen(s)); }
+
+bool vm_symbol_adopt(Oop sym)
+{
+    if (!vm_is_symbol(sym)) return false;
+    const char *s = (const char *)obj_bytes(sym);
+    size_t len = obj_byte_length(sym);
+    if (symtab_count * 2 >= symtab_cap) symtab_grow();
+    size_t j = bytes_hash(s, len) & (symtab_cap - 1);
+    for (Oop e; (e = symtab[j]); j = (j + 1) & (symtab_cap - 1))
+        if (obj_byte_length(e) == len && memcmp(obj_bytes(e), s, len) == 0) return false;
+    symtab[j] = sym;
+    symtab_count++;
+    return true;
+}
+
+void vm_symbol_each(void (*fn)(Oop sym, void *ctx), void *ctx)
+{
+    for (size_t i = 0; i < symtab_cap; i++)
+        if (symtab[i]) fn(symtab[i], ctx);
+}
 
 /* -- Globals --------------------------------------------------------------- */
 
@@ -155,6 +177,12 @@ void vm_global_put(Oop sym, Oop value)
     gvals[j] = value;
 }
 
+void vm_global_each(void (*fn)(Oop key, Oop value, void *ctx), void *ctx)
+{
+    for (size_t i = 0; i < gcap; i++)
+        if (gkeys[i]) fn(gkeys[i], gvals[i], ctx);
+}
+
 /* -- Class table ----------------------------------------------------------- */
 
 uint32_t vm_class_table_add(Oop cls)
@@ -193,6 +221,18 @@ void vm_universe_visit_roots(GcVisitFn visit, void *ctx)
             visit(&gkeys[i], ctx);
             visit(&gvals[i], ctx);
         }
+}
+
+void vm_universe_reset(void)
+{
+    free(symtab);
+    free(gkeys);
+    free(gvals);
+    free(vm_class_table);
+    symtab = gkeys = gvals = vm_class_table = NULL;
+    symtab_cap = symtab_count = gcap = gcount = 0;
+    vm_class_table_size = class_table_capacity = 0;
+    vm_nil = vm_true = vm_false = vm_system = 0;
 }
 
 void vm_universe_fill_nil_slots(void)

@@ -34,6 +34,16 @@ typedef struct VmOptions {
     bool no_export;   /* --no-export: no /dev/shm/stvm-<pid> segment */
     size_t export_log_bytes;    /* --export-log-size: the export's code event ring; 0 = default */
     const char *code_log_truth; /* --code-log-truth FILE: every code event as text (tests) */
+    /* The booted core library as a file (vm/snapshot.h). NONE compiles it
+     * from source (the zero value: unit tests). DEFAULT uses the snapshot at
+     * snapshot_path when it is right for this run, else compiles and
+     * rewrites it there, quietly unless it was corrupt, and only when every
+     * core class came from core_dir. READ boots from snapshot_path, or says
+     * why not in one line and compiles. WRITE compiles and writes
+     * snapshot_path, failing the boot if it cannot. */
+    enum { VM_SNAPSHOT_NONE, VM_SNAPSHOT_DEFAULT, VM_SNAPSHOT_READ, VM_SNAPSHOT_WRITE } snapshot_mode;
+    const char *snapshot_path;
+    const char *core_dir;
 } VmOptions;
 
 
