@@ -47,6 +47,15 @@
 /* After an overrun the period halves, down to this: 10 ms keeps up with
  * that churn in a ring of 128 KiB. */
 #define SESSION_CODE_LOG_MIN_MS 10
+/* While a VM is starting and its export not yet read, the session looks for
+ * the export every millisecond: until it has the walk facts, the eBPF
+ * walker sees native frames only, and a VM booting from its snapshot runs
+ * the program's machine code within ~5 ms (tests/stacks: at 50 ms the
+ * program's first ~40 samples had no Smalltalk frames). The polls end as
+ * soon as the export is read; a process that never makes one (not stvm,
+ * --no-export) is polled at 1 ms for its first SESSION_START_WINDOW_MS. */
+#define SESSION_START_POLL_MS 1
+#define SESSION_START_WINDOW_MS 2000
 
 static volatile sig_atomic_t stop_signal;
 
@@ -409,7 +418,8 @@ int vmprofd_session_run(const VmprofdOptions *o)
             last_rescan = now;
             ss->ops->rescan(ss->sampler);
         }
-        if ((now - last_code) * 1000.0 >= ss->code_poll_ms) {
+        bool starting = !ss->exp && (now - t0) * 1000.0 < SESSION_START_WINDOW_MS;
+        if ((now - last_code) * 1000.0 >= (starting ? SESSION_START_POLL_MS : ss->code_poll_ms)) {
             last_code = now;
             /* a launched VM makes its segment as it boots: until vmprofd
              * reads it, samples lack the interpreter's ip */
@@ -427,7 +437,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
             vmprofd_progress_update(&ss->progress, ss->target.pid, left, ss->store.n);
         }
         int timeout = (int)(left * 1000.0) + 1;
-        int poll_ms = ss->jit.active || !ss->exp ? ss->code_poll_ms : SESSION_POLL_MS;
+        int poll_ms = starting ? SESSION_START_POLL_MS : ss->jit.active || !ss->exp ? ss->code_poll_ms : SESSION_POLL_MS;
         if (timeout > poll_ms)
             timeout = poll_ms;
         ss->ops->poll(ss->sampler, timeout, vmprofd_target_exit_fd(&ss->target), on_sample, ss);
