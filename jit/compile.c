@@ -124,7 +124,7 @@ static size_t template_bound(uint8_t op)
     case BC_JUMP_IF_NIL:
     case BC_JUMP_IF_NOT_NIL: return BOUND_COND_JUMP;
     case BC_JUMP_BACK: return BOUND_BACK_JUMP;
-    default: return op >= BC_SEND_ADD && op <= BC_SEND_LENGTH ? BOUND_SPECIAL : BOUND_SIMPLE;
+    default: return op >= BC_SEND_ADD && op <= BC_SEND_LAST_SPECIAL ? BOUND_SPECIAL : BOUND_SIMPLE;
     }
 }
 
@@ -929,7 +929,7 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
     case BC_JUMP_IF_NIL:
     case BC_JUMP_IF_NOT_NIL: emit_cond_jump(c, pc); break;
     default:
-        VM_ASSERT(op >= BC_SEND_ADD && op <= BC_SEND_LENGTH, "scan let bytecode %s through",
+        VM_ASSERT(op >= BC_SEND_ADD && op <= BC_SEND_LAST_SPECIAL, "scan let bytecode %s through",
                   vm_bytecode_name[op]);
         return emit_special(c, pc);
     }

@@ -50,7 +50,7 @@
  * literal frame (SEND, SEND_W); JIT_SEND_MUST_BE_BOOLEAN is #mustBeBoolean
  * (nargs 0, the receiver the non-Boolean a conditional jump popped; its
  * answer is tested again by the same jump); jit_send_tag_special(bc) is the
- * generic path of special send bc (BC_SEND_ADD .. BC_SEND_LENGTH), whose
+ * generic path of special send bc (BC_SEND_ADD .. BC_SEND_LAST_SPECIAL), whose
  * selector is vm_special_selector[bc - BC_SEND_ADD].
  *
  * Immediates: nil, true and false are allocated first in old space and never

@@ -47,7 +47,7 @@ static JitPicRuntime pic_runtime;
 static Oop prim_answer;
 static uint8_t *prim_return;
 /* The special sends' selectors (GC roots: symbols move in a full GC). */
-#define N_SPECIAL (BC_SEND_LENGTH - BC_SEND_ADD + 1)
+#define N_SPECIAL (BC_N_SPECIAL)
 static Oop special_selectors[N_SPECIAL];
 static Oop sym_must_be_boolean;
 
@@ -459,7 +459,7 @@ static uint32_t unlinked_tag_at(Oop method, uint32_t bcpc)
     case BC_SEND: return jit_sendsite_unlinked_tag(p[1], p[2]);
     case BC_SEND_W: return jit_sendsite_unlinked_tag((int64_t)(p[1] | p[2] << 8), p[3]);
     default:
-        if (p[0] >= BC_SEND_ADD && p[0] <= BC_SEND_LENGTH)
+        if (p[0] >= BC_SEND_ADD && p[0] <= BC_SEND_LAST_SPECIAL)
             return jit_sendsite_unlinked_tag(jit_send_tag_special(p[0]), vm_special_nargs[p[0] - BC_SEND_ADD]);
         return jit_sendsite_unlinked_tag(JIT_SEND_MUST_BE_BOOLEAN, 0); /* a conditional jump's */
     }

@@ -1,0 +1,39 @@
+/*
+ * vm/special.c — which special sends may answer without a send (vm/special.h).
+ */
+#include "vm/special.h"
+
+#include "vm/class.h"
+#include "vm/loader.h"
+#include "vm/method.h"
+#include "vm/primitive.h"
+#include "vm/universe.h"
+
+#include <string.h>
+
+uint64_t vm_int_special_prims;
+
+/* Integer's method for sel is the VM's Integer primitive of sel. */
+static bool integer_prim(const char *sel)
+{
+    Oop m = vm_lookup(vm_class_table[CLASS_INDEX_SMALLINT], vm_symbol_from_cstr(sel));
+    if (!m) return false;
+    intptr_t p = oop_int(obj_slots(m)[METHOD_PRIMITIVE]);
+    return p > 1 && strcmp(vm_prim_table[p].class_name, "Integer") == 0 && strcmp(vm_prim_table[p].selector, sel) == 0;
+}
+
+void vm_special_init(void)
+{
+    uint64_t mask = 0;
+    for (int i = 0; i < BC_N_SPECIAL; i++)
+        if (integer_prim(vm_special_selector[i])) mask |= (uint64_t)1 << i;
+    vm_int_special_prims = mask;
+}
+
+Oop vm_special_constant(Oop m)
+{
+    if (obj_slots(m)[METHOD_PRIMITIVE] != oop_from_int(0) || vm_method_bytecode_length(m) < 2) return 0;
+    const uint8_t *p = vm_method_bytecodes(m);
+    if (p[1] != BC_RETURN_TOP) return 0;
+    return p[0] == BC_PUSH_TRUE ? vm_true : p[0] == BC_PUSH_FALSE ? vm_false : 0;
+}
