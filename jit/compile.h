@@ -113,6 +113,12 @@ typedef struct JitCompileRuntime {
     /* Inline Array at:, at:put:, length while these say Array's own
      * primitives answer them (NULL: never inline). */
     const bool *array_at_inline, *array_at_put_inline, *array_length_inline;
+    /* Bit (bc - BC_SEND_ADD) set: special send bc's SmallInteger fast path
+     * answers what Integer's method would (vm/special.h; NULL: never). */
+    const uint64_t *int_prims;
+    /* The constant isNil [0] and notNil [1] answer for nil, and for
+     * SmallIntegers, or 0 when their classes' methods compute it. */
+    const Oop *nil_answers, *int_answers;
     /* Inline Double + - * < = while Double's own primitives answer them;
      * results are bumped into eden as gc_alloc_fast does. */
     const bool *double_inline;

@@ -16,6 +16,7 @@
 #include "vm/globals.h"
 #include "vm/loader.h"
 #include "vm/primitive.h"
+#include "vm/special.h"
 #include "vm/stack.h"
 #include "vm/frame.h"
 #include "vm/interp.h"
@@ -673,6 +674,9 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     runtime.array_at_inline = &vm_array_at_is_prim;
     runtime.array_at_put_inline = &vm_array_at_put_is_prim;
     runtime.array_length_inline = &vm_array_length_is_prim;
+    runtime.int_prims = &vm_int_special_prims;
+    runtime.nil_answers = vm_special_nil_answers;
+    runtime.int_answers = vm_special_int_answers;
     runtime.headroom_words = VM_STACK_HEADROOM_WORDS;
     runtime.nil = vm_nil;
     runtime.true_obj = vm_true;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 uint64_t vm_int_special_prims;
+Oop vm_special_nil_answers[2], vm_special_int_answers[2]; /* true, false or 0: never move */
 
 /* Integer's method for sel is the VM's Integer primitive of sel. */
 static bool integer_prim(const char *sel)
@@ -28,6 +29,14 @@ void vm_special_init(void)
     for (int i = 0; i < BC_N_SPECIAL; i++)
         if (integer_prim(vm_special_selector[i])) mask |= (uint64_t)1 << i;
     vm_int_special_prims = mask;
+    static const char *const sels[2] = {"isNil", "notNil"};
+    for (int k = 0; k < 2; k++) {
+        Oop sel = vm_symbol_from_cstr(sels[k]);
+        Oop m = vm_lookup_cached(vm_class_index_of(vm_nil), sel);
+        vm_special_nil_answers[k] = m ? vm_special_constant(m) : 0;
+        m = vm_lookup_cached(CLASS_INDEX_SMALLINT, sel);
+        vm_special_int_answers[k] = m ? vm_special_constant(m) : 0;
+    }
 }
 
 Oop vm_special_constant(Oop m)

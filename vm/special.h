@@ -34,6 +34,9 @@
 _Static_assert(BC_N_SPECIAL <= 64, "one bit per special send in vm_int_special_prims");
 
 extern uint64_t vm_int_special_prims;
+/* The constant isNil [0] and notNil [1] answer for nil and for
+ * SmallIntegers (vm_special_constant of their classes' methods), or 0. */
+extern Oop vm_special_nil_answers[2], vm_special_int_answers[2];
 
 static inline bool vm_int_special_is_prim(int bc)
 {
