@@ -890,7 +890,8 @@ static bool emit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label
         int k = op == BC_SEND_NOT_NIL;
         Oop on_nil = c->rt->nil_answers ? c->rt->nil_answers[k] : 0;
         Oop on_int = c->rt->int_answers ? c->rt->int_answers[k] : 0;
-        if (!on_nil && !on_int) return false;
+        if (!on_nil && !on_int && !c->rt->nil_table) return false;
+        X64Label pointer = JIT_X64_LABEL("pointer receiver");
         jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 0));
         if (on_nil) {
             X64Label not_nil = JIT_X64_LABEL("not nil");
@@ -901,10 +902,31 @@ static bool emit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label
             jit_x64_jmp_label32(b, done);
             jit_x64_label_bind(b, &not_nil);
         }
+        jit_x64_test_ri(b, RAX, 1);
+        jit_x64_jcc_label32(b, JIT_X64_CC_Z, &pointer);
         if (on_int) {
-            jit_x64_test_ri(b, RAX, 1);
-            jit_x64_jcc_label32(b, JIT_X64_CC_Z, slow);
             jit_x64_mov_ri(b, RAX, (int64_t)on_int);
+            jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RAX);
+            jit_x64_jmp_label32(b, done);
+        } else {
+            jit_x64_jmp_label32(b, slow);
+        }
+        jit_x64_label_bind(b, &pointer);
+        if (c->rt->nil_table) { /* the class's entry, when its method answers a constant */
+            jit_x64_test_ri(b, RAX, 7);
+            jit_x64_jcc_label32(b, JIT_X64_CC_NZ, slow); /* another immediate */
+            jit_x64_mov_rm(b, RDX, jit_x64_mem(RAX, 0));
+            jit_x64_and_ri(b, RDX, (int32_t)OBJ_CLASS_MASK);
+            jit_x64_cmp_ri(b, RDX, (int32_t)c->rt->nil_table_classes);
+            jit_x64_jcc_label32(b, JIT_X64_CC_AE, slow);
+            jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->nil_table);
+            jit_x64_movzx_rm8(b, RDX, jit_x64_mem_index(R11, RDX, 1, 0));
+            jit_x64_test_ri(b, RDX, (int32_t)(1u << (2 * k))); /* VM_SPECIAL_NIL_KNOWN(k) */
+            jit_x64_jcc_label32(b, JIT_X64_CC_Z, slow);         /* the send fills it, or computes */
+            jit_x64_mov_ri(b, RAX, (int64_t)c->rt->false_obj);
+            jit_x64_mov_ri(b, RCX, (int64_t)c->rt->true_obj);
+            jit_x64_test_ri(b, RDX, (int32_t)(2u << (2 * k))); /* VM_SPECIAL_NIL_TRUE(k) */
+            jit_x64_cmovcc_rr(b, JIT_X64_CC_NZ, RAX, RCX);
             jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RAX);
             jit_x64_jmp_label32(b, done);
         } else {

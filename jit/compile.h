@@ -119,6 +119,9 @@ typedef struct JitCompileRuntime {
     /* The constant isNil [0] and notNil [1] answer for nil, and for
      * SmallIntegers, or 0 when their classes' methods compute it. */
     const Oop *nil_answers, *int_answers;
+    /* Other receivers: vm/special.h's table by class index (NULL: send). */
+    const uint8_t *nil_table;
+    uint32_t nil_table_classes;
     /* Inline Double + - * < = while Double's own primitives answer them;
      * results are bumped into eden as gc_alloc_fast does. */
     const bool *double_inline;

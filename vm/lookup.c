@@ -8,6 +8,7 @@
 #include "vm/class.h"
 
 #include "gc/heap.h"
+#include "vm/special.h"
 #include "vm/universe.h"
 #include "vm/vm.h"
 
@@ -35,7 +36,10 @@ Oop vm_lookup_cache_miss(uint32_t class_index, Oop selector)
 {
     size_t h = ((selector >> 3) ^ (class_index * 2654435761u)) & (VM_LOOKUP_CACHE_SIZE - 1);
     Oop m = vm_lookup(vm_class_table[class_index], selector);
-    if (m) vm_lookup_cache[h] = (VmCacheEntry){selector, class_index, m};
+    if (m) {
+        vm_lookup_cache[h] = (VmCacheEntry){selector, class_index, m};
+        vm_special_note_lookup(class_index, selector, m);
+    }
     return m;
 }
 

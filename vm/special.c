@@ -13,6 +13,20 @@
 
 uint64_t vm_int_special_prims;
 Oop vm_special_nil_answers[2], vm_special_int_answers[2]; /* true, false or 0: never move */
+uint8_t vm_special_nil_table[VM_SPECIAL_NIL_TABLE_CLASSES];
+
+void vm_special_note_lookup(uint32_t class_index, Oop selector, Oop m)
+{
+    /* by name: symbols move in a full GC, and this runs on cache misses only */
+    size_t len = obj_byte_length(selector);
+    const uint8_t *s = obj_bytes(selector);
+    int k = len == 5 && memcmp(s, "isNil", 5) == 0 ? 0 : len == 6 && memcmp(s, "notNil", 6) == 0 ? 1 : -1;
+    if (k < 0 || class_index >= VM_SPECIAL_NIL_TABLE_CLASSES) return;
+    Oop answer = vm_special_constant(m);
+    if (!answer) return;
+    vm_special_nil_table[class_index] |=
+        (uint8_t)(VM_SPECIAL_NIL_KNOWN(k) | (answer == vm_true ? VM_SPECIAL_NIL_TRUE(k) : 0));
+}
 
 /* Integer's method for sel is the VM's Integer primitive of sel. */
 static bool integer_prim(const char *sel)

@@ -43,6 +43,20 @@ static inline bool vm_int_special_is_prim(int bc)
     return (vm_int_special_prims >> (bc - BC_SEND_ADD)) & 1;
 }
 
+/* isNil/notNil per class index, for machine code: bit 2k set when the
+ * class's method for selector k (0 isNil, 1 notNil) answers a constant,
+ * bit 2k+1 when that constant is true. Filled as lookups of those
+ * selectors miss the lookup cache (vm_special_note_lookup); 0 until then,
+ * and for classes whose methods compute the answer. Classes never change
+ * once loaded, so an entry never goes stale. */
+#define VM_SPECIAL_NIL_TABLE_CLASSES 4096
+extern uint8_t vm_special_nil_table[VM_SPECIAL_NIL_TABLE_CLASSES];
+#define VM_SPECIAL_NIL_KNOWN(k) (1u << (2 * (k)))
+#define VM_SPECIAL_NIL_TRUE(k) (2u << (2 * (k)))
+
+/* The lookup cache found method m for selector in class class_index. */
+void vm_special_note_lookup(uint32_t class_index, Oop selector, Oop m);
+
 /* Recomputes vm_int_special_prims (the core library must be loaded). */
 void vm_special_init(void);
 
