@@ -673,8 +673,29 @@ static size_t emit_special(Compiler *c, size_t pc)
         jit_x64_mov_rr(b, RDX, RAX);
         jit_x64_and_rr(b, RDX, RCX);
         jit_x64_test_ri(b, RDX, 1);
-        jit_x64_jcc_label32(b, JIT_X64_CC_Z, &slow);
+        X64Label not_both = JIT_X64_LABEL("not both SmallIntegers");
+        jit_x64_jcc_label32(b, JIT_X64_CC_Z, c->rt->nil_table ? &not_both : &slow);
         if (!ints) jit_x64_jmp_label32(b, &slow); /* (unreachable: rax is not a SmallInteger) */
+        X64Label decided = JIT_X64_LABEL("== decided");
+        jit_x64_jmp_label32(b, &decided);
+        if (c->rt->nil_table) {
+            /* different objects: false when the receiver's class has
+             * Object's == (vm/special.h, VM_SPECIAL_IDENTITY) */
+            jit_x64_label_bind(b, &not_both);
+            jit_x64_test_ri(b, RAX, 7);
+            jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &slow); /* an immediate receiver */
+            jit_x64_mov_rm(b, RDX, jit_x64_mem(RAX, 0));
+            jit_x64_and_ri(b, RDX, (int32_t)OBJ_CLASS_MASK);
+            jit_x64_cmp_ri(b, RDX, (int32_t)c->rt->nil_table_classes);
+            jit_x64_jcc_label32(b, JIT_X64_CC_AE, &slow);
+            jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->nil_table);
+            jit_x64_movzx_rm8(b, RDX, jit_x64_mem_index(R11, RDX, 1, 0));
+            jit_x64_test_ri(b, RDX, 0x10); /* VM_SPECIAL_IDENTITY */
+            jit_x64_jcc_label32(b, JIT_X64_CC_Z, &slow);
+            jit_x64_cmp_rr(b, RAX, RCX); /* unequal: ZF clear, the answer false */
+            jit_x64_jmp_label32(b, &identical);
+        }
+        jit_x64_label_bind(b, &decided);
         jit_x64_label_bind(b, &identical); /* ZF: set when identical, clear for two different SmallIntegers */
         push_boolean(c, JIT_X64_CC_E);
         jit_x64_jmp_label32(b, &done);

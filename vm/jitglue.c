@@ -679,6 +679,7 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     runtime.int_answers = vm_special_int_answers;
     /* machine code tests these bits as 1 << 2k and 2 << 2k (jit/compile.c) */
     _Static_assert(VM_SPECIAL_NIL_KNOWN(1) == 1u << 2 && VM_SPECIAL_NIL_TRUE(1) == 2u << 2, "nil table bits");
+    _Static_assert(VM_SPECIAL_IDENTITY == 0x10, "identity bit");
     runtime.nil_table = vm_special_nil_table;
     runtime.nil_table_classes = VM_SPECIAL_NIL_TABLE_CLASSES;
     runtime.headroom_words = VM_STACK_HEADROOM_WORDS;

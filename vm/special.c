@@ -21,7 +21,16 @@ void vm_special_note_lookup(uint32_t class_index, Oop selector, Oop m)
     size_t len = obj_byte_length(selector);
     const uint8_t *s = obj_bytes(selector);
     int k = len == 5 && memcmp(s, "isNil", 5) == 0 ? 0 : len == 6 && memcmp(s, "notNil", 6) == 0 ? 1 : -1;
-    if (k < 0 || class_index >= VM_SPECIAL_NIL_TABLE_CLASSES) return;
+    if (class_index >= VM_SPECIAL_NIL_TABLE_CLASSES) return;
+    if (len == 2 && s[0] == '=' && s[1] == '=') {
+        intptr_t p = oop_int(obj_slots(m)[METHOD_PRIMITIVE]);
+        if (p > 1 && strcmp(vm_prim_table[p].class_name, "Object") == 0 && strcmp(vm_prim_table[p].selector, "==") == 0 &&
+            class_index != CLASS_INDEX_SMALLINT && class_index != CLASS_INDEX_LARGE_POS &&
+            class_index != CLASS_INDEX_LARGE_NEG && class_index != CLASS_INDEX_DOUBLE)
+            vm_special_nil_table[class_index] |= VM_SPECIAL_IDENTITY;
+        return;
+    }
+    if (k < 0) return;
     Oop answer = vm_special_constant(m);
     if (!answer) return;
     vm_special_nil_table[class_index] |=

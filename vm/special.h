@@ -53,6 +53,10 @@ static inline bool vm_int_special_is_prim(int bc)
 extern uint8_t vm_special_nil_table[VM_SPECIAL_NIL_TABLE_CLASSES];
 #define VM_SPECIAL_NIL_KNOWN(k) (1u << (2 * (k)))
 #define VM_SPECIAL_NIL_TRUE(k) (2u << (2 * (k)))
+/* and this bit when the class's == is Object's primitive, which answers
+ * identity for a receiver that is not a number (never set for Integer's
+ * and Double's classes) */
+#define VM_SPECIAL_IDENTITY 0x10u
 
 /* The lookup cache found method m for selector in class class_index. */
 void vm_special_note_lookup(uint32_t class_index, Oop selector, Oop m);
