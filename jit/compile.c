@@ -98,7 +98,14 @@ static long jump_target(const uint8_t *code, size_t pc)
     }
 }
 
-static bool is_compare(uint8_t op) { return op >= BC_SEND_LT && op <= BC_SEND_NE; }
+static bool is_compare(uint8_t op) { return (op >= BC_SEND_LT && op <= BC_SEND_NE) || op == BC_SEND_NOT_EQUAL; }
+
+/* Whether special send op may take its SmallInteger fast path: Integer's
+ * method for it is the VM's primitive (vm/special.h). */
+static bool int_inline(const Compiler *c, uint8_t op)
+{
+    return c->rt->int_prims && ((*c->rt->int_prims >> (op - BC_SEND_ADD)) & 1);
+}
 
 static size_t template_bound(uint8_t op)
 {
@@ -124,7 +131,7 @@ static size_t template_bound(uint8_t op)
     case BC_JUMP_IF_NIL:
     case BC_JUMP_IF_NOT_NIL: return BOUND_COND_JUMP;
     case BC_JUMP_BACK: return BOUND_BACK_JUMP;
-    default: return op >= BC_SEND_ADD && op <= BC_SEND_LENGTH ? BOUND_SPECIAL : BOUND_SIMPLE;
+    default: return op >= BC_SEND_ADD && op <= BC_SEND_LAST_SPECIAL ? BOUND_SPECIAL : BOUND_SIMPLE;
     }
 }
 
@@ -494,6 +501,7 @@ static void emit_cond_jump(Compiler *c, size_t pc)
 }
 
 static bool emit_array_fast_path(Compiler *c, uint8_t op, size_t pc, X64Label *slow, X64Label *done);
+static bool emit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label *done);
 
 /* A special send at pc. Answers the bytes it consumed: its own, or with the
  * conditional jump it fused. */
@@ -603,20 +611,26 @@ static size_t emit_special(Compiler *c, size_t pc)
     X64Label not_ints = JIT_X64_LABEL("not SmallIntegers");
     bool dbl_arith = doubles_inline(c) && (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL);
     bool dbl_cmp = doubles_inline(c) && (op == BC_SEND_LT || op == BC_SEND_EQ);
+    bool ints = int_inline(c, op);
     if (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) {
-        both_ints_or(c, dbl_arith ? &not_ints : &slow);
-        arith(c, op, &slow);
-        jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8));
-        jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RDX);
-        jit_x64_jmp_label32(b, &done);
+        if (ints) {
+            both_ints_or(c, dbl_arith ? &not_ints : &slow);
+            arith(c, op, &slow);
+            jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8));
+            jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RDX);
+            jit_x64_jmp_label32(b, &done);
+        }
         if (dbl_arith) {
             jit_x64_label_bind(b, &not_ints);
             double_arith(c, op, &slow, &done);
         }
-    } else if (is_compare(op)) {
+    } else if (is_compare(op) && (ints || dbl_cmp)) {
         uint8_t after = next < c->len ? c->code[next] : BC_HALT;
         bool fuse = (after == BC_JUMP_IF_TRUE || after == BC_JUMP_IF_FALSE) && !c->target[next];
-        both_ints_or(c, dbl_cmp ? &not_ints : &slow);
+        if (ints)
+            both_ints_or(c, dbl_cmp ? &not_ints : &slow);
+        else
+            jit_x64_jmp_label32(b, &not_ints); /* the SmallInteger code below is never run */
         jit_x64_cmp_rr(b, RAX, RCX);
         if (fuse) {
             X64Cond cc = compare_cond(op);
@@ -650,16 +664,42 @@ static size_t emit_special(Compiler *c, size_t pc)
         X64Label identical = JIT_X64_LABEL("identical");
         jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 8));
         jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 0));
+        if (!ints) { /* Integer's == is not the primitive: only non-SmallIntegers are decided here */
+            jit_x64_test_ri(b, RAX, 1);
+            jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &slow);
+        }
         jit_x64_cmp_rr(b, RAX, RCX);
         jit_x64_jcc_label32(b, JIT_X64_CC_E, &identical);
         jit_x64_mov_rr(b, RDX, RAX);
         jit_x64_and_rr(b, RDX, RCX);
         jit_x64_test_ri(b, RDX, 1);
-        jit_x64_jcc_label32(b, JIT_X64_CC_Z, &slow);
+        X64Label not_both = JIT_X64_LABEL("not both SmallIntegers");
+        jit_x64_jcc_label32(b, JIT_X64_CC_Z, c->rt->nil_table ? &not_both : &slow);
+        if (!ints) jit_x64_jmp_label32(b, &slow); /* (unreachable: rax is not a SmallInteger) */
+        X64Label decided = JIT_X64_LABEL("== decided");
+        jit_x64_jmp_label32(b, &decided);
+        if (c->rt->nil_table) {
+            /* different objects: false when the receiver's class has
+             * Object's == (vm/special.h, VM_SPECIAL_IDENTITY) */
+            jit_x64_label_bind(b, &not_both);
+            jit_x64_test_ri(b, RAX, 7);
+            jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &slow); /* an immediate receiver */
+            jit_x64_mov_rm(b, RDX, jit_x64_mem(RAX, 0));
+            jit_x64_and_ri(b, RDX, (int32_t)OBJ_CLASS_MASK);
+            jit_x64_cmp_ri(b, RDX, (int32_t)c->rt->nil_table_classes);
+            jit_x64_jcc_label32(b, JIT_X64_CC_AE, &slow);
+            jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->nil_table);
+            jit_x64_movzx_rm8(b, RDX, jit_x64_mem_index(R11, RDX, 1, 0));
+            jit_x64_test_ri(b, RDX, 0x10); /* VM_SPECIAL_IDENTITY */
+            jit_x64_jcc_label32(b, JIT_X64_CC_Z, &slow);
+            jit_x64_cmp_rr(b, RAX, RCX); /* unequal: ZF clear, the answer false */
+            jit_x64_jmp_label32(b, &identical);
+        }
+        jit_x64_label_bind(b, &decided);
         jit_x64_label_bind(b, &identical); /* ZF: set when identical, clear for two different SmallIntegers */
         push_boolean(c, JIT_X64_CC_E);
         jit_x64_jmp_label32(b, &done);
-    } else {
+    } else if (!emit_int_fast_path(c, op, &slow, &done)) {
         emit_array_fast_path(c, op, pc, &slow, &done);
     }
     jit_x64_label_bind(b, &slow);
@@ -838,6 +878,178 @@ static bool emit_array_fast_path(Compiler *c, uint8_t op, size_t pc, X64Label *s
 
 _Static_assert(OBJ_GC_REMEMBERED == (uint64_t)1 << OBJ_GC_SHIFT, "the barrier tests bit OBJ_GC_SHIFT");
 
+/* -- SmallInteger operations and isNil, inline ------------------------------------------ */
+
+/* Replaces receiver and argument by reg. */
+static void answer_binary(Compiler *c, X64Reg reg)
+{
+    jit_x64_lea_rm(&c->b, RSP, jit_x64_mem(RSP, 8));
+    jit_x64_mov_mr(&c->b, jit_x64_mem(RSP, 0), reg);
+}
+
+/* rax := x (untagged receiver), r11 := y (untagged argument), to slow when
+ * y is 0; then rax := x / y truncated, rdx := x rem: y (idiv). */
+static void int_divide(Compiler *c, X64Label *slow)
+{
+    X64Buf *b = &c->b;
+    jit_x64_mov_rr(b, R11, RCX);
+    jit_x64_sar_ri(b, R11, 1);
+    jit_x64_jcc_label32(b, JIT_X64_CC_Z, slow); /* sar sets ZF from its result */
+    jit_x64_sar_ri(b, RAX, 1);
+    jit_x64_cqo(b);
+    jit_x64_idiv_r(b, R11); /* |x| < 2^62: never the idiv overflow of INT64_MIN / -1 */
+}
+
+/* The SmallInteger cases of the Integer primitives vm/special.h lists (the
+ * same answers, tested against those functions in tests/unit/jit), to slow
+ * for everything else; isNil/notNil on nil and SmallIntegers when their
+ * classes' methods answer a constant. Answers false for other bytecodes. */
+static bool emit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label *done)
+{
+    X64Buf *b = &c->b;
+    if (op == BC_SEND_IS_NIL || op == BC_SEND_NOT_NIL) {
+        int k = op == BC_SEND_NOT_NIL;
+        Oop on_nil = c->rt->nil_answers ? c->rt->nil_answers[k] : 0;
+        Oop on_int = c->rt->int_answers ? c->rt->int_answers[k] : 0;
+        if (!on_nil && !on_int && !c->rt->nil_table) return false;
+        X64Label pointer = JIT_X64_LABEL("pointer receiver");
+        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 0));
+        if (on_nil) {
+            X64Label not_nil = JIT_X64_LABEL("not nil");
+            cmp_rax_oop(c, c->rt->nil);
+            jit_x64_jcc_label32(b, JIT_X64_CC_NE, &not_nil);
+            jit_x64_mov_ri(b, RAX, (int64_t)on_nil);
+            jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RAX);
+            jit_x64_jmp_label32(b, done);
+            jit_x64_label_bind(b, &not_nil);
+        }
+        jit_x64_test_ri(b, RAX, 1);
+        jit_x64_jcc_label32(b, JIT_X64_CC_Z, &pointer);
+        if (on_int) {
+            jit_x64_mov_ri(b, RAX, (int64_t)on_int);
+            jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RAX);
+            jit_x64_jmp_label32(b, done);
+        } else {
+            jit_x64_jmp_label32(b, slow);
+        }
+        jit_x64_label_bind(b, &pointer);
+        if (c->rt->nil_table) { /* the class's entry, when its method answers a constant */
+            jit_x64_test_ri(b, RAX, 7);
+            jit_x64_jcc_label32(b, JIT_X64_CC_NZ, slow); /* another immediate */
+            jit_x64_mov_rm(b, RDX, jit_x64_mem(RAX, 0));
+            jit_x64_and_ri(b, RDX, (int32_t)OBJ_CLASS_MASK);
+            jit_x64_cmp_ri(b, RDX, (int32_t)c->rt->nil_table_classes);
+            jit_x64_jcc_label32(b, JIT_X64_CC_AE, slow);
+            jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->nil_table);
+            jit_x64_movzx_rm8(b, RDX, jit_x64_mem_index(R11, RDX, 1, 0));
+            jit_x64_test_ri(b, RDX, (int32_t)(1u << (2 * k))); /* VM_SPECIAL_NIL_KNOWN(k) */
+            jit_x64_jcc_label32(b, JIT_X64_CC_Z, slow);         /* the send fills it, or computes */
+            jit_x64_mov_ri(b, RAX, (int64_t)c->rt->false_obj);
+            jit_x64_mov_ri(b, RCX, (int64_t)c->rt->true_obj);
+            jit_x64_test_ri(b, RDX, (int32_t)(2u << (2 * k))); /* VM_SPECIAL_NIL_TRUE(k) */
+            jit_x64_cmovcc_rr(b, JIT_X64_CC_NZ, RAX, RCX);
+            jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RAX);
+            jit_x64_jmp_label32(b, done);
+        } else {
+            jit_x64_jmp_label32(b, slow);
+        }
+        return true;
+    }
+    if (!(op >= BC_SEND_BIT_AND && op <= BC_SEND_NEGATED) || op == BC_SEND_NOT_EQUAL || !int_inline(c, op))
+        return false;
+    if (op == BC_SEND_ABS || op == BC_SEND_NEGATED) {
+        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 0));
+        jit_x64_test_ri(b, RAX, 1);
+        jit_x64_jcc_label32(b, JIT_X64_CC_Z, slow);
+        if (op == BC_SEND_ABS) {
+            jit_x64_test_rr(b, RAX, RAX);
+            jit_x64_jcc_label32(b, JIT_X64_CC_NS, done); /* the receiver is the answer */
+        }
+        jit_x64_mov_ri(b, RDX, 2); /* 2 - (2x + 1) = 2(-x) + 1 */
+        jit_x64_sub_rr(b, RDX, RAX);
+        jit_x64_jcc_label32(b, JIT_X64_CC_O, slow); /* -x of the minimum SmallInteger is large */
+        jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RDX);
+        jit_x64_jmp_label32(b, done);
+        return true;
+    }
+    both_ints_or(c, slow);
+    switch (op) {
+    case BC_SEND_BIT_AND: jit_x64_and_rr(b, RAX, RCX); break; /* tag bits: 1 & 1 */
+    case BC_SEND_BIT_XOR:
+        jit_x64_xor_rr(b, RAX, RCX);
+        jit_x64_or_ri(b, RAX, 1);
+        break;
+    case BC_SEND_MAX: /* self < arg ifTrue: [arg] ifFalse: [self]; tagging keeps the order */
+        jit_x64_cmp_rr(b, RAX, RCX);
+        jit_x64_cmovcc_rr(b, JIT_X64_CC_L, RAX, RCX);
+        break;
+    case BC_SEND_MIN: /* self > arg ifTrue: [arg] ifFalse: [self] */
+        jit_x64_cmp_rr(b, RAX, RCX);
+        jit_x64_cmovcc_rr(b, JIT_X64_CC_G, RAX, RCX);
+        break;
+    case BC_SEND_SHIFT_LEFT:
+        jit_x64_sar_ri(b, RCX, 1); /* y */
+        jit_x64_cmp_ri(b, RCX, 62);
+        jit_x64_jcc_label32(b, JIT_X64_CC_A, slow); /* unsigned: a negative y too */
+        jit_x64_sub_ri(b, RAX, 1);                 /* 2x */
+        jit_x64_mov_rr(b, RDX, RAX);
+        jit_x64_shl_rcl(b, RDX);                   /* 2x << y */
+        jit_x64_mov_rr(b, R11, RDX);
+        jit_x64_sar_rcl(b, R11);
+        jit_x64_cmp_rr(b, R11, RAX);
+        jit_x64_jcc_label32(b, JIT_X64_CC_NE, slow); /* bits lost: a large integer */
+        jit_x64_or_ri(b, RDX, 1);
+        jit_x64_mov_rr(b, RAX, RDX);
+        break;
+    case BC_SEND_SHIFT_RIGHT: {
+        X64Label shift = JIT_X64_LABEL("shift"), same = JIT_X64_LABEL(">>> 0"), shift_done = JIT_X64_LABEL(">>> done");
+        jit_x64_sar_ri(b, RCX, 1); /* y */
+        jit_x64_jcc_label32(b, JIT_X64_CC_S, slow); /* a negative shift: the primitive's error */
+        jit_x64_jcc_label32(b, JIT_X64_CC_Z, &same);
+        jit_x64_test_rr(b, RAX, RAX);
+        jit_x64_jcc_label32(b, JIT_X64_CC_S, slow); /* a negative receiver is read as 64 bits */
+        jit_x64_cmp_ri(b, RCX, 63);
+        jit_x64_jcc_label32(b, JIT_X64_CC_LE, &shift);
+        jit_x64_mov_ri(b, RCX, 63); /* every bit of x >= 0 is gone */
+        jit_x64_label_bind(b, &shift);
+        jit_x64_sar_ri(b, RAX, 1);
+        jit_x64_sar_rcl(b, RAX);
+        jit_x64_lea_rm(b, RAX, jit_x64_mem_index(RAX, RAX, 1, 1));
+        jit_x64_jmp_label32(b, &shift_done);
+        jit_x64_label_bind(b, &same); /* >>> 0 answers the receiver, still in rax */
+        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 8));
+        jit_x64_label_bind(b, &shift_done);
+        break;
+    }
+    case BC_SEND_DIV:
+        int_divide(c, slow);
+        jit_x64_add_rr(b, RAX, RAX);
+        jit_x64_jcc_label32(b, JIT_X64_CC_O, slow); /* minimum / -1 is large */
+        jit_x64_or_ri(b, RAX, 1);
+        break;
+    case BC_SEND_MOD: {
+        X64Label tag = JIT_X64_LABEL("tag remainder");
+        int_divide(c, slow);
+        jit_x64_test_rr(b, RDX, RDX);
+        jit_x64_jcc_label32(b, JIT_X64_CC_Z, &tag);
+        jit_x64_mov_rr(b, RAX, RDX);
+        jit_x64_xor_rr(b, RAX, R11);
+        jit_x64_jcc_label32(b, JIT_X64_CC_NS, &tag); /* same signs: floored = truncated */
+        jit_x64_add_rr(b, RDX, R11);
+        jit_x64_label_bind(b, &tag);
+        jit_x64_lea_rm(b, RAX, jit_x64_mem_index(RDX, RDX, 1, 1));
+        break;
+    }
+    default: /* REM */
+        int_divide(c, slow);
+        jit_x64_lea_rm(b, RAX, jit_x64_mem_index(RDX, RDX, 1, 1));
+        break;
+    }
+    answer_binary(c, RAX);
+    jit_x64_jmp_label32(b, done);
+    return true;
+}
+
 static void emit_back_jump(Compiler *c, size_t pc)
 {
     X64Buf *b = &c->b;
@@ -929,7 +1141,7 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
     case BC_JUMP_IF_NIL:
     case BC_JUMP_IF_NOT_NIL: emit_cond_jump(c, pc); break;
     default:
-        VM_ASSERT(op >= BC_SEND_ADD && op <= BC_SEND_LENGTH, "scan let bytecode %s through",
+        VM_ASSERT(op >= BC_SEND_ADD && op <= BC_SEND_LAST_SPECIAL, "scan let bytecode %s through",
                   vm_bytecode_name[op]);
         return emit_special(c, pc);
     }

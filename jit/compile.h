@@ -50,7 +50,7 @@
  * literal frame (SEND, SEND_W); JIT_SEND_MUST_BE_BOOLEAN is #mustBeBoolean
  * (nargs 0, the receiver the non-Boolean a conditional jump popped; its
  * answer is tested again by the same jump); jit_send_tag_special(bc) is the
- * generic path of special send bc (BC_SEND_ADD .. BC_SEND_LENGTH), whose
+ * generic path of special send bc (BC_SEND_ADD .. BC_SEND_LAST_SPECIAL), whose
  * selector is vm_special_selector[bc - BC_SEND_ADD].
  *
  * Immediates: nil, true and false are allocated first in old space and never
@@ -113,6 +113,15 @@ typedef struct JitCompileRuntime {
     /* Inline Array at:, at:put:, length while these say Array's own
      * primitives answer them (NULL: never inline). */
     const bool *array_at_inline, *array_at_put_inline, *array_length_inline;
+    /* Bit (bc - BC_SEND_ADD) set: special send bc's SmallInteger fast path
+     * answers what Integer's method would (vm/special.h; NULL: never). */
+    const uint64_t *int_prims;
+    /* The constant isNil [0] and notNil [1] answer for nil, and for
+     * SmallIntegers, or 0 when their classes' methods compute it. */
+    const Oop *nil_answers, *int_answers;
+    /* Other receivers: vm/special.h's table by class index (NULL: send). */
+    const uint8_t *nil_table;
+    uint32_t nil_table_classes;
     /* Inline Double + - * < = while Double's own primitives answer them;
      * results are bumped into eden as gc_alloc_fast does. */
     const bool *double_inline;

@@ -41,8 +41,8 @@ const char *const vm_bytecode_operands[BC_COUNT] = {
 };
 
 /* The special sends are contiguous and there is one selector per bytecode. */
-_Static_assert(sizeof(vm_special_nargs) == BC_SEND_LENGTH - BC_SEND_ADD + 1,
+_Static_assert(sizeof(vm_special_nargs) == BC_N_SPECIAL,
                "BC_SPECIAL_NARGS must list one entry per special send");
 _Static_assert(sizeof((const char *[]){BC_SPECIAL_SELECTORS}) / sizeof(const char *) ==
-                   BC_SEND_LENGTH - BC_SEND_ADD + 1,
+                   BC_N_SPECIAL,
                "BC_SPECIAL_SELECTORS must list one entry per special send");

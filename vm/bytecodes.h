@@ -73,6 +73,23 @@
     X(SEND_VALUE,         1, 0,  1, "")                    \
     X(SEND_VALUE1,        1, -1, 1, "")    /* value: */    \
     X(SEND_LENGTH,        1, 0,  1, "")                    \
+    /* SmallInteger receiver and argument, each while Integer's method is \
+       the VM's primitive (vm/interp.c, int_prims) */ \
+    X(SEND_BIT_AND,       1, -1, 1, "")    /* & */         \
+    X(SEND_BIT_XOR,       1, -1, 1, "")    /* bitXor: */   \
+    X(SEND_SHIFT_LEFT,    1, -1, 1, "")    /* << */        \
+    X(SEND_SHIFT_RIGHT,   1, -1, 1, "")    /* >>> */       \
+    X(SEND_DIV,           1, -1, 1, "")    /* / truncated */ \
+    X(SEND_MOD,           1, -1, 1, "")    /* % floored */ \
+    X(SEND_REM,           1, -1, 1, "")    /* rem: */      \
+    X(SEND_NOT_EQUAL,     1, -1, 1, "")    /* ~= */        \
+    X(SEND_MAX,           1, -1, 1, "")    /* max: */      \
+    X(SEND_MIN,           1, -1, 1, "")    /* min: */      \
+    X(SEND_ABS,           1, 0,  1, "")                    \
+    X(SEND_NEGATED,       1, 0,  1, "")                    \
+    /* any receiver, while its class's method answers a constant */ \
+    X(SEND_IS_NIL,        1, 0,  1, "")                    \
+    X(SEND_NOT_NIL,       1, 0,  1, "")                    \
     X(RETURN_TOP,         1, -1, 0, "")    /* return from this frame */ \
     X(RETURN_SELF,        1, 0,  0, "")                    \
     X(RETURN_NONLOCAL,    1, -1, 1, "")    /* ^ inside a block: return from home */ \
@@ -98,10 +115,15 @@ enum {
     BC_COUNT
 };
 
+/* The special sends are BC_SEND_ADD .. BC_SEND_LAST_SPECIAL. */
+#define BC_SEND_LAST_SPECIAL BC_SEND_NOT_NIL
+#define BC_N_SPECIAL (BC_SEND_LAST_SPECIAL - BC_SEND_ADD + 1)
+
 /* Selectors of the special sends, in BYTECODE_LIST order from BC_SEND_ADD. */
-#define BC_SPECIAL_SELECTORS \
-    "+", "-", "*", "<", ">", "<=", ">=", "=", "<>", "==", "at:", "at:put:", "value", "value:", "length"
-#define BC_SPECIAL_NARGS 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 0, 1, 0
+#define BC_SPECIAL_SELECTORS                                                                                    \
+    "+", "-", "*", "<", ">", "<=", ">=", "=", "<>", "==", "at:", "at:put:", "value", "value:", "length", "&", \
+        "bitXor:", "<<", ">>>", "/", "%", "rem:", "~=", "max:", "min:", "abs", "negated", "isNil", "notNil"
+#define BC_SPECIAL_NARGS 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 0, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0
 
 extern const unsigned char vm_bytecode_length[BC_COUNT];
 extern const signed char vm_bytecode_effect[BC_COUNT];

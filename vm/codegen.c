@@ -999,7 +999,7 @@ static bool try_inline(Gen *g, Node *n, bool want)
 
 static int special_send(const char *sel, int nargs)
 {
-    for (int i = 0; i <= BC_SEND_LENGTH - BC_SEND_ADD; i++)
+    for (int i = 0; i < BC_N_SPECIAL; i++)
         if (vm_special_nargs[i] == nargs && strcmp(vm_special_selector[i], sel) == 0)
             return BC_SEND_ADD + i;
     return -1;

@@ -37,7 +37,8 @@
  *     inside an inlined branch may follow and is unreachable too.
  *
  * Sends
- *   - The 15 special selectors use their 1-byte bytecodes, never for super.
+ *   - The special selectors (BC_SPECIAL_SELECTORS) use their 1-byte bytecodes,
+ *     never for super.
  *   - SEND/SUPER_SEND operand: selector Symbol literal index, then nargs; the
  *     _W forms are used when the literal index exceeds 255 (also for
  *     PUSH_LITERAL, PUSH_GLOBAL and PUSH_BLOCK).

@@ -201,7 +201,7 @@ void vm_disassemble_desc(FILE *out, const MethodDesc *m, int indent)
                 fprintf(out, " %u -> %zu", a, pc + len - a);
             break;
         default:
-            if (op >= BC_SEND_ADD && op <= BC_SEND_LENGTH)
+            if (op >= BC_SEND_ADD && op <= BC_SEND_LAST_SPECIAL)
                 fprintf(out, " #%s", vm_special_selector[op - BC_SEND_ADD]);
             else if (ops[0])
                 fprintf(out, " %u", a);

@@ -63,6 +63,7 @@ register unsigned long *vm_ifp asm("r14"); /* an Oop *; VM_INTERP_FP_PERF_REG in
 #include "vm/method.h"
 #include "vm/primitive.h"
 #include "vm/probes.h"
+#include "vm/special.h"
 #include "vm/stack.h"
 #include "vm/universe.h"
 #include "vm/vm.h"
@@ -71,7 +72,7 @@ register unsigned long *vm_ifp asm("r14"); /* an Oop *; VM_INTERP_FP_PERF_REG in
 #include <stdlib.h>
 #include <string.h>
 
-#define N_SPECIAL (BC_SEND_LENGTH - BC_SEND_ADD + 1)
+#define N_SPECIAL (BC_N_SPECIAL)
 
 static Oop special_sel[N_SPECIAL];
 static const int special_nargs[N_SPECIAL] = {BC_SPECIAL_NARGS};
@@ -87,7 +88,7 @@ static bool string_length_is_prim;
 static Oop *saved_sp, *saved_fp;
 static size_t saved_bcpc;
 
-_Static_assert(N_SPECIAL == 15, "special selector table matches bytecodes.h");
+_Static_assert(N_SPECIAL == 29, "special selector table matches bytecodes.h");
 
 void vm_interp_set_saved_frame(Oop *sp, Oop *fp)
 {
@@ -278,6 +279,7 @@ static Oop interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
     array_at_put_is_prim = is_prim(CLASS_INDEX_ARRAY, "at:put:", "Array");
     array_length_is_prim = is_prim(CLASS_INDEX_ARRAY, "length", "Array");
     string_length_is_prim = is_prim(CLASS_INDEX_STRING, "length", "String");
+    vm_special_init();
     vm_double_arith_is_prim = is_prim(CLASS_INDEX_DOUBLE, "+", "Double") && is_prim(CLASS_INDEX_DOUBLE, "-", "Double") &&
                               is_prim(CLASS_INDEX_DOUBLE, "*", "Double") && is_prim(CLASS_INDEX_DOUBLE, "<", "Double") &&
                               is_prim(CLASS_INDEX_DOUBLE, "=", "Double");
@@ -543,6 +545,7 @@ super_send : {
     goto activate;
 }
 
+#define INT_PRIM(op) vm_int_special_is_prim(op)
 #define SPECIAL_SEND(op)                                 \
     do {                                                 \
         SAFEPOINT_CHECK(); \
@@ -555,7 +558,8 @@ super_send : {
 op_SEND_ADD : {
     Oop a = sp[1], b = sp[0];
     intptr_t r;
-    if (LIKELY(oop_is_int(a & b)) && !__builtin_add_overflow((intptr_t)a, (intptr_t)(b - 1), &r)) {
+    if (LIKELY(oop_is_int(a & b)) && INT_PRIM(BC_SEND_ADD) &&
+        !__builtin_add_overflow((intptr_t)a, (intptr_t)(b - 1), &r)) {
         *++sp = (Oop)r;
         ip += 1;
         DISPATCH();
@@ -566,7 +570,8 @@ op_SEND_ADD : {
 op_SEND_SUB : {
     Oop a = sp[1], b = sp[0];
     intptr_t r;
-    if (LIKELY(oop_is_int(a & b)) && !__builtin_sub_overflow((intptr_t)a, (intptr_t)(b - 1), &r)) {
+    if (LIKELY(oop_is_int(a & b)) && INT_PRIM(BC_SEND_SUB) &&
+        !__builtin_sub_overflow((intptr_t)a, (intptr_t)(b - 1), &r)) {
         *++sp = (Oop)r;
         ip += 1;
         DISPATCH();
@@ -577,7 +582,8 @@ op_SEND_SUB : {
 op_SEND_MUL : {
     Oop a = sp[1], b = sp[0];
     intptr_t r;
-    if (LIKELY(oop_is_int(a & b)) && !__builtin_mul_overflow(oop_int(a), (intptr_t)(b - 1), &r)) {
+    if (LIKELY(oop_is_int(a & b)) && INT_PRIM(BC_SEND_MUL) &&
+        !__builtin_mul_overflow(oop_int(a), (intptr_t)(b - 1), &r)) {
         *++sp = (Oop)r | 1;
         ip += 1;
         DISPATCH();
@@ -590,7 +596,7 @@ op_SEND_MUL : {
 #define COMPARE_OP(NAME, OP)                                           \
     op_##NAME : {                                                      \
         Oop a = sp[1], b = sp[0];                                      \
-        if (LIKELY(oop_is_int(a & b))) {                               \
+        if (LIKELY(oop_is_int(a & b)) && INT_PRIM(BC_##NAME)) {        \
             bool c = (intptr_t)a OP(intptr_t) b;                       \
             if (ip[1] == BC_JUMP_IF_FALSE) {                           \
                 sp += 2;                                               \
@@ -614,10 +620,11 @@ op_SEND_MUL : {
     COMPARE_OP(SEND_GE, >=)
     COMPARE_OP(SEND_EQ, ==)
     COMPARE_OP(SEND_NE, !=)
+    COMPARE_OP(SEND_NOT_EQUAL, !=)
 
 op_SEND_IDENTICAL : {
     Oop a = sp[1], b = sp[0];
-    if (a == b) {
+    if (a == b && (!oop_is_int(a) || INT_PRIM(BC_SEND_IDENTICAL))) {
         *++sp = vm_true;
         ip += 1;
         DISPATCH();
@@ -627,7 +634,7 @@ op_SEND_IDENTICAL : {
      * equality (boxed numbers need the real send), and any other class may
      * define its own == (tests/lang/IdentityOverride.som): that takes the
      * send, as in machine code. `x == nil` stays a cache probe. */
-    if (oop_is_int(a & b) ||
+    if ((oop_is_int(a & b) && INT_PRIM(BC_SEND_IDENTICAL)) ||
         (oop_is_ptr(a) && !vm_is_large_int(a) && !vm_is_double(a) && object_identical_prim &&
          identical_is_primitive(obj_class_index(a)))) {
         *++sp = vm_false;
@@ -687,6 +694,68 @@ op_SEND_LENGTH : {
         }
     }
     SPECIAL_SEND(BC_SEND_LENGTH);
+}
+
+/* SmallInteger receiver and argument, Integer's method the primitive:
+ * EXPR sets intptr_t r from x and y and is true, or the send does it. */
+#define INT_BINARY(NAME, EXPR)                                       \
+    op_##NAME : {                                                    \
+        Oop a = sp[1], b = sp[0];                                    \
+        if (LIKELY(oop_is_int(a & b)) && INT_PRIM(BC_##NAME)) {      \
+            intptr_t x = oop_int(a), y = oop_int(b), r;              \
+            if (LIKELY(EXPR)) {                                      \
+                *++sp = oop_from_int(r);                             \
+                ip += 1;                                             \
+                DISPATCH();                                          \
+            }                                                        \
+        }                                                            \
+        SPECIAL_SEND(BC_##NAME);                                     \
+    }
+    INT_BINARY(SEND_BIT_AND, (r = x & y, true))
+    INT_BINARY(SEND_BIT_XOR, (r = x ^ y, true))
+    INT_BINARY(SEND_SHIFT_LEFT, vm_int_shift_left_small(x, y, &r))
+    INT_BINARY(SEND_SHIFT_RIGHT, vm_int_shift_right_small(x, y, &r))
+    INT_BINARY(SEND_DIV, vm_int_div_small(x, y, &r))
+    INT_BINARY(SEND_MOD, vm_int_mod_small(x, y, &r))
+    INT_BINARY(SEND_REM, vm_int_rem_small(x, y, &r))
+    INT_BINARY(SEND_MAX, (r = x < y ? y : x, true))
+    INT_BINARY(SEND_MIN, (r = x > y ? y : x, true))
+
+op_SEND_ABS : {
+    Oop a = sp[0];
+    intptr_t r;
+    if (LIKELY(oop_is_int(a)) && INT_PRIM(BC_SEND_ABS) &&
+        (oop_int(a) >= 0 ? (r = oop_int(a), true) : vm_int_negated_small(oop_int(a), &r))) {
+        *sp = oop_from_int(r);
+        ip += 1;
+        DISPATCH();
+    }
+    SPECIAL_SEND(BC_SEND_ABS);
+}
+
+op_SEND_NEGATED : {
+    Oop a = sp[0];
+    intptr_t r;
+    if (LIKELY(oop_is_int(a)) && INT_PRIM(BC_SEND_NEGATED) && vm_int_negated_small(oop_int(a), &r)) {
+        *sp = oop_from_int(r);
+        ip += 1;
+        DISPATCH();
+    }
+    SPECIAL_SEND(BC_SEND_NEGATED);
+}
+
+/* Any receiver: the constant its class's isNil / notNil answers (Object's
+ * `^false`, Nil's `^true`), else the send (a class may compute it). */
+op_SEND_IS_NIL:
+op_SEND_NOT_NIL : {
+    Oop k = vm_lookup_cached(vm_class_index_of(sp[0]), special_sel[*ip - BC_SEND_ADD]);
+    k = k ? vm_special_constant(k) : 0;
+    if (LIKELY(k != 0)) {
+        *sp = k;
+        ip += 1;
+        DISPATCH();
+    }
+    SPECIAL_SEND(*ip);
 }
 
 send:

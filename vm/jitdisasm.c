@@ -54,7 +54,7 @@ static const char *bytecode_text(const JitMethod *jm, uint32_t bcpc, char *buf, 
     } else if (p[0] == BC_PUSH_GLOBAL || p[0] == BC_PUSH_GLOBAL_W) {
         unsigned lit = p[0] == BC_PUSH_GLOBAL ? p[1] : (unsigned)(p[1] | p[2] << 8);
         snprintf(buf + n, len - (size_t)n, " %s", vm_string_cstr(vm_method_literals(m)[lit], sym, sizeof sym));
-    } else if (p[0] >= BC_SEND_ADD && p[0] <= BC_SEND_LENGTH) {
+    } else if (p[0] >= BC_SEND_ADD && p[0] <= BC_SEND_LAST_SPECIAL) {
         static const char *const names[] = { BC_SPECIAL_SELECTORS };
         snprintf(buf + n, len - (size_t)n, " #%s", names[p[0] - BC_SEND_ADD]);
     }

@@ -16,6 +16,7 @@
 #include "vm/globals.h"
 #include "vm/loader.h"
 #include "vm/primitive.h"
+#include "vm/special.h"
 #include "vm/stack.h"
 #include "vm/frame.h"
 #include "vm/interp.h"
@@ -47,7 +48,7 @@ static JitPicRuntime pic_runtime;
 static Oop prim_answer;
 static uint8_t *prim_return;
 /* The special sends' selectors (GC roots: symbols move in a full GC). */
-#define N_SPECIAL (BC_SEND_LENGTH - BC_SEND_ADD + 1)
+#define N_SPECIAL (BC_N_SPECIAL)
 static Oop special_selectors[N_SPECIAL];
 static Oop sym_must_be_boolean;
 
@@ -459,7 +460,7 @@ static uint32_t unlinked_tag_at(Oop method, uint32_t bcpc)
     case BC_SEND: return jit_sendsite_unlinked_tag(p[1], p[2]);
     case BC_SEND_W: return jit_sendsite_unlinked_tag((int64_t)(p[1] | p[2] << 8), p[3]);
     default:
-        if (p[0] >= BC_SEND_ADD && p[0] <= BC_SEND_LENGTH)
+        if (p[0] >= BC_SEND_ADD && p[0] <= BC_SEND_LAST_SPECIAL)
             return jit_sendsite_unlinked_tag(jit_send_tag_special(p[0]), vm_special_nargs[p[0] - BC_SEND_ADD]);
         return jit_sendsite_unlinked_tag(JIT_SEND_MUST_BE_BOOLEAN, 0); /* a conditional jump's */
     }
@@ -673,6 +674,14 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     runtime.array_at_inline = &vm_array_at_is_prim;
     runtime.array_at_put_inline = &vm_array_at_put_is_prim;
     runtime.array_length_inline = &vm_array_length_is_prim;
+    runtime.int_prims = &vm_int_special_prims;
+    runtime.nil_answers = vm_special_nil_answers;
+    runtime.int_answers = vm_special_int_answers;
+    /* machine code tests these bits as 1 << 2k and 2 << 2k (jit/compile.c) */
+    _Static_assert(VM_SPECIAL_NIL_KNOWN(1) == 1u << 2 && VM_SPECIAL_NIL_TRUE(1) == 2u << 2, "nil table bits");
+    _Static_assert(VM_SPECIAL_IDENTITY == 0x10, "identity bit");
+    runtime.nil_table = vm_special_nil_table;
+    runtime.nil_table_classes = VM_SPECIAL_NIL_TABLE_CLASSES;
     runtime.headroom_words = VM_STACK_HEADROOM_WORDS;
     runtime.nil = vm_nil;
     runtime.true_obj = vm_true;

@@ -8,6 +8,7 @@
 #include "vm/class.h"
 
 #include "gc/heap.h"
+#include "vm/special.h"
 #include "vm/universe.h"
 #include "vm/vm.h"
 
@@ -43,6 +44,7 @@ Oop vm_lookup_cache_miss(uint32_t class_index, Oop selector)
     if (m) {
         vm_lookup_cache[h] = (VmCacheEntry){selector, class_index, m};
         cache_filled = true;
+        vm_special_note_lookup(class_index, selector, m);
     }
     return m;
 }

@@ -236,6 +236,84 @@ static bool prim_at_random(Oop *args, Oop *result)
 
 /* -- Comparing ------------------------------------------------------------------ */
 
+/* The comparisons, abs, negated, max: and min: were Smalltalk code built on
+ * < and = (and SOM's reference library keeps them so); as primitives they
+ * answer exactly what that code answered — also for a NaN argument, where
+ * `3 > nan` is `((3 < nan) or: [3 = nan]) not`, true — and fail where it
+ * failed (< on a non-number). Being primitives lets the interpreter and the
+ * JIT inline them on SmallIntegers while Integer's method is the primitive
+ * (vm/interp.c, int_prims). */
+
+static bool less(Oop a, Oop b, bool *lt)
+{
+    Oop r;
+    if (!vm_prim_number_less((Oop[]){a, b}, &r)) return false;
+    *lt = r == vm_true;
+    return true;
+}
+
+static bool equal(Oop a, Oop b) { return vm_num_equal(a, b); }
+
+static bool prim_greater(Oop *args, Oop *result)
+{
+    bool lt;
+    if (!less(args[0], args[1], &lt)) return false;
+    *result = vm_bool(!(lt || equal(args[0], args[1])));
+    return true;
+}
+
+static bool prim_greater_equal(Oop *args, Oop *result)
+{
+    bool lt;
+    if (!less(args[0], args[1], &lt)) return false;
+    *result = vm_bool(!lt);
+    return true;
+}
+
+static bool prim_less_equal(Oop *args, Oop *result)
+{
+    bool lt;
+    if (!less(args[0], args[1], &lt)) return false;
+    *result = vm_bool(lt || equal(args[0], args[1]));
+    return true;
+}
+
+/* <> and ~= */
+static bool prim_not_equal(Oop *args, Oop *result)
+{
+    *result = vm_bool(!equal(args[0], args[1]));
+    return true;
+}
+
+static bool prim_max(Oop *args, Oop *result)
+{
+    bool lt;
+    if (!less(args[0], args[1], &lt)) return false;
+    *result = lt ? args[1] : args[0];
+    return true;
+}
+
+/* `self > aNumber ifTrue: [ ^aNumber ]. ^self` */
+static bool prim_min(Oop *args, Oop *result)
+{
+    Oop gt;
+    if (!prim_greater(args, &gt)) return false;
+    *result = gt == vm_true ? args[1] : args[0];
+    return true;
+}
+
+/* `0 - self`, exact (the minimum SmallInteger's negation is large) */
+static bool prim_negated(Oop *args, Oop *result) { return answer(vm_int_sub(oop_from_int(0), args[0]), result); }
+
+static bool prim_abs(Oop *args, Oop *result)
+{
+    if (!vm_int_is_negative(args[0])) {
+        *result = args[0];
+        return true;
+    }
+    return prim_negated(args, result);
+}
+
 
 /* -- Converting ------------------------------------------------------------------ */
 
@@ -291,6 +369,16 @@ const VmPrimDef vm_prims_integer[] = {
     {"Integer", false, "atRandom", prim_at_random},
     {"Integer", false, "=", vm_prim_number_equal},
     {"Integer", false, "<", vm_prim_number_less},
+    {"Integer", false, ">", prim_greater},
+    {"Integer", false, ">=", prim_greater_equal},
+    {"Integer", false, "<=", prim_less_equal},
+    {"Integer", false, "<>", prim_not_equal},
+    {"Integer", false, "~=", prim_not_equal},
+    {"Integer", false, "==", vm_prim_number_equal},
+    {"Integer", false, "max:", prim_max},
+    {"Integer", false, "min:", prim_min},
+    {"Integer", false, "abs", prim_abs},
+    {"Integer", false, "negated", prim_negated},
     {"Integer", false, "asString", prim_as_string},
     {"Integer", false, "as32BitSignedValue", prim_as_32bit_signed},
     {"Integer", false, "as32BitUnsignedValue", prim_as_32bit_unsigned},

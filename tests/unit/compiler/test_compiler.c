@@ -225,8 +225,11 @@ static void special_selector_sends_use_one_byte_bytecodes(void **state)
     static const char *const exprs[] = {
         "x + x", "x - x", "x * x", "x < x", "x > x", "x <= x", "x >= x", "x = x",
         "x <> x", "x == x", "x at: x", "x at: x put: x", "x value", "x value: x", "x length",
+        "x & x", "x bitXor: x", "x << x", "x >>> x", "x / x", "x % x", "x rem: x", "x ~= x",
+        "x max: x", "x min: x", "x abs", "x negated", "x isNil", "x notNil",
     };
-    for (int i = 0; i <= BC_SEND_LENGTH - BC_SEND_ADD; i++) {
+    _Static_assert(sizeof exprs / sizeof exprs[0] == BC_N_SPECIAL, "one expression per special send");
+    for (int i = 0; i < BC_N_SPECIAL; i++) {
         char src[128];
         snprintf(src, sizeof src, "T = ( foo: x = ( ^ %s ) )", exprs[i]);
         ClassDesc *c = compile_ok(src);
@@ -324,7 +327,7 @@ static void if_true_if_false_in_value_position_leaves_one_value(void **state)
     assert_int_equal(foo->max_stack, 1);
     MethodDesc *bar = method_named(c, "bar:");
     ASSERT_CODE(bar, BC_PUSH_0, BC_PUSH_VAR, 0, BC_JUMP_IF_TRUE, 5, 0, BC_PUSH_LITERAL, 0,
-                BC_JUMP, 2, 0, BC_PUSH_LITERAL, 1, BC_SEND, 2, 1, BC_RETURN_TOP);
+                BC_JUMP, 2, 0, BC_PUSH_LITERAL, 1, BC_SEND_MAX, BC_RETURN_TOP);
     assert_int_equal(bar->max_stack, 2);
     /* As a statement both branches leave nothing behind. */
     ASSERT_CODE(method_named(c, "baz:"), BC_PUSH_VAR, 0, BC_JUMP_IF_FALSE, 3, 0, BC_JUMP, 5, 0,
@@ -340,9 +343,11 @@ static void and_or_are_inlined_with_short_circuit(void **state)
                 BC_SEND, 0, 0, BC_JUMP, 1, 0, BC_PUSH_FALSE, BC_RETURN_TOP);
     ASSERT_CODE(method_named(c, "bar:"), BC_PUSH_VAR, 0, BC_JUMP_IF_TRUE, 8, 0, BC_PUSH_VAR, 0,
                 BC_SEND, 0, 0, BC_JUMP, 1, 0, BC_PUSH_TRUE, BC_RETURN_TOP);
-    /* & is an ordinary message (the library has no & on Booleans to inline). */
+    /* & is a message, not inlined control flow (the library has no & on
+     * Booleans): its special send, which sends it to anything but a
+     * SmallInteger. */
     MethodDesc *baz = method_named(c, "baz:");
-    ASSERT_CODE(baz, BC_PUSH_VAR, 0, BC_PUSH_BLOCK, 0, BC_SEND, 1, 1, BC_RETURN_TOP);
+    ASSERT_CODE(baz, BC_PUSH_VAR, 0, BC_PUSH_BLOCK, 0, BC_SEND_BIT_AND, BC_RETURN_TOP);
 }
 
 static void while_true_loops_with_jump_back_and_answers_nil(void **state)
@@ -654,7 +659,7 @@ static void negative_number_literals_and_binary_minus(void **state)
     ASSERT_CODE(method_named(c, "b:"), BC_PUSH_VAR, 0, BC_PUSH_1, BC_SEND_SUB, BC_RETURN_TOP);
     ASSERT_CODE(method_named(c, "c:"), BC_PUSH_VAR, 0, BC_PUSH_1, BC_SEND_SUB, BC_RETURN_TOP);
     MethodDesc *d = method_named(c, "d");
-    ASSERT_CODE(d, BC_PUSH_LITERAL, 0, BC_SEND, 1, 0, BC_RETURN_TOP);
+    ASSERT_CODE(d, BC_PUSH_LITERAL, 0, BC_SEND_ABS, BC_RETURN_TOP);
     assert_int_equal(d->lits[0].kind, LIT_DOUBLE);
     assert_true(d->lits[0].d == -2.5);
     assert_int_equal(method_named(c, "e:")->lits[0].i, -3);

@@ -22,6 +22,7 @@
 #include "jit/sendsite.h"
 #include "vm/frame.h"
 #include "vm/method.h"
+#include "vm/special.h"
 
 #define ZONE_BYTES ((size_t)256 << 10)
 #define TRAMP_BYTES ((size_t)4 << 10)
@@ -31,6 +32,7 @@
 static JitZone zone;
 static JitEnter jit;
 static JitCompileRuntime rt;
+static uint64_t int_prims = ~(uint64_t)0; /* every Integer method the primitive, unless a test says not */
 static Oop nil, tru, fals;
 static Oop *page, *interp_fp;
 /* What the prologue's stack check reads: the current page's base. */
@@ -131,7 +133,9 @@ static int setup(void **state)
         .collect_wanted = &gc_collect_wanted,
         .old_start = &gc_old_start,
         .nil = nil, .true_obj = tru, .false_obj = fals,
+        .int_prims = &int_prims,
     };
+    int_prims = ~(uint64_t)0;
     assert_non_null(rt.send);
     assert_non_null(rt.safepoint);
     assert_non_null(rt.barrier);
@@ -157,6 +161,7 @@ static int reset(void **state)
     (void)state;
     memset(&seen, 0, sizeof seen);
     gc_collect_wanted = false;
+    int_prims = ~(uint64_t)0;
     return 0;
 }
 
@@ -361,6 +366,72 @@ static void comparisons_and_identity(void **state)
     assert_int_equal(run(id, nil, 2, nil, tru), fals); /* generic */
     assert_int_equal(seen.sends, 1);
     assert_int_equal(seen.last_tag, jit_send_tag_special(BC_SEND_IDENTICAL));
+}
+
+/* What vm/special.h's SmallInteger cases answer, -777 where they decline. */
+static Oop int_special_in_c(int op, intptr_t x, intptr_t y)
+{
+    intptr_t r = 0;
+    bool ok;
+    switch (op) {
+    case BC_SEND_BIT_AND: ok = true, r = x & y; break;
+    case BC_SEND_BIT_XOR: ok = true, r = x ^ y; break;
+    case BC_SEND_SHIFT_LEFT: ok = vm_int_shift_left_small(x, y, &r); break;
+    case BC_SEND_SHIFT_RIGHT: ok = vm_int_shift_right_small(x, y, &r); break;
+    case BC_SEND_DIV: ok = vm_int_div_small(x, y, &r); break;
+    case BC_SEND_MOD: ok = vm_int_mod_small(x, y, &r); break;
+    case BC_SEND_REM: ok = vm_int_rem_small(x, y, &r); break;
+    case BC_SEND_MAX: ok = true, r = x < y ? y : x; break;
+    case BC_SEND_MIN: ok = true, r = x > y ? y : x; break;
+    case BC_SEND_ABS: ok = x >= 0 ? (r = x, true) : vm_int_negated_small(x, &r); break;
+    default: ok = vm_int_negated_small(x, &r); break;
+    }
+    return ok ? I(r) : I(-777);
+}
+
+static Oop int_special_send(int64_t tag, int64_t nargs, Oop *args, Oop rcvr)
+{
+    (void)nargs;
+    (void)args;
+    (void)rcvr;
+    (void)tag;
+    return I(-777);
+}
+
+/* The inline SmallInteger paths answer what vm/special.h does, and send
+ * (here: answer -777) exactly where it declines; with Integer's method not
+ * the primitive they always send. */
+static void integer_special_sends_match_the_c_cases(void **state)
+{
+    (void)state;
+    seen.hook = int_special_send;
+    static const intptr_t vals[] = { OOP_INT_MIN, OOP_INT_MIN + 1, -((intptr_t)1 << 40) - 3, -65, -64, -63, -62, -7,
+                                     -2, -1, 0, 1, 2, 3, 7, 61, 62, 63, 64, 65, 100, (intptr_t)1 << 40,
+                                     OOP_INT_MAX - 1, OOP_INT_MAX };
+    size_t nv = sizeof vals / sizeof vals[0];
+    for (int op = BC_SEND_BIT_AND; op <= BC_SEND_NEGATED; op++) {
+        if (op == BC_SEND_NOT_EQUAL) continue;
+        bool unary = op == BC_SEND_ABS || op == BC_SEND_NEGATED;
+        JitMethod *jm = unary ? compile_ok(METHOD0(1, 0, BC_PUSH_ARG, 2, op, BC_RETURN_TOP))
+                              : compile_ok(METHOD0(2, 0, BC_PUSH_ARG, 3, BC_PUSH_ARG, 2, op, BC_RETURN_TOP));
+        for (size_t i = 0; i < nv; i++)
+            for (size_t j = 0; j < (unary ? 1 : nv); j++) {
+                Oop want = int_special_in_c(op, vals[i], vals[j]);
+                Oop got = unary ? run(jm, nil, 1, I(vals[i])) : run(jm, nil, 2, I(vals[i]), I(vals[j]));
+                if (got != want)
+                    fail_msg("%s %ld %ld: got %ld, want %ld", vm_bytecode_name[op], (long)vals[i], (long)vals[j],
+                             (long)oop_int(got), (long)oop_int(want));
+            }
+        seen.sends = 0;
+        assert_int_equal(unary ? run(jm, nil, 1, nil) : run(jm, nil, 2, I(1), nil), I(-777));
+        assert_int_equal(seen.sends, 1);
+        assert_int_equal(seen.last_tag, jit_send_tag_special(op));
+    }
+    int_prims = 0;
+    JitMethod *jm = compile_ok(METHOD0(2, 0, BC_PUSH_ARG, 3, BC_PUSH_ARG, 2, BC_SEND_BIT_AND, BC_RETURN_TOP));
+    seen.sends = 0;
+    assert_int_equal(run(jm, nil, 2, I(3), I(5)), I(-777));
+    assert_int_equal(seen.sends, 1);
 }
 
 /* ^ arg at: 1 put: 2 — and value, value:, length — always go generic. */
@@ -630,6 +701,7 @@ int main(void)
         cmocka_unit_test_setup(arithmetic_fast_paths_and_overflow_sends, reset),
         cmocka_unit_test_setup(comparisons_and_identity, reset),
         cmocka_unit_test_setup(other_special_sends_are_sends, reset),
+        cmocka_unit_test_setup(integer_special_sends_match_the_c_cases, reset),
         cmocka_unit_test_setup(loop_with_fused_compare_and_safepoints, reset),
         cmocka_unit_test_setup(temps_and_arguments_store, reset),
         cmocka_unit_test_setup(fields_with_write_barrier, reset),

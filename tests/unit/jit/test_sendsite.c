@@ -412,7 +412,7 @@ static void unlinked_tags_round_trip(void **state)
         }
     }
     /* every special send's tag */
-    for (int bc = BC_SEND_ADD; bc <= BC_SEND_LENGTH; bc++) {
+    for (int bc = BC_SEND_ADD; bc <= BC_SEND_LAST_SPECIAL; bc++) {
         uint32_t tag = jit_sendsite_unlinked_tag(jit_send_tag_special(bc), 1);
         assert_true(jit_send_tag_is_special(jit_sendsite_tag_selector(tag)));
         assert_int_equal(jit_send_tag_bytecode(jit_sendsite_tag_selector(tag)), bc);
