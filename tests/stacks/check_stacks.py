@@ -9,8 +9,9 @@ import re
 import sys
 
 # Code only Stacks>>leaf: calls: a sample in it must show leaf: as an ancestor.
-CALLED_BY_LEAF = re.compile(r'^(Integer>>&|prim_and|vm_int_and|isNil_\(closed_PIC\)|isNil_\(open_PIC\)|'
-                            r'Nil>>isNil|Object>>isNil|Stacks>>frameless|cePrimitive|rt_primitive)(_\(interpreted\))?$')
+CALLED_BY_LEAF = re.compile(r'^(Integer>>&|hashcode_\(closed_PIC\)|hashcode_\(open_PIC\)|Integer>>hashcode|'
+                            r'Object>>hashcode|String>>hashcode|p_hashcode|Stacks>>frameless|cePrimitive|rt_primitive)'
+                            r'(_\(interpreted\))?$')
 
 
 def method(frame):
