@@ -49,7 +49,14 @@ static uint64_t now_ns(void)
 }
 
 /* R12 walks code[0..n); each bytecode takes `spins` loop iterations. */
-__attribute__((noinline)) static void fake_interpret(const uint8_t *code, long n, long spins)
+/* Not cloned either: the segment names fake_interpret's own address, and a
+ * Release build's .constprop copy would run somewhere else. */
+#ifdef __clang__
+#define FAKE_NOT_COPIED __attribute__((noinline))
+#else
+#define FAKE_NOT_COPIED __attribute__((noinline, noclone))
+#endif
+FAKE_NOT_COPIED static void fake_interpret(const uint8_t *code, long n, long spins)
 {
     __asm__ volatile("mov %0, %%r12\n\t"
                      "1:\n\t"
