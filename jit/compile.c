@@ -827,7 +827,16 @@ static size_t emit_special(Compiler *c, size_t pc)
     if (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) {
         if (ints) {
             both_ints_or(c, arg_int, dbl_arith ? &not_ints : &slow);
-            arith(c, op, &slow);
+            int64_t twice = arg_const - 1; /* 2b: the tagged constant less its tag */
+            if (arg_int && op != BC_SEND_MUL && fits_i32(twice)) {
+                /* (2a+1) + 2b, (2a+1) - 2b: overflows exactly when the generic form would */
+                jit_x64_mov_rr(b, RDX, RAX);
+                if (op == BC_SEND_ADD) jit_x64_add_ri(b, RDX, (int32_t)twice);
+                else jit_x64_sub_ri(b, RDX, (int32_t)twice);
+                jit_x64_jcc_label32(b, JIT_X64_CC_O, &slow);
+            } else {
+                arith(c, op, &slow);
+            }
             jit_x64_mov_rr(b, RAX, RDX);
             jit_x64_jmp_label32(b, &done);
         }

@@ -317,6 +317,20 @@ static void arithmetic_fast_paths_and_overflow_sends(void **state)
                 assert_int_equal(kind, JIT_MAP_SEND);
             }
         }
+        for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+            /* the argument a SmallInteger constant (a literal): an immediate operand */
+            intptr_t a = cases[k][0], b = cases[k][1];
+            Oop lit[] = { I(b) };
+            JitMethod *cm = compile_ok(METHOD(1, 0, lit, BC_PUSH_ARG, 2, BC_PUSH_LITERAL, 0, ops[o], BC_RETURN_TOP));
+            seen.sends = 0;
+            Oop want = special_in_c(jit_send_tag_special(ops[o]), 1, (Oop[]){ I(b) }, I(a));
+            assert_int_equal(run(cm, nil, 1, I(a)), want);
+            assert_int_equal(seen.sends, want == I(-777) ? 1 : 0);
+            if (seen.sends) {
+                assert_int_equal(seen.last_rcvr, I(a));
+                assert_int_equal(seen.last_args[0], I(b));
+            }
+        }
         seen.sends = 0;
         assert_int_equal(run(bin, nil, 2, I(1), nil), I(-999)); /* a non-integer argument */
         assert_int_equal(run(bin, nil, 2, tru, I(1)), I(-999));
@@ -352,6 +366,17 @@ static void comparisons_and_identity(void **state)
                           : ops[o].op == BC_SEND_EQ ? a == b : a != b;
                 assert_int_equal(run(jm, nil, 2, I(a), I(b)), want ? tru : fals);
             }
+        for (size_t j = 0; j < 5; j++) { /* a constant argument: cmp with an immediate when it fits */
+            Oop lit[] = { I(vals[j]) };
+            JitMethod *cm = compile_ok(METHOD(1, 0, lit, BC_PUSH_ARG, 2, BC_PUSH_LITERAL, 0, ops[o].op, BC_RETURN_TOP));
+            for (size_t i = 0; i < 5; i++) {
+                intptr_t a = vals[i], b = vals[j];
+                bool want = ops[o].op == BC_SEND_LT ? a < b : ops[o].op == BC_SEND_GT ? a > b
+                          : ops[o].op == BC_SEND_LE ? a <= b : ops[o].op == BC_SEND_GE ? a >= b
+                          : ops[o].op == BC_SEND_EQ ? a == b : a != b;
+                assert_int_equal(run(cm, nil, 1, I(a)), want ? tru : fals);
+            }
+        }
         assert_int_equal(seen.sends, 0);
         assert_int_equal(run(jm, nil, 2, nil, I(1)), I(-999));
         assert_int_equal(seen.sends, 1);
