@@ -1327,7 +1327,17 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
     case BC_POP_ARG: store_var(c, SIM_ARG, p[1], true); break;
     case BC_PUSH_TEMP: sim_push(c, SIM_TEMP, p[1]); break;
     case BC_STORE_TEMP: store_var(c, SIM_TEMP, p[1], false); break;
-    case BC_POP_TEMP: store_var(c, SIM_TEMP, p[1], true); break;
+    case BC_POP_TEMP: {
+        bool in_rax = c->nsim && c->sim[c->nsim - 1].kind == SIM_RAX;
+        store_var(c, SIM_TEMP, p[1], true);
+        size_t next = pc + 2;
+        if (in_rax && next + 1 < c->len && c->code[next] == BC_PUSH_TEMP && c->code[next + 1] == p[1] &&
+            !c->target[next]) {
+            sim_push(c, SIM_RAX, 0); /* `t := x. t ...`: rax still holds what was just stored */
+            return 4;
+        }
+        break;
+    }
     case BC_PUSH_GLOBAL:
     case BC_PUSH_GLOBAL_W:
         flush(c);
