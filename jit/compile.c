@@ -69,6 +69,8 @@ typedef struct Compiler {
     bool lits_failed;
     uint32_t *unwind; /* pairs (offset, PROF_UNWIND_* rule): jit/method.h's unwind table */
     uint32_t nunwind, unwind_cap;
+    struct SimEntry *sim; /* [len + 2]: the simulated stack (see "The simulated stack") */
+    int nsim;
 } Compiler;
 
 static void say(char *why, size_t whylen, const char *fmt, ...)
@@ -221,12 +223,6 @@ static void unwind_from_here(Compiler *c, uint32_t rule)
     c->nunwind++;
 }
 
-static void push_oop(Compiler *c, Oop v)
-{
-    jit_x64_mov_ri(&c->b, RAX, (int64_t)v);
-    jit_x64_push_r(&c->b, RAX);
-}
-
 static void cmp_rax_oop(Compiler *c, Oop v)
 {
     jit_x64_mov_ri(&c->b, R11, (int64_t)v);
@@ -238,15 +234,168 @@ static X64Mem temp_slot(int t) { return jit_x64_mem(RBP, 8 * (FRAME_FIRST_TEMP -
 static X64Mem arg_slot(int k) { return jit_x64_mem(RBP, 8 * k); }
 static X64Mem field_of_rax(int i) { return jit_x64_mem(RAX, (int32_t)(8 + 8 * i)); }
 
+/* -- The simulated stack -------------------------------------------------------------
+ * Stack-to-register mapping (reference 002, StackToRegisterMappingCogit): the
+ * top of the operand stack is described at compile time by descriptors; the
+ * real stack (rsp) holds everything below them. Push bytecodes only push a
+ * descriptor; consumers read operands straight from where the descriptors say
+ * (a register, an immediate, a frame slot) and `flush` materialises them, in
+ * order, onto the real stack:
+ *
+ *   SIM_CONST  an immediate Oop (SmallIntegers, nil, true, false; literals
+ *              that are SmallIntegers): never changes
+ *   SIM_SELF, SIM_ARG k   frame slots nothing writes while the method runs
+ *   SIM_TEMP t, SIM_FIELD i   a temp or self's field as it is *now*: a store
+ *              into the same variable first flushes every deeper descriptor
+ *   SIM_LIT i  the method's literal i (read through the frame's method slot)
+ *   SIM_RAX    a value in rax (a send's or inline operation's result); at
+ *              most one, and no code that clobbers rax runs while it lives
+ *              except code that consumes it
+ *
+ * The real stack must hold the whole operand stack (nsim == 0) wherever
+ * another path or the VM can meet the code: at jump targets and before
+ * every jump, at every call (sends, runtime calls: registers are not roots
+ * for the GC, and every mcpc -> bcpc map entry must find its frame complete
+ * for the interpreter, OSR and the profiler), and before bytecodes that are
+ * compiled as plain templates over the real stack. Special sends flush what
+ * lies below their operands before their fast path, so the fast path and
+ * the generic send (whose slow path pushes the operands the fast path loaded
+ * into rax/rcx) meet with the same real stack and the result in rax. */
+typedef enum SimKind { SIM_CONST, SIM_SELF, SIM_ARG, SIM_TEMP, SIM_FIELD, SIM_LIT, SIM_RAX } SimKind;
+
+typedef struct SimEntry {
+    SimKind kind;
+    int64_t v; /* the Oop (SIM_CONST) or the index */
+} SimEntry;
+
+static bool fits_i32(int64_t v) { return v == (int64_t)(int32_t)v; }
+
+static X64Mem lit_of(X64Reg method, int i) { return jit_x64_mem(method, (int32_t)(8 + 8 * (METHOD_FIXED_SLOTS + i))); }
+
+static void sim_push(Compiler *c, SimKind kind, int64_t v)
+{
+    VM_ASSERT(c->nsim < (int)c->len + 2, "simulated stack overflow");
+    if (kind == SIM_RAX)
+        for (int i = 0; i < c->nsim; i++) VM_ASSERT(c->sim[i].kind != SIM_RAX, "two values in rax");
+    c->sim[c->nsim++] = (SimEntry){ kind, v };
+}
+
+/* Pushes e onto the real stack; only r11 is scratch (rax may be another
+ * entry's). */
+static void sim_materialise(Compiler *c, SimEntry e)
+{
+    X64Buf *b = &c->b;
+    switch (e.kind) {
+    case SIM_CONST:
+        if (fits_i32(e.v)) {
+            jit_x64_push_i32(b, (int32_t)e.v);
+        } else {
+            jit_x64_mov_ri(b, R11, e.v);
+            jit_x64_push_r(b, R11);
+        }
+        break;
+    case SIM_SELF: jit_x64_push_m(b, self_slot()); break;
+    case SIM_ARG: jit_x64_push_m(b, arg_slot((int)e.v)); break;
+    case SIM_TEMP: jit_x64_push_m(b, temp_slot((int)e.v)); break;
+    case SIM_FIELD:
+        jit_x64_mov_rm(b, R11, self_slot());
+        jit_x64_push_m(b, jit_x64_mem(R11, (int32_t)(8 + 8 * e.v)));
+        break;
+    case SIM_LIT:
+        jit_x64_mov_rm(b, R11, jit_x64_mem(RBP, 8 * FRAME_METHOD));
+        jit_x64_push_m(b, lit_of(R11, (int)e.v));
+        break;
+    case SIM_RAX: jit_x64_push_r(b, RAX); break;
+    }
+}
+
+/* r := the value e describes (r is its own scratch). */
+static void sim_load(Compiler *c, SimEntry e, X64Reg r)
+{
+    X64Buf *b = &c->b;
+    switch (e.kind) {
+    case SIM_CONST: jit_x64_mov_ri(b, r, e.v); break;
+    case SIM_SELF: jit_x64_mov_rm(b, r, self_slot()); break;
+    case SIM_ARG: jit_x64_mov_rm(b, r, arg_slot((int)e.v)); break;
+    case SIM_TEMP: jit_x64_mov_rm(b, r, temp_slot((int)e.v)); break;
+    case SIM_FIELD:
+        jit_x64_mov_rm(b, r, self_slot());
+        jit_x64_mov_rm(b, r, jit_x64_mem(r, (int32_t)(8 + 8 * e.v)));
+        break;
+    case SIM_LIT:
+        jit_x64_mov_rm(b, r, jit_x64_mem(RBP, 8 * FRAME_METHOD));
+        jit_x64_mov_rm(b, r, lit_of(r, (int)e.v));
+        break;
+    case SIM_RAX:
+        if (r != RAX) jit_x64_mov_rr(b, r, RAX);
+        break;
+    }
+}
+
+/* Materialises all but the top `keep` descriptors (the deepest first). */
+static void flush_below(Compiler *c, int keep)
+{
+    int n = c->nsim - keep;
+    if (n <= 0) return;
+    for (int i = 0; i < n; i++) sim_materialise(c, c->sim[i]);
+    memmove(c->sim, c->sim + n, (size_t)keep * sizeof *c->sim);
+    c->nsim = keep;
+}
+
+static void flush(Compiler *c) { flush_below(c, 0); }
+
+/* Whether a descriptor below the top reads variable (kind, v). */
+static bool sim_reads_below_top(const Compiler *c, SimKind kind, int64_t v)
+{
+    for (int i = 0; i < c->nsim - 1; i++)
+        if (c->sim[i].kind == kind && c->sim[i].v == v) return true;
+    return false;
+}
+
+/* r := the top of the operand stack, popped. */
+static void pop_into(Compiler *c, X64Reg r)
+{
+    if (c->nsim) sim_load(c, c->sim[--c->nsim], r);
+    else jit_x64_pop_r(&c->b, r);
+}
+
+/* STORE_TEMP/POP_TEMP/STORE_ARG/POP_ARG: the top into a frame slot. */
+static void store_var(Compiler *c, SimKind kind, int v, bool pop)
+{
+    X64Buf *b = &c->b;
+    X64Mem dst = kind == SIM_TEMP ? temp_slot(v) : arg_slot(v);
+    if (sim_reads_below_top(c, kind, v)) flush_below(c, 1); /* they must see the old value */
+    if (!c->nsim) {
+        if (pop) jit_x64_pop_r(b, R11);
+        else jit_x64_mov_rm(b, R11, jit_x64_mem(RSP, 0));
+        jit_x64_mov_mr(b, dst, R11);
+        return;
+    }
+    SimEntry top = c->sim[c->nsim - 1];
+    if (top.kind == SIM_CONST && fits_i32(top.v)) {
+        jit_x64_mov_mi32(b, dst, (int32_t)top.v);
+    } else {
+        X64Reg r = top.kind == SIM_RAX ? RAX : R11;
+        sim_load(c, top, r);
+        jit_x64_mov_mr(b, dst, r);
+    }
+    if (pop) c->nsim--;
+}
+
 /* A send through the send trampoline; the receiver and nargs arguments are
  * on the stack, the result replaces them. The map entry is the call's
  * return address. */
-static void emit_send(Compiler *c, int64_t tag, int nargs, size_t bcpc)
+static void emit_send_call(Compiler *c, int64_t tag, int nargs, size_t bcpc)
 {
     jit_sendsite_emit(&c->b, jit_sendsite_unlinked_tag(tag, nargs), c->rt->send);
     jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_SEND);
+}
+
+/* The same, the result left in rax (not pushed). */
+static void emit_send_rax(Compiler *c, int64_t tag, int nargs, size_t bcpc)
+{
+    emit_send_call(c, tag, nargs, bcpc);
     jit_x64_lea_rm(&c->b, RSP, jit_x64_mem(RSP, 8 * (nargs + 1)));
-    jit_x64_push_r(&c->b, RAX);
 }
 
 /* A global's value from the runtime (which may hand an unknown one to the
@@ -286,8 +435,7 @@ static void emit_global(Compiler *c, int64_t literal, size_t bcpc)
     jit_x64_lea_rl(b, RSI, &site);
     jit_x64_call_rel32(b, c->rt->global);
     jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_OTHER);
-    jit_x64_label_bind(b, &hit);
-    jit_x64_push_r(b, RAX);
+    jit_x64_label_bind(b, &hit); /* the value in rax */
 }
 
 bool jit_compile_global_site_fill(uint8_t *site, Oop value, uint32_t epoch)
@@ -409,20 +557,23 @@ static void emit_prologue(Compiler *c, X64Label *header, X64Label *slow, X64Labe
     for (int t = 0; t < c->ntemps; t++) jit_x64_push_r(b, R11);
 }
 
-/* Loads receiver into rax and argument into rcx and jumps to `slow` unless
- * both are SmallIntegers. */
-static void both_ints_or(Compiler *c, X64Label *slow)
+/* To `slow` unless receiver (rax) and argument (rcx) are both SmallIntegers;
+ * arg_int: the argument is one (a constant), only the receiver is tested. */
+static void both_ints_or(Compiler *c, bool arg_int, X64Label *slow)
 {
     X64Buf *b = &c->b;
-    jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 8));
-    jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 0));
-    jit_x64_mov_rr(b, RDX, RAX);
-    jit_x64_and_rr(b, RDX, RCX);
-    jit_x64_test_ri(b, RDX, 1);
+    if (arg_int) {
+        jit_x64_test_ri(b, RAX, 1);
+    } else {
+        jit_x64_mov_rr(b, RDX, RAX);
+        jit_x64_and_rr(b, RDX, RCX);
+        jit_x64_test_ri(b, RDX, 1);
+    }
     jit_x64_jcc_label32(b, JIT_X64_CC_Z, slow);
 }
 
-/* rdx := the tagged result of receiver op argument, to `slow` on overflow. */
+/* rdx := the tagged result of receiver (rax) op argument (rcx), to `slow`
+ * on overflow; rax and rcx are kept (the slow path pushes them). */
 static void arith(Compiler *c, uint8_t op, X64Label *slow)
 {
     X64Buf *b = &c->b;
@@ -442,8 +593,8 @@ static void arith(Compiler *c, uint8_t op, X64Label *slow)
     default: /* MUL: a * 2b, then tag */
         jit_x64_mov_rr(b, RDX, RAX);
         jit_x64_sar_ri(b, RDX, 1);
-        jit_x64_sub_ri(b, RCX, 1);
-        jit_x64_imul_rr(b, RDX, RCX);
+        jit_x64_lea_rm(b, R11, jit_x64_mem(RCX, -1));
+        jit_x64_imul_rr(b, RDX, R11);
         jit_x64_jcc_label32(b, JIT_X64_CC_O, slow);
         jit_x64_or_ri(b, RDX, 1);
         break;
@@ -462,26 +613,24 @@ static X64Cond compare_cond(uint8_t op)
     }
 }
 
-/* Replaces receiver and argument by true when cc holds after the compare,
- * else false. */
-static void push_boolean(Compiler *c, X64Cond cc)
+/* rax := true when cc holds after the compare, else false. */
+static void set_boolean(Compiler *c, X64Cond cc)
 {
     X64Buf *b = &c->b;
     jit_x64_mov_ri(b, RAX, (int64_t)c->rt->false_obj);
     jit_x64_mov_ri(b, RDX, (int64_t)c->rt->true_obj);
     jit_x64_cmovcc_rr(b, cc, RAX, RDX);
-    jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 16));
-    jit_x64_push_r(b, RAX);
 }
 
-/* JUMP_IF_TRUE/FALSE/NIL/NOT_NIL at pc: pops the condition. */
-static void emit_cond_jump(Compiler *c, size_t pc)
+/* JUMP_IF_TRUE/FALSE/NIL/NOT_NIL at pc on the condition in rax (already
+ * popped; nothing is on the simulated stack). */
+static void emit_cond_jump_rax(Compiler *c, size_t pc)
 {
     X64Buf *b = &c->b;
     uint8_t op = c->code[pc];
     X64Label *taken = &c->labels[jump_target(c->code, pc)];
+    VM_ASSERT(c->nsim == 0, "a jump with values on the simulated stack");
     if (op == BC_JUMP_IF_NIL || op == BC_JUMP_IF_NOT_NIL) {
-        jit_x64_pop_r(b, RAX);
         cmp_rax_oop(c, c->rt->nil);
         jcc_to(c, op == BC_JUMP_IF_NIL ? JIT_X64_CC_E : JIT_X64_CC_NE, taken, pc);
         return;
@@ -489,15 +638,31 @@ static void emit_cond_jump(Compiler *c, size_t pc)
     X64Label retry = JIT_X64_LABEL("retest"), not_taken = JIT_X64_LABEL("not taken");
     bool on_true = op == BC_JUMP_IF_TRUE;
     jit_x64_label_bind(b, &retry);
-    jit_x64_pop_r(b, RAX);
     cmp_rax_oop(c, on_true ? c->rt->true_obj : c->rt->false_obj);
     jcc_to(c, JIT_X64_CC_E, taken, pc);
     cmp_rax_oop(c, on_true ? c->rt->false_obj : c->rt->true_obj);
     jit_x64_jcc_label32(b, JIT_X64_CC_E, &not_taken);
     jit_x64_push_r(b, RAX); /* a non-Boolean: ask it, test the answer again */
-    emit_send(c, JIT_SEND_MUST_BE_BOOLEAN, 0, pc);
+    emit_send_rax(c, JIT_SEND_MUST_BE_BOOLEAN, 0, pc);
     jit_x64_jmp_label32(b, &retry);
     jit_x64_label_bind(b, &not_taken);
+}
+
+/* JUMP_IF_* at pc: pops the condition. A constant true/false decides at
+ * compile time. */
+static void emit_cond_jump(Compiler *c, size_t pc)
+{
+    flush_below(c, 1);
+    uint8_t op = c->code[pc];
+    if (c->nsim && c->sim[0].kind == SIM_CONST && (op == BC_JUMP_IF_TRUE || op == BC_JUMP_IF_FALSE) &&
+        (c->sim[0].v == (int64_t)c->rt->true_obj || c->sim[0].v == (int64_t)c->rt->false_obj)) {
+        bool taken = (c->sim[0].v == (int64_t)c->rt->true_obj) == (op == BC_JUMP_IF_TRUE);
+        c->nsim = 0;
+        if (taken) jit_x64_jmp_label32(&c->b, &c->labels[jump_target(c->code, pc)]);
+        return;
+    }
+    pop_into(c, RAX);
+    emit_cond_jump_rax(c, pc);
 }
 
 static bool emit_array_fast_path(Compiler *c, uint8_t op, size_t pc, X64Label *slow, X64Label *done);
@@ -521,21 +686,20 @@ static void double_or(Compiler *c, X64Reg r, X64Label *slow)
     jit_x64_jcc_label32(b, JIT_X64_CC_NE, slow);
 }
 
-/* xmm0 := the Double receiver, xmm1 := the argument (a Double, or a
- * SmallInteger converted when ints_too), or to slow. */
+/* xmm0 := the Double receiver (rax), xmm1 := the argument (rcx: a Double,
+ * or a SmallInteger converted when ints_too), or to slow; keeps rax, rcx. */
 static void doubles_or(Compiler *c, bool ints_too, X64Label *slow)
 {
     X64Buf *b = &c->b;
     X64Label have = JIT_X64_LABEL("argument loaded"), boxed = JIT_X64_LABEL("boxed argument");
-    jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 8));
     double_or(c, RAX, slow);
     jit_x64_movsd_xm(b, JIT_X64_XMM0, jit_x64_mem(RAX, 8));
-    jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 0));
     if (ints_too) {
         jit_x64_test_ri(b, RCX, 1);
         jit_x64_jcc_label32(b, JIT_X64_CC_Z, &boxed);
-        jit_x64_sar_ri(b, RCX, 1);
-        jit_x64_cvtsi2sd_xr(b, JIT_X64_XMM1, RCX); /* as C's (double) in vm_int_to_double */
+        jit_x64_mov_rr(b, R11, RCX);
+        jit_x64_sar_ri(b, R11, 1);
+        jit_x64_cvtsi2sd_xr(b, JIT_X64_XMM1, R11); /* as C's (double) in vm_int_to_double */
         jit_x64_jmp_label32(b, &have);
         jit_x64_label_bind(b, &boxed);
     }
@@ -552,21 +716,21 @@ static void doubles_or(Compiler *c, bool ints_too, X64Label *slow)
 static void box_double(Compiler *c, X64Label *slow)
 {
     X64Buf *b = &c->b;
+    /* rax and rcx (the operands) stay intact until the last jump to slow */
     jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->eden_top);
-    jit_x64_mov_rm(b, RAX, jit_x64_mem(R11, 0));
-    jit_x64_lea_rm(b, RDX, jit_x64_mem(RAX, 16));
-    jit_x64_mov_ri(b, RCX, (int64_t)(uintptr_t)c->rt->eden_limit);
-    jit_x64_cmp_rm(b, RDX, jit_x64_mem(RCX, 0));
+    jit_x64_mov_rm(b, RDI, jit_x64_mem(R11, 0));
+    jit_x64_lea_rm(b, RDX, jit_x64_mem(RDI, 16));
+    jit_x64_mov_ri(b, RSI, (int64_t)(uintptr_t)c->rt->eden_limit);
+    jit_x64_cmp_rm(b, RDX, jit_x64_mem(RSI, 0));
     jit_x64_jcc_label32(b, JIT_X64_CC_A, slow);
     jit_x64_mov_mr(b, jit_x64_mem(R11, 0), RDX);
     jit_x64_mov_ri(b, RDX, (int64_t)((uint64_t)CLASS_INDEX_DOUBLE | ((uint64_t)FMT_WORDS << OBJ_FORMAT_SHIFT) |
                                        ((uint64_t)1 << OBJ_SLOTS_SHIFT)));
-    jit_x64_mov_mr(b, jit_x64_mem(RAX, 0), RDX);
-    jit_x64_movsd_mx(b, jit_x64_mem(RAX, 8), JIT_X64_XMM0);
+    jit_x64_mov_mr(b, jit_x64_mem(RDI, 0), RDX);
+    jit_x64_movsd_mx(b, jit_x64_mem(RDI, 8), JIT_X64_XMM0);
     jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->bytes_allocated);
-    jit_x64_mov_rm(b, RDX, jit_x64_mem(R11, 0));
-    jit_x64_add_ri(b, RDX, 16);
-    jit_x64_mov_mr(b, jit_x64_mem(R11, 0), RDX);
+    jit_x64_add_mi(b, jit_x64_mem(R11, 0), 16);
+    jit_x64_mov_rr(b, RAX, RDI);
 }
 
 /* Double + - * with a Double or SmallInteger argument: the primitives'
@@ -579,8 +743,6 @@ static void double_arith(Compiler *c, uint8_t op, X64Label *slow, X64Label *done
     else if (op == BC_SEND_SUB) jit_x64_subsd_xx(b, JIT_X64_XMM0, JIT_X64_XMM1);
     else jit_x64_mulsd_xx(b, JIT_X64_XMM0, JIT_X64_XMM1);
     box_double(c, slow);
-    jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8));
-    jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RAX);
     jit_x64_jmp_label32(b, done);
 }
 
@@ -601,12 +763,62 @@ static X64Cond double_compare(Compiler *c, uint8_t op, X64Label *slow)
     return JIT_X64_CC_E;
 }
 
+/* Special sends whose fast paths keep the operands in rax and rcx until
+ * their last jump to the generic send (which then pushes them): their
+ * operands may come straight from descriptors. The others (divisions and
+ * shifts clobber them; at:put: has three operands and calls the barrier;
+ * value and value: have no fast path) find their operands on the real
+ * stack. */
+static bool special_keeps_operands(uint8_t op)
+{
+    switch (op) {
+    case BC_SEND_ADD: case BC_SEND_SUB: case BC_SEND_MUL:
+    case BC_SEND_LT: case BC_SEND_GT: case BC_SEND_LE: case BC_SEND_GE: case BC_SEND_EQ: case BC_SEND_NE:
+    case BC_SEND_NOT_EQUAL: case BC_SEND_IDENTICAL: case BC_SEND_AT: case BC_SEND_LENGTH:
+    case BC_SEND_BIT_AND: case BC_SEND_BIT_XOR: case BC_SEND_MAX: case BC_SEND_MIN:
+    case BC_SEND_ABS: case BC_SEND_NEGATED: case BC_SEND_IS_NIL: case BC_SEND_NOT_NIL: return true;
+    default: return false;
+    }
+}
+
+/* A special send at pc. Answers the bytes it consumed: its own, or with the
+ * conditional jump it fused. Its k = nargs + 1 operands: the top d on the
+ * simulated stack, the s = k - d below them on the real stack; the receiver
+ * is loaded into rax, the argument into rcx. Fast paths leave the answer in
+ * rax and jump to fast_done; the generic send pushes the d loaded operands
+ * (they are still in rax/rcx: special_keeps_operands), and both drop the
+ * operands from the real stack: the answer is a SIM_RAX descriptor. */
 static size_t emit_special(Compiler *c, size_t pc)
 {
     X64Buf *b = &c->b;
     uint8_t op = c->code[pc];
     size_t next = pc + 1;
     int nargs = vm_special_nargs[op - BC_SEND_ADD];
+    int k = nargs + 1;
+    bool keeps = special_keeps_operands(op);
+    if (keeps) flush_below(c, k);
+    else flush(c);
+    int d = c->nsim, s = k - d;
+    VM_ASSERT(d <= k && k <= 3);
+    /* operand j (0 = receiver) is descriptor sim[j - s] when j >= s, else at [rsp + 8 * (s - 1 - j)] */
+    X64Reg regs[2] = { RAX, RCX };
+    bool arg_int = false; /* the argument is a SmallInteger constant, arg_const */
+    int64_t arg_const = 0;
+    if (k <= 2) {
+        int order[2] = { 0, 1 };
+        if (k == 2 && d >= 1 && c->sim[d - 1].kind == SIM_RAX) order[0] = 1, order[1] = 0; /* rcx := rax first */
+        for (int i = 0; i < k; i++) {
+            int j = order[i];
+            if (j >= s) sim_load(c, c->sim[j - s], regs[j]);
+            else jit_x64_mov_rm(b, regs[j], jit_x64_mem(RSP, 8 * (s - 1 - j)));
+        }
+        arg_int = k == 2 && d == 2 && c->sim[1].kind == SIM_CONST && oop_is_int((Oop)c->sim[1].v);
+        arg_const = arg_int ? c->sim[1].v : 0;
+    } else {
+        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 16)); /* at:put: receiver and index (all on the real stack) */
+        jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 8));
+    }
+    c->nsim = 0;
     X64Label slow = JIT_X64_LABEL("generic send"), done = JIT_X64_LABEL("special done");
     X64Label not_ints = JIT_X64_LABEL("not SmallIntegers");
     bool dbl_arith = doubles_inline(c) && (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL);
@@ -614,10 +826,18 @@ static size_t emit_special(Compiler *c, size_t pc)
     bool ints = int_inline(c, op);
     if (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) {
         if (ints) {
-            both_ints_or(c, dbl_arith ? &not_ints : &slow);
-            arith(c, op, &slow);
-            jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8));
-            jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RDX);
+            both_ints_or(c, arg_int, dbl_arith ? &not_ints : &slow);
+            int64_t twice = arg_const - 1; /* 2b: the tagged constant less its tag */
+            if (arg_int && op != BC_SEND_MUL && fits_i32(twice)) {
+                /* (2a+1) + 2b, (2a+1) - 2b: overflows exactly when the generic form would */
+                jit_x64_mov_rr(b, RDX, RAX);
+                if (op == BC_SEND_ADD) jit_x64_add_ri(b, RDX, (int32_t)twice);
+                else jit_x64_sub_ri(b, RDX, (int32_t)twice);
+                jit_x64_jcc_label32(b, JIT_X64_CC_O, &slow);
+            } else {
+                arith(c, op, &slow);
+            }
+            jit_x64_mov_rr(b, RAX, RDX);
             jit_x64_jmp_label32(b, &done);
         }
         if (dbl_arith) {
@@ -627,43 +847,44 @@ static size_t emit_special(Compiler *c, size_t pc)
     } else if (is_compare(op) && (ints || dbl_cmp)) {
         uint8_t after = next < c->len ? c->code[next] : BC_HALT;
         bool fuse = (after == BC_JUMP_IF_TRUE || after == BC_JUMP_IF_FALSE) && !c->target[next];
+        bool dbl = dbl_cmp;
         if (ints)
-            both_ints_or(c, dbl_cmp ? &not_ints : &slow);
+            both_ints_or(c, arg_int, dbl ? &not_ints : &slow);
         else
             jit_x64_jmp_label32(b, &not_ints); /* the SmallInteger code below is never run */
-        jit_x64_cmp_rr(b, RAX, RCX);
+        if (arg_int && fits_i32(arg_const)) jit_x64_cmp_ri(b, RAX, (int32_t)arg_const);
+        else jit_x64_cmp_rr(b, RAX, RCX);
         if (fuse) {
             X64Cond cc = compare_cond(op);
             if (after == BC_JUMP_IF_FALSE) cc = jit_x64_cc_negate(cc);
             X64Label fallthrough = JIT_X64_LABEL("fused fallthrough");
-            jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 16)); /* lea keeps the flags */
+            if (s) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * s)); /* lea keeps the flags */
             jcc_to(c, cc, &c->labels[jump_target(c->code, next)], next);
             jit_x64_jmp_label32(b, &fallthrough);
-            if (dbl_cmp) {
+            if (dbl) {
                 jit_x64_label_bind(b, &not_ints);
                 X64Cond dc = double_compare(c, op, &slow);
                 if (after == BC_JUMP_IF_FALSE) dc = jit_x64_cc_negate(dc);
-                jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 16));
+                if (s) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * s));
                 jcc_to(c, dc, &c->labels[jump_target(c->code, next)], next);
                 jit_x64_jmp_label32(b, &fallthrough);
             }
             jit_x64_label_bind(b, &slow);
-            emit_send(c, jit_send_tag_special(op), nargs, pc);
-            emit_cond_jump(c, next);
+            for (int j = s; j < k; j++) jit_x64_push_r(b, regs[j]);
+            emit_send_rax(c, jit_send_tag_special(op), nargs, pc);
+            emit_cond_jump_rax(c, next);
             jit_x64_label_bind(b, &fallthrough);
             return 1 + vm_bytecode_length[after];
         }
-        push_boolean(c, compare_cond(op));
+        set_boolean(c, compare_cond(op));
         jit_x64_jmp_label32(b, &done);
-        if (dbl_cmp) {
+        if (dbl) {
             jit_x64_label_bind(b, &not_ints);
-            push_boolean(c, double_compare(c, op, &slow));
+            set_boolean(c, double_compare(c, op, &slow));
             jit_x64_jmp_label32(b, &done);
         }
     } else if (op == BC_SEND_IDENTICAL) {
         X64Label identical = JIT_X64_LABEL("identical");
-        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 8));
-        jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 0));
         if (!ints) { /* Integer's == is not the primitive: only non-SmallIntegers are decided here */
             jit_x64_test_ri(b, RAX, 1);
             jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &slow);
@@ -697,14 +918,21 @@ static size_t emit_special(Compiler *c, size_t pc)
         }
         jit_x64_label_bind(b, &decided);
         jit_x64_label_bind(b, &identical); /* ZF: set when identical, clear for two different SmallIntegers */
-        push_boolean(c, JIT_X64_CC_E);
+        set_boolean(c, JIT_X64_CC_E);
         jit_x64_jmp_label32(b, &done);
     } else if (!emit_int_fast_path(c, op, &slow, &done)) {
         emit_array_fast_path(c, op, pc, &slow, &done);
     }
+    X64Label merged = JIT_X64_LABEL("special merged");
     jit_x64_label_bind(b, &slow);
-    emit_send(c, jit_send_tag_special(op), nargs, pc);
+    for (int j = s; j < k; j++) jit_x64_push_r(b, regs[j]);
+    emit_send_call(c, jit_send_tag_special(op), nargs, pc);
+    jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * k));
+    if (s) jit_x64_jmp_label32(b, &merged);
     jit_x64_label_bind(b, &done);
+    if (s) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * s));
+    jit_x64_label_bind(b, &merged);
+    sim_push(c, SIM_RAX, 0);
     return 1;
 }
 
@@ -805,13 +1033,12 @@ static void emit_outer(Compiler *c, const uint8_t *p, size_t pc)
     if (inline_ok) jit_x64_label_bind(b, &done);
 }
 
-/* rax := the Array receiver at [rsp + disp], rdx := its slot count, or to
- * slow (not an Array). Arrays of 255 slots or more keep their count in the
- * word before the header (gc/object.h, obj_num_slots). */
-static void array_or(Compiler *c, int32_t disp, X64Label *slow)
+/* rdx := the slot count of the Array receiver in rax, or to slow (not an
+ * Array). Arrays of 255 slots or more keep their count in the word before
+ * the header (gc/object.h, obj_num_slots). Keeps rax and rcx. */
+static void array_or(Compiler *c, X64Label *slow)
 {
     X64Buf *b = &c->b;
-    jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, disp));
     jit_x64_test_ri(b, RAX, 7);
     jit_x64_jcc_label32(b, JIT_X64_CC_NZ, slow);
     jit_x64_mov_rm(b, RDX, jit_x64_mem(RAX, 0));
@@ -829,17 +1056,17 @@ static void array_or(Compiler *c, int32_t disp, X64Label *slow)
     jit_x64_label_bind(b, &counted);
 }
 
-/* rcx := the 0-based index from the SmallInteger at [rsp + disp], to slow
- * unless 1 <= it <= rdx. */
-static void index_or(Compiler *c, int32_t disp, X64Label *slow)
+/* rsi := the 0-based index from the SmallInteger in rcx, to slow unless
+ * 1 <= it <= rdx. Keeps rax and rcx. */
+static void index_or(Compiler *c, X64Label *slow)
 {
     X64Buf *b = &c->b;
-    jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, disp));
     jit_x64_test_ri(b, RCX, 1);
     jit_x64_jcc_label32(b, JIT_X64_CC_Z, slow);
-    jit_x64_sar_ri(b, RCX, 1);
-    jit_x64_sub_ri(b, RCX, 1);
-    jit_x64_cmp_rr(b, RCX, RDX);
+    jit_x64_mov_rr(b, RSI, RCX);
+    jit_x64_sar_ri(b, RSI, 1);
+    jit_x64_sub_ri(b, RSI, 1);
+    jit_x64_cmp_rr(b, RSI, RDX);
     jit_x64_jcc_label32(b, JIT_X64_CC_AE, slow); /* unsigned: also catches index < 1 */
 }
 
@@ -849,26 +1076,20 @@ static bool emit_array_fast_path(Compiler *c, uint8_t op, size_t pc, X64Label *s
 {
     X64Buf *b = &c->b;
     if (op == BC_SEND_AT && c->rt->array_at_inline && *c->rt->array_at_inline) {
-        array_or(c, 8, slow);
-        index_or(c, 0, slow);
-        jit_x64_mov_rm(b, RAX, jit_x64_mem_index(RAX, RCX, 8, 8));
-        jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8));
-        jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RAX);
+        array_or(c, slow);
+        index_or(c, slow);
+        jit_x64_mov_rm(b, RAX, jit_x64_mem_index(RAX, RSI, 8, 8));
     } else if (op == BC_SEND_AT_PUT && c->rt->array_at_put_inline && *c->rt->array_at_put_inline) {
-        array_or(c, 16, slow);
-        index_or(c, 8, slow);
-        jit_x64_lea_rm(b, RAX, jit_x64_mem_index(RAX, RCX, 8, 0)); /* the slot is at rax + 8 */
+        /* receiver and index in rax and rcx, all three still on the real stack */
+        array_or(c, slow);
+        index_or(c, slow);
         jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 0));
-        jit_x64_mov_mr(b, jit_x64_mem(RAX, 8), RCX);
-        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 16)); /* the barrier wants the object */
-        barrier(c, pc);
+        jit_x64_mov_mr(b, jit_x64_mem_index(RAX, RSI, 8, 8), RCX);
+        barrier(c, pc); /* rax the object, rcx the value */
         jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 0));
-        jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 16));
-        jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RAX);
     } else if (op == BC_SEND_LENGTH && c->rt->array_length_inline && *c->rt->array_length_inline) {
-        array_or(c, 0, slow);
-        jit_x64_lea_rm(b, RDX, jit_x64_mem_index(RDX, RDX, 1, 1)); /* tag it */
-        jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RDX);
+        array_or(c, slow);
+        jit_x64_lea_rm(b, RAX, jit_x64_mem_index(RDX, RDX, 1, 1)); /* tag it */
     } else {
         return false;
     }
@@ -879,13 +1100,6 @@ static bool emit_array_fast_path(Compiler *c, uint8_t op, size_t pc, X64Label *s
 _Static_assert(OBJ_GC_REMEMBERED == (uint64_t)1 << OBJ_GC_SHIFT, "the barrier tests bit OBJ_GC_SHIFT");
 
 /* -- SmallInteger operations and isNil, inline ------------------------------------------ */
-
-/* Replaces receiver and argument by reg. */
-static void answer_binary(Compiler *c, X64Reg reg)
-{
-    jit_x64_lea_rm(&c->b, RSP, jit_x64_mem(RSP, 8));
-    jit_x64_mov_mr(&c->b, jit_x64_mem(RSP, 0), reg);
-}
 
 /* rax := x (untagged receiver), r11 := y (untagged argument), to slow when
  * y is 0; then rax := x / y truncated, rdx := x rem: y (idiv). */
@@ -913,13 +1127,11 @@ static bool emit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label
         Oop on_int = c->rt->int_answers ? c->rt->int_answers[k] : 0;
         if (!on_nil && !on_int && !c->rt->nil_table) return false;
         X64Label pointer = JIT_X64_LABEL("pointer receiver");
-        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 0));
         if (on_nil) {
             X64Label not_nil = JIT_X64_LABEL("not nil");
             cmp_rax_oop(c, c->rt->nil);
             jit_x64_jcc_label32(b, JIT_X64_CC_NE, &not_nil);
             jit_x64_mov_ri(b, RAX, (int64_t)on_nil);
-            jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RAX);
             jit_x64_jmp_label32(b, done);
             jit_x64_label_bind(b, &not_nil);
         }
@@ -927,7 +1139,6 @@ static bool emit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label
         jit_x64_jcc_label32(b, JIT_X64_CC_Z, &pointer);
         if (on_int) {
             jit_x64_mov_ri(b, RAX, (int64_t)on_int);
-            jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RAX);
             jit_x64_jmp_label32(b, done);
         } else {
             jit_x64_jmp_label32(b, slow);
@@ -948,7 +1159,6 @@ static bool emit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label
             jit_x64_mov_ri(b, RCX, (int64_t)c->rt->true_obj);
             jit_x64_test_ri(b, RDX, (int32_t)(2u << (2 * k))); /* VM_SPECIAL_NIL_TRUE(k) */
             jit_x64_cmovcc_rr(b, JIT_X64_CC_NZ, RAX, RCX);
-            jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RAX);
             jit_x64_jmp_label32(b, done);
         } else {
             jit_x64_jmp_label32(b, slow);
@@ -958,7 +1168,6 @@ static bool emit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label
     if (!(op >= BC_SEND_BIT_AND && op <= BC_SEND_NEGATED) || op == BC_SEND_NOT_EQUAL || !int_inline(c, op))
         return false;
     if (op == BC_SEND_ABS || op == BC_SEND_NEGATED) {
-        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 0));
         jit_x64_test_ri(b, RAX, 1);
         jit_x64_jcc_label32(b, JIT_X64_CC_Z, slow);
         if (op == BC_SEND_ABS) {
@@ -968,11 +1177,11 @@ static bool emit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label
         jit_x64_mov_ri(b, RDX, 2); /* 2 - (2x + 1) = 2(-x) + 1 */
         jit_x64_sub_rr(b, RDX, RAX);
         jit_x64_jcc_label32(b, JIT_X64_CC_O, slow); /* -x of the minimum SmallInteger is large */
-        jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RDX);
+        jit_x64_mov_rr(b, RAX, RDX);
         jit_x64_jmp_label32(b, done);
         return true;
     }
-    both_ints_or(c, slow);
+    both_ints_or(c, false, slow);
     switch (op) {
     case BC_SEND_BIT_AND: jit_x64_and_rr(b, RAX, RCX); break; /* tag bits: 1 & 1 */
     case BC_SEND_BIT_XOR:
@@ -1045,7 +1254,6 @@ static bool emit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label
         jit_x64_lea_rm(b, RAX, jit_x64_mem_index(RDX, RDX, 1, 1));
         break;
     }
-    answer_binary(c, RAX);
     jit_x64_jmp_label32(b, done);
     return true;
 }
@@ -1064,78 +1272,132 @@ static void emit_back_jump(Compiler *c, size_t pc)
     jit_x64_jmp_label32(b, &c->labels[jump_target(c->code, pc)]);
 }
 
-/* Emits the template of the bytecode at pc; answers the bytes consumed. */
+/* Emits the template of the bytecode at pc; answers the bytes consumed.
+ * Pushes only describe their value (the simulated stack); what is not
+ * handled here over descriptors is flushed first and compiled over the real
+ * stack. */
 static size_t emit_bytecode(Compiler *c, size_t pc)
 {
     X64Buf *b = &c->b;
     const uint8_t *p = c->code + pc;
     uint8_t op = p[0];
     switch (op) {
-    case BC_DUP: jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 0)); jit_x64_push_r(b, RAX); break;
-    case BC_POP: jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8)); break;
-    case BC_PUSH_SELF: jit_x64_mov_rm(b, RAX, self_slot()); jit_x64_push_r(b, RAX); break;
-    case BC_PUSH_NIL: push_oop(c, c->rt->nil); break;
-    case BC_PUSH_TRUE: push_oop(c, c->rt->true_obj); break;
-    case BC_PUSH_FALSE: push_oop(c, c->rt->false_obj); break;
-    case BC_PUSH_0: jit_x64_push_i32(b, (int32_t)oop_from_int(0)); break;
-    case BC_PUSH_1: jit_x64_push_i32(b, (int32_t)oop_from_int(1)); break;
+    case BC_DUP:
+        if (!c->nsim) { /* a copy of the real top, in rax (free: nothing is simulated) */
+            jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 0));
+            sim_push(c, SIM_RAX, 0);
+        } else if (c->sim[c->nsim - 1].kind == SIM_RAX) { /* the deeper copy goes to the real stack */
+            flush_below(c, 1);
+            jit_x64_push_r(b, RAX);
+        } else {
+            sim_push(c, c->sim[c->nsim - 1].kind, c->sim[c->nsim - 1].v);
+        }
+        break;
+    case BC_POP:
+        if (c->nsim) c->nsim--;
+        else jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8));
+        break;
+    case BC_PUSH_SELF: sim_push(c, SIM_SELF, 0); break;
+    case BC_PUSH_NIL: sim_push(c, SIM_CONST, (int64_t)c->rt->nil); break;
+    case BC_PUSH_TRUE: sim_push(c, SIM_CONST, (int64_t)c->rt->true_obj); break;
+    case BC_PUSH_FALSE: sim_push(c, SIM_CONST, (int64_t)c->rt->false_obj); break;
+    case BC_PUSH_0: sim_push(c, SIM_CONST, (int64_t)oop_from_int(0)); break;
+    case BC_PUSH_1: sim_push(c, SIM_CONST, (int64_t)oop_from_int(1)); break;
     case BC_PUSH_LITERAL:
     case BC_PUSH_LITERAL_W: {
         unsigned lit = op == BC_PUSH_LITERAL ? p[1] : operand_w(p + 1);
-        jit_x64_mov_rm(b, RAX, jit_x64_mem(RBP, 8 * FRAME_METHOD));
-        jit_x64_mov_rm(b, RAX, field_of_rax(METHOD_FIXED_SLOTS + (int)lit));
-        jit_x64_push_r(b, RAX);
+        Oop v = obj_slots(c->method)[METHOD_FIXED_SLOTS + lit];
+        if (oop_is_int(v)) sim_push(c, SIM_CONST, (int64_t)v); /* immediates never change, nor move */
+        else sim_push(c, SIM_LIT, lit);
         break;
     }
-    case BC_PUSH_FIELD:
-        jit_x64_mov_rm(b, RAX, self_slot());
-        jit_x64_mov_rm(b, RAX, field_of_rax(p[1]));
-        jit_x64_push_r(b, RAX);
-        break;
+    case BC_PUSH_FIELD: sim_push(c, SIM_FIELD, p[1]); break;
     case BC_STORE_FIELD:
-    case BC_POP_FIELD:
-        if (op == BC_STORE_FIELD) jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 0));
-        else jit_x64_pop_r(b, RCX);
+        flush(c);
+        jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 0));
         store_field(c, p[1], pc);
         break;
-    case BC_PUSH_ARG: jit_x64_mov_rm(b, RAX, arg_slot(p[1])); jit_x64_push_r(b, RAX); break;
-    case BC_STORE_ARG: jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 0)); jit_x64_mov_mr(b, arg_slot(p[1]), RAX); break;
-    case BC_POP_ARG: jit_x64_pop_r(b, RAX); jit_x64_mov_mr(b, arg_slot(p[1]), RAX); break;
-    case BC_PUSH_TEMP: jit_x64_mov_rm(b, RAX, temp_slot(p[1])); jit_x64_push_r(b, RAX); break;
-    case BC_STORE_TEMP: jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 0)); jit_x64_mov_mr(b, temp_slot(p[1]), RAX); break;
-    case BC_POP_TEMP: jit_x64_pop_r(b, RAX); jit_x64_mov_mr(b, temp_slot(p[1]), RAX); break;
-    case BC_PUSH_GLOBAL: emit_global(c, p[1], pc); break;
-    case BC_PUSH_GLOBAL_W: emit_global(c, operand_w(p + 1), pc); break;
-    case BC_SEND: emit_send(c, p[1], p[2], pc); break;
+    case BC_POP_FIELD:
+        flush_below(c, 1); /* deeper descriptors (this field's too) and the barrier's call see a whole frame */
+        pop_into(c, RCX);
+        store_field(c, p[1], pc);
+        break;
+    case BC_PUSH_ARG: sim_push(c, SIM_ARG, p[1]); break;
+    case BC_STORE_ARG: store_var(c, SIM_ARG, p[1], false); break;
+    case BC_POP_ARG: store_var(c, SIM_ARG, p[1], true); break;
+    case BC_PUSH_TEMP: sim_push(c, SIM_TEMP, p[1]); break;
+    case BC_STORE_TEMP: store_var(c, SIM_TEMP, p[1], false); break;
+    case BC_POP_TEMP: {
+        bool in_rax = c->nsim && c->sim[c->nsim - 1].kind == SIM_RAX;
+        store_var(c, SIM_TEMP, p[1], true);
+        size_t next = pc + 2;
+        if (in_rax && next + 1 < c->len && c->code[next] == BC_PUSH_TEMP && c->code[next + 1] == p[1] &&
+            !c->target[next]) {
+            sim_push(c, SIM_RAX, 0); /* `t := x. t ...`: rax still holds what was just stored */
+            return 4;
+        }
+        break;
+    }
+    case BC_PUSH_GLOBAL:
+    case BC_PUSH_GLOBAL_W:
+        flush(c);
+        emit_global(c, op == BC_PUSH_GLOBAL ? p[1] : operand_w(p + 1), pc);
+        sim_push(c, SIM_RAX, 0);
+        break;
+    case BC_SEND:
+    case BC_SEND_W:
+        flush(c);
+        emit_send_rax(c, op == BC_SEND ? p[1] : operand_w(p + 1), op == BC_SEND ? p[2] : p[3], pc);
+        sim_push(c, SIM_RAX, 0);
+        break;
     case BC_SUPER_SEND:
     case BC_SUPER_SEND_W: {
         unsigned lit = op == BC_SUPER_SEND ? p[1] : operand_w(p + 1);
         int n = op == BC_SUPER_SEND ? p[2] : p[3];
+        flush(c);
         jit_x64_mov_r32i(b, RDI, jit_sendsite_unlinked_tag(lit, n));
         runtime_call(c, c->rt->super_send, pc);
         jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * (n + 1)));
-        jit_x64_push_r(b, RAX);
+        sim_push(c, SIM_RAX, 0);
         break;
     }
     case BC_PUSH_BLOCK:
     case BC_PUSH_BLOCK_W:
+        flush(c);
         jit_x64_mov_r32i(b, RDI, op == BC_PUSH_BLOCK ? p[1] : operand_w(p + 1));
         runtime_call(c, c->rt->push_block, pc);
-        jit_x64_push_r(b, RAX);
+        sim_push(c, SIM_RAX, 0);
         break;
     case BC_PUSH_OUTER:
     case BC_STORE_OUTER:
-    case BC_POP_OUTER: emit_outer(c, p, pc); break;
+    case BC_POP_OUTER:
+        flush(c);
+        emit_outer(c, p, pc);
+        break;
     case BC_RETURN_NONLOCAL: /* the interpreter unwinds (and knows every case of it) */
+        flush(c);
         jit_x64_mov_r32i(b, RDI, (uint32_t)pc);
         runtime_call(c, c->rt->interpret, pc);
         jit_x64_ud2(b);
         break;
-    case BC_SEND_W: emit_send(c, operand_w(p + 1), p[3], pc); break;
-    case BC_RETURN_TOP: jit_x64_pop_r(b, RAX); epilogue(c); break;
-    case BC_RETURN_SELF: jit_x64_mov_rm(b, RAX, self_slot()); epilogue(c); break;
-    case BC_JUMP: jit_x64_jmp_label32(b, &c->labels[jump_target(c->code, pc)]); break;
-    case BC_JUMP_BACK: emit_back_jump(c, pc); break;
+    case BC_RETURN_TOP:
+        pop_into(c, RAX);
+        c->nsim = 0; /* the frame goes: what is below the answer is dropped with it */
+        epilogue(c);
+        break;
+    case BC_RETURN_SELF:
+        c->nsim = 0;
+        jit_x64_mov_rm(b, RAX, self_slot());
+        epilogue(c);
+        break;
+    case BC_JUMP:
+        flush(c);
+        jit_x64_jmp_label32(b, &c->labels[jump_target(c->code, pc)]);
+        break;
+    case BC_JUMP_BACK:
+        flush(c); /* OSR enters at the safepoint's return address with the interpreter's stack */
+        emit_back_jump(c, pc);
+        break;
     case BC_JUMP_IF_TRUE:
     case BC_JUMP_IF_FALSE:
     case BC_JUMP_IF_NIL:
@@ -1164,6 +1426,7 @@ static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *che
     jit_x64_label_bind(&c->b, unchecked_entry);
     emit_prologue(c, &header, &slow, &checked);
     for (size_t pc = 0; pc < c->len;) {
+        if (c->target[pc]) flush(c); /* a merge point: every path arrives with the real stack */
         if (c->loop_head[pc]) {
             /* loop heads 16-aligned (pieces start and move 16-aligned): the
              * same loop body then runs at the same speed wherever it sits;
@@ -1173,11 +1436,15 @@ static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *che
             if (mis) jit_x64_nop(&c->b, JIT_LOOP_ALIGN - mis);
         }
         jit_x64_label_bind(&c->b, &c->labels[pc]);
+        uint8_t op = c->code[pc];
         size_t used = emit_bytecode(c, pc);
         for (size_t k = 1; k < used; k++) /* a fused jump's pc: never a target (emit_special) */
             jit_x64_label_bind(&c->b, &c->labels[pc + k]);
         pc += used;
+        if (op == BC_JUMP || op == BC_JUMP_BACK || op == BC_RETURN_TOP || op == BC_RETURN_SELF)
+            VM_ASSERT(c->nsim == 0, "values simulated after %s", vm_bytecode_name[op]);
     }
+    flush(c);
     jit_x64_label_bind(&c->b, &c->labels[c->len]);
     jit_x64_ud2(&c->b); /* the compiler ends every method with a return */
     unwind_from_here(c, PROF_UNWIND_FRAMELESS); /* the entry checks' exits */
@@ -1204,7 +1471,9 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
     c.target = calloc(c.len + 1, sizeof *c.target);
     c.loop_head = calloc(c.len + 1, sizeof *c.loop_head);
     c.labels = malloc((c.len + 1) * sizeof *c.labels);
-    if (!c.target || !c.labels || !c.loop_head) {
+    c.sim = malloc((c.len + 2) * sizeof *c.sim);
+    if (!c.target || !c.labels || !c.loop_head || !c.sim) {
+        free(c.sim);
         free(c.loop_head);
         free(c.target);
         free(c.labels);
@@ -1252,6 +1521,7 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
     }
     jit_map_builder_release(&c.map);
 out:
+    free(c.sim);
     free(c.unwind);
     free(c.lits);
     free(c.loop_head);

@@ -4,7 +4,9 @@
  * notes"), or a sentence saying why it declines.
  *
  * The code keeps vm/frame.h's layout with rbp = fp and rsp = sp; the operand
- * stack is the machine stack:
+ * stack is the machine stack wherever a call, a jump or a map entry can meet
+ * it; between those, its top may live in rax, immediates and frame slots
+ * only the compiler knows of (jit/DESIGN.md, "Stack-to-register mapping"):
  *
  *   [rbp + 16 + 8*nargs]  receiver (pushed by the caller)
  *   [rbp + 8*k]           argument whose quickened PUSH_ARG operand is k

@@ -464,6 +464,9 @@ void jit_x64_pop_r(X64Buf *b, X64Reg dst)
     emit(b, &in);
 }
 
+/* FF /6: push qword [m] (default operand size 64, no REX.W) */
+void jit_x64_push_m(X64Buf *b, X64Mem src) { op_mem(b, 0, 0, 0xFF, 6, src, 0, 0); }
+
 /* 6A ib | 68 id (sign-extended to 64) */
 void jit_x64_push_i32(X64Buf *b, int32_t imm)
 {

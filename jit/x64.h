@@ -152,6 +152,7 @@ void jit_x64_setcc_r(X64Buf *buf, X64Cond cc, X64Reg dst);     /* low byte only 
 void jit_x64_push_r(X64Buf *buf, X64Reg src);
 void jit_x64_pop_r(X64Buf *buf, X64Reg dst);
 void jit_x64_push_i32(X64Buf *buf, int32_t imm);
+void jit_x64_push_m(X64Buf *buf, X64Mem src);      /* qword */
 
 /* -- Integer arithmetic and logic ------------------------------------------- */
 

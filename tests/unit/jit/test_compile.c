@@ -317,6 +317,20 @@ static void arithmetic_fast_paths_and_overflow_sends(void **state)
                 assert_int_equal(kind, JIT_MAP_SEND);
             }
         }
+        for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+            /* the argument a SmallInteger constant (a literal): an immediate operand */
+            intptr_t a = cases[k][0], b = cases[k][1];
+            Oop lit[] = { I(b) };
+            JitMethod *cm = compile_ok(METHOD(1, 0, lit, BC_PUSH_ARG, 2, BC_PUSH_LITERAL, 0, ops[o], BC_RETURN_TOP));
+            seen.sends = 0;
+            Oop want = special_in_c(jit_send_tag_special(ops[o]), 1, (Oop[]){ I(b) }, I(a));
+            assert_int_equal(run(cm, nil, 1, I(a)), want);
+            assert_int_equal(seen.sends, want == I(-777) ? 1 : 0);
+            if (seen.sends) {
+                assert_int_equal(seen.last_rcvr, I(a));
+                assert_int_equal(seen.last_args[0], I(b));
+            }
+        }
         seen.sends = 0;
         assert_int_equal(run(bin, nil, 2, I(1), nil), I(-999)); /* a non-integer argument */
         assert_int_equal(run(bin, nil, 2, tru, I(1)), I(-999));
@@ -352,6 +366,17 @@ static void comparisons_and_identity(void **state)
                           : ops[o].op == BC_SEND_EQ ? a == b : a != b;
                 assert_int_equal(run(jm, nil, 2, I(a), I(b)), want ? tru : fals);
             }
+        for (size_t j = 0; j < 5; j++) { /* a constant argument: cmp with an immediate when it fits */
+            Oop lit[] = { I(vals[j]) };
+            JitMethod *cm = compile_ok(METHOD(1, 0, lit, BC_PUSH_ARG, 2, BC_PUSH_LITERAL, 0, ops[o].op, BC_RETURN_TOP));
+            for (size_t i = 0; i < 5; i++) {
+                intptr_t a = vals[i], b = vals[j];
+                bool want = ops[o].op == BC_SEND_LT ? a < b : ops[o].op == BC_SEND_GT ? a > b
+                          : ops[o].op == BC_SEND_LE ? a <= b : ops[o].op == BC_SEND_GE ? a >= b
+                          : ops[o].op == BC_SEND_EQ ? a == b : a != b;
+                assert_int_equal(run(cm, nil, 1, I(a)), want ? tru : fals);
+            }
+        }
         assert_int_equal(seen.sends, 0);
         assert_int_equal(run(jm, nil, 2, nil, I(1)), I(-999));
         assert_int_equal(seen.sends, 1);
@@ -602,6 +627,59 @@ static void plain_send_reaches_the_runtime(void **state)
     assert_int_equal(bcpc_of_last_send(wj, &kind), 1);
 }
 
+/* The simulated stack (jit/compile.c): pushes are only described until a
+ * consumer needs them; a store into a temp whose earlier value is still
+ * only described must not change that value; a send finds every kind of
+ * described operand, an earlier send's answer among them, on the real
+ * stack; a value made on both arms of a branch meets the operand left
+ * below the branch. */
+static void simulated_stack_keeps_values_exact(void **state)
+{
+    (void)state;
+    seen.hook = answer_99;
+    /* | t |  t := 1. ^ t + (t := 5) */
+    Oop five[] = { I(5) };
+    JitMethod *st = compile_ok(METHOD(0, 1, five, BC_PUSH_1, BC_POP_TEMP, 0, BC_PUSH_TEMP, 0, BC_PUSH_LITERAL, 0,
+                                      BC_STORE_TEMP, 0, BC_SEND_ADD, BC_RETURN_TOP));
+    assert_int_equal(run(st, nil, 0), I(6));
+    /* field0 := 1. ^ field0 + (field0 := 5): the same for a field */
+    Oop obj = gc_alloc_old(CLASS_INDEX_ARRAY, FMT_POINTERS, 2);
+    JitMethod *sf = compile_ok(METHOD(0, 0, five, BC_PUSH_1, BC_POP_FIELD, 0, BC_PUSH_FIELD, 0, BC_PUSH_LITERAL, 0,
+                                      BC_STORE_FIELD, 0, BC_SEND_ADD, BC_RETURN_TOP));
+    assert_int_equal(run(sf, obj, 0), I(6));
+    assert_int_equal(obj_slots(obj)[0], I(5));
+    assert_int_equal(seen.sends, 0);
+
+    /* a: x  ^ self foo: x bar: lit baz: field1 qux: (self foo) */
+    Oop sel = gc_alloc_old(CLASS_INDEX_ARRAY, FMT_POINTERS, 1), lit = gc_alloc_old(CLASS_INDEX_ARRAY, FMT_POINTERS, 1);
+    Oop lits[] = { nil, sel, lit };
+    obj_slots(obj)[1] = I(55);
+    JitMethod *sends = compile_ok(METHOD(1, 0, lits, BC_PUSH_SELF, BC_PUSH_ARG, 2, BC_PUSH_LITERAL, 2, BC_PUSH_FIELD, 1,
+                                         BC_PUSH_SELF, BC_SEND, 1, 0, BC_SEND, 1, 4, BC_RETURN_TOP));
+    assert_int_equal(run(sends, obj, 1, I(17)), I(99));
+    assert_int_equal(seen.sends, 2);
+    assert_int_equal(seen.last_nargs, 4);
+    assert_int_equal(seen.last_rcvr, obj);
+    assert_int_equal(seen.last_args[0], I(17));
+    assert_int_equal(seen.last_args[1], lit);
+    assert_int_equal(seen.last_args[2], I(55));
+    assert_int_equal(seen.last_args[3], I(99)); /* the first send's answer, kept in rax, then flushed */
+    JitMapKind kind;
+    assert_int_equal(bcpc_of_last_send(sends, &kind), 11);
+    assert_int_equal(kind, JIT_MAP_SEND);
+
+    /* a: flag  ^ 1 + (flag ifTrue: [1] ifFalse: [0]) */
+    JitMethod *merge = compile_ok(METHOD0(1, 0, BC_PUSH_1, BC_PUSH_ARG, 2, BC_JUMP_IF_FALSE, 4, 0, BC_PUSH_1,
+                                          BC_JUMP, 1, 0, BC_PUSH_0, BC_SEND_ADD, BC_RETURN_TOP));
+    assert_int_equal(run(merge, nil, 1, tru), I(2));
+    assert_int_equal(run(merge, nil, 1, fals), I(1));
+    /* constant conditions decide at compile time: ^ true ifTrue: [1] ifFalse: [0] */
+    JitMethod *folded = compile_ok(METHOD0(0, 0, BC_PUSH_TRUE, BC_JUMP_IF_FALSE, 4, 0, BC_PUSH_1, BC_JUMP, 1, 0,
+                                           BC_PUSH_0, BC_RETURN_TOP));
+    assert_int_equal(run(folded, nil, 0), I(1));
+    assert_int_equal(seen.sends, 2);
+}
+
 static Oop must_be_boolean(int64_t tag, int64_t nargs, Oop *args, Oop rcvr)
 {
     (void)args;
@@ -707,6 +785,7 @@ int main(void)
         cmocka_unit_test_setup(fields_with_write_barrier, reset),
         cmocka_unit_test_setup(plain_send_reaches_the_runtime, reset),
         cmocka_unit_test_setup(conditional_jumps_and_must_be_boolean, reset),
+        cmocka_unit_test_setup(simulated_stack_keeps_values_exact, reset),
         cmocka_unit_test_setup(declines_with_a_reason, reset),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -267,6 +267,9 @@ static void immediates_choose_imm8_when_it_fits(void **state)
     BYTES("48 69 c3 e8 03 00 00", jit_x64_imul_rri(b, RAX, RBX, 1000));
     BYTES("6a 01", jit_x64_push_i32(b, 1));
     BYTES("68 00 10 00 00", jit_x64_push_i32(b, 0x1000));
+    BYTES("ff 75 d8", jit_x64_push_m(b, jit_x64_mem(RBP, -40)));
+    BYTES("41 ff 73 08", jit_x64_push_m(b, jit_x64_mem(R11, 8)));
+    BYTES("ff 34 24", jit_x64_push_m(b, jit_x64_mem(RSP, 0)));
     BYTES("a8 01", jit_x64_test_ri(b, RAX, 1));                /* low byte: same flags */
     BYTES("40 f6 c6 01", jit_x64_test_ri(b, RSI, 1));          /* SIL needs a REX */
     BYTES("41 f6 c0 7f", jit_x64_test_ri(b, R8, 127));
