@@ -483,11 +483,16 @@ test_som_methods() {
     share=$(awk -v l="$light" -v h="$heavy" 'BEGIN { printf "%.2f", 100 * l / (l + h) }')
     local clock
     clock=$(sed -n 's/.*light: took \([0-9]*\) per mille.*/\1/p' "$WORK/stvm.out")
-    awk -v g="$share" 'BEGIN { exit !(g >= 22 && g <= 28) }' ||
-        fail "$mode: light: has $share% of the two methods' samples ($light vs $heavy); expected 25 +- 3 (by its own clock: ${clock:-?} per mille)"
+    # 25 +- 3 points, or 3.5 standard deviations of a 1:3 draw of this many samples if
+    # that is wider (as the stacks tests judge their 1:3 splits): at 1000 samples a fair
+    # sampler lands outside +-3 about one run in 35.
+    local tol
+    tol=$(awk -v n=$((light + heavy)) 'BEGIN { t = 3.5 * 100 * sqrt(0.25 * 0.75 / n); printf "%.1f", (t > 3 ? t : 3) }')
+    awk -v g="$share" -v t="$tol" 'BEGIN { exit !(g >= 25 - t && g <= 25 + t) }' ||
+        fail "$mode: light: has $share% of the two methods' samples ($light vs $heavy); expected 25 +- $tol (by its own clock: ${clock:-?} per mille)"
     # the code zone is per method now: no anonymous row is left for resolved code
     [ "$mode" = jit ] && grep -qF "[code zone" "$WORK/m.txt" && fail "anonymous code zone rows: $(grep -F '[code zone' "$WORK/m.txt")"
-    echo "ok: $mode: light: $share% of $((light + heavy)) samples (expected 25 +- 3; by its own clock ${clock:-?} per mille)"
+    echo "ok: $mode: light: $share% of $((light + heavy)) samples (expected 25 +- $tol; by its own clock ${clock:-?} per mille)"
 }
 
 # One method with two loops 1:3 on two source lines (RatioLoops.som): the
