@@ -2,7 +2,9 @@
  * vm/prim_array.c — Array primitives (indexable pointer objects).
  */
 #include "gc/heap.h"
+#include "vm/bytecodes.h"
 #include "vm/class.h"
+#include "vm/method.h"
 #include "vm/primitive.h"
 #include "vm/universe.h"
 #include "vm/vm.h"
@@ -39,6 +41,32 @@ static bool p_length(Oop *a, Oop *r)
     return true;
 }
 
+/* A method that only answers its receiver: `^self` (or `^self` spelt as a push and
+ * a return), with no primitive. */
+static bool answers_self(Oop m)
+{
+    if (!m || obj_slots(m)[METHOD_PRIMITIVE] != oop_from_int(0)) return false;
+    const uint8_t *p = vm_method_bytecodes(m);
+    size_t n = vm_method_bytecode_length(m);
+    return (n >= 1 && p[0] == BC_RETURN_SELF) || (n >= 2 && p[0] == BC_PUSH_SELF && p[1] == BC_RETURN_TOP);
+}
+
+/* Array>>putAll: with an argument that is not a block (`Array new: n withAll: true`,
+ * the sieve of tinyBenchmarks and of most benchmarks) sent #value to it once per
+ * slot; when that #value is a plain ^self, one fill answers the same. */
+static bool p_put_all_self_valued(Oop *a, Oop *r)
+{
+    Oop m = vm_lookup_cached(vm_class_index_of(a[1]), vm_symbol_from_cstr("value"));
+    if (!answers_self(m)) {
+        *r = vm_false;
+        return true;
+    }
+    size_t n = obj_num_slots(a[0]);
+    for (size_t i = 0; i < n; i++) gc_store(a[0], i, a[1]);
+    *r = vm_true;
+    return true;
+}
+
 static bool p_new(Oop *a, Oop *r)
 {
     if (!oop_is_int(a[1]) || oop_int(a[1]) < 0) return vm_prim_error("Array new: expects a non-negative Integer");
@@ -52,6 +80,7 @@ const VmPrimDef vm_prims_array[] = {
     {"Array", false, "at:", p_at},
     {"Array", false, "at:put:", p_at_put},
     {"Array", false, "length", p_length},
+    {"Array", false, "putAllSelfValued:", p_put_all_self_valued},
     {"Array", true, "new:", p_new},
     {NULL, false, NULL, NULL},
 };
