@@ -4,6 +4,7 @@
  * only the VM knows: trampolines, methods and PICs in the zone, the
  * bytecode each mapped pc stands for, Oops embedded in the code.
  */
+#include "vm/interp.h"
 #include "vm/jitglue.h"
 
 #include "jit/compile.h"
@@ -109,6 +110,10 @@ bool vm_jit_disassemble(const char *spec, FILE *out, char *err, size_t errlen)
         snprintf(err, errlen, "--disassemble: %s does not understand #%s", spec, sel_name);
         return false;
     }
+    /* The interpreter decides on entry which special selectors are still the VM's
+     * primitives, and the JIT inlines only those: enter it once (nil isNil) so the
+     * code printed is the code a run would get, inline paths included. */
+    vm_interpret(vm_nil, vm_symbol_from_cstr("isNil"), NULL, 0);
     char why[256];
     JitMethod *jm = vm_jit_compile_now(m, why, sizeof why);
     if (!jm) {
