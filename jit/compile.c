@@ -665,7 +665,7 @@ static void emit_cond_jump(Compiler *c, size_t pc)
     emit_cond_jump_rax(c, pc);
 }
 
-static bool emit_array_fast_path(Compiler *c, uint8_t op, size_t pc, X64Label *slow, X64Label *done);
+static bool emit_array_fast_path(Compiler *c, uint8_t op, size_t pc, bool value_const, X64Label *slow, X64Label *done);
 static bool emit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label *done);
 
 /* A special send at pc. Answers the bytes it consumed: its own, or with the
@@ -796,6 +796,11 @@ static size_t emit_special(Compiler *c, size_t pc)
     int nargs = vm_special_nargs[op - BC_SEND_ADD];
     int k = nargs + 1;
     bool keeps = special_keeps_operands(op);
+    /* at:put: of a SIM_CONST (a SmallInteger, nil, true, false: never young) needs no
+     * store barrier; the flush below forgets what the value was */
+    bool value_const = k == 3 && c->nsim >= 1 && c->sim[c->nsim - 1].kind == SIM_CONST;
+    VM_ASSERT(!value_const || oop_is_int((Oop)c->sim[c->nsim - 1].v) ||
+              (uintptr_t)c->sim[c->nsim - 1].v >= *c->rt->old_start);
     if (keeps) flush_below(c, k);
     else flush(c);
     int d = c->nsim, s = k - d;
@@ -921,7 +926,7 @@ static size_t emit_special(Compiler *c, size_t pc)
         set_boolean(c, JIT_X64_CC_E);
         jit_x64_jmp_label32(b, &done);
     } else if (!emit_int_fast_path(c, op, &slow, &done)) {
-        emit_array_fast_path(c, op, pc, &slow, &done);
+        emit_array_fast_path(c, op, pc, value_const, &slow, &done);
     }
     X64Label merged = JIT_X64_LABEL("special merged");
     jit_x64_label_bind(b, &slow);
@@ -1072,7 +1077,7 @@ static void index_or(Compiler *c, X64Label *slow)
 
 /* Array at:, at:put:, length inline when Array's own primitives answer
  * them (the interpreter's rule); anything else is the generic send. */
-static bool emit_array_fast_path(Compiler *c, uint8_t op, size_t pc, X64Label *slow, X64Label *done)
+static bool emit_array_fast_path(Compiler *c, uint8_t op, size_t pc, bool value_const, X64Label *slow, X64Label *done)
 {
     X64Buf *b = &c->b;
     if (op == BC_SEND_AT && c->rt->array_at_inline && *c->rt->array_at_inline) {
@@ -1085,7 +1090,7 @@ static bool emit_array_fast_path(Compiler *c, uint8_t op, size_t pc, X64Label *s
         index_or(c, slow);
         jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 0));
         jit_x64_mov_mr(b, jit_x64_mem_index(RAX, RSI, 8, 8), RCX);
-        barrier(c, pc); /* rax the object, rcx the value */
+        if (!value_const) barrier(c, pc); /* rax the object, rcx the value */
         jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 0));
     } else if (op == BC_SEND_LENGTH && c->rt->array_length_inline && *c->rt->array_length_inline) {
         array_or(c, slow);
