@@ -672,7 +672,12 @@ static bool emit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label
  * conditional jump it fused. */
 /* -- Doubles, inline ----------------------------------------------------------------- */
 
-static bool doubles_inline(const Compiler *c) { return c->rt->double_inline && *c->rt->double_inline; }
+/* Whether a Double receiver of special send op may take its fast path:
+ * Double's method for it is the VM's primitive (vm/special.h). */
+static bool double_inline(const Compiler *c, uint8_t op)
+{
+    return c->rt->double_prims && ((*c->rt->double_prims >> (op - BC_SEND_ADD)) & 1);
+}
 
 /* To slow unless the Oop in r is a Double; clobbers rdx. */
 static void double_or(Compiler *c, X64Reg r, X64Label *slow)
@@ -746,17 +751,24 @@ static void double_arith(Compiler *c, uint8_t op, X64Label *slow, X64Label *done
     jit_x64_jmp_label32(b, done);
 }
 
-/* Double < and = between two Doubles (Integer arguments compare exactly in
- * the primitive: left to it). Sets flags for the answered condition: an
- * unordered `=` goes to slow, an unordered `<` reads as false (ucomisd
- * sets CF, and `a < b` is tested as b above a). */
+/* Double < > <= >= = between two Doubles (Integer arguments compare
+ * exactly in the primitives: left to them). Sets flags for the answered
+ * condition. `a op b` is tested as ucomisd b, a, which sets CF (and ZF)
+ * when unordered: a NaN makes A and AE (`<`, `<=`) false and B and BE
+ * (`>`, `>=`) true, as the primitives answer (vm/prim_double.c). An
+ * unordered `=` goes to slow. */
 static X64Cond double_compare(Compiler *c, uint8_t op, X64Label *slow)
 {
     X64Buf *b = &c->b;
     doubles_or(c, false, slow);
-    if (op == BC_SEND_LT) {
+    if (op != BC_SEND_EQ) {
         jit_x64_ucomisd_xx(b, JIT_X64_XMM1, JIT_X64_XMM0);
-        return JIT_X64_CC_A;
+        switch (op) {
+        case BC_SEND_LT: return JIT_X64_CC_A;
+        case BC_SEND_LE: return JIT_X64_CC_AE;
+        case BC_SEND_GT: return JIT_X64_CC_B;
+        default: VM_ASSERT(op == BC_SEND_GE); return JIT_X64_CC_BE;
+        }
     }
     jit_x64_ucomisd_xx(b, JIT_X64_XMM0, JIT_X64_XMM1);
     jit_x64_jcc_label32(b, JIT_X64_CC_P, slow);
@@ -821,8 +833,9 @@ static size_t emit_special(Compiler *c, size_t pc)
     c->nsim = 0;
     X64Label slow = JIT_X64_LABEL("generic send"), done = JIT_X64_LABEL("special done");
     X64Label not_ints = JIT_X64_LABEL("not SmallIntegers");
-    bool dbl_arith = doubles_inline(c) && (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL);
-    bool dbl_cmp = doubles_inline(c) && (op == BC_SEND_LT || op == BC_SEND_EQ);
+    bool dbl_arith = (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) && double_inline(c, op);
+    bool dbl_cmp = (op == BC_SEND_LT || op == BC_SEND_GT || op == BC_SEND_LE || op == BC_SEND_GE || op == BC_SEND_EQ) &&
+                   double_inline(c, op);
     bool ints = int_inline(c, op);
     if (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) {
         if (ints) {
