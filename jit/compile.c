@@ -13,6 +13,8 @@
  */
 #include "jit/compile.h"
 
+#include "jit/compile_int.h"
+
 #include "jit/map.h"
 #include "jit/sendsite.h"
 #include "jit/x64.h"
@@ -26,14 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define RAX JIT_X64_RAX
-#define RCX JIT_X64_RCX
-#define RDX JIT_X64_RDX
-#define RSP JIT_X64_RSP
-#define RBP JIT_X64_RBP
-#define RSI JIT_X64_RSI
-#define RDI JIT_X64_RDI
-#define R11 JIT_X64_R11
 
 /* Code-size bounds, in bytes, of each template (measured from the encodings
  * below with margin; an underestimate only makes jit_compile decline). */
@@ -51,27 +45,6 @@
 #define BOUND_RETURN 48     /* widow check + call + epilogue */
 #define MAP_ENTRIES_PER_BYTECODE 3
 
-typedef struct Compiler {
-    const JitCompileRuntime *rt;
-    Oop method;
-    const uint8_t *code;
-    size_t len;
-    int nargs, ntemps;
-    bool is_block;
-    bool makes_blocks; /* PUSH_BLOCK: its frame may get a context, widowed on return */
-    bool *target;     /* [len + 1]: some jump lands here */
-    bool *loop_head;  /* [len + 1]: a backward jump lands here */
-    X64Label *labels; /* [len + 1]: bytecode pc -> its code */
-    X64Buf b;
-    JitMapBuilder map;
-    uint32_t *lits;   /* buffer offsets of the literal sites' imm64s (global caches) */
-    uint32_t nlits, lits_cap;
-    bool lits_failed;
-    uint32_t *unwind; /* pairs (offset, PROF_UNWIND_* rule): jit/method.h's unwind table */
-    uint32_t nunwind, unwind_cap;
-    struct SimEntry *sim; /* [len + 2]: the simulated stack (see "The simulated stack") */
-    int nsim;
-} Compiler;
 
 static void say(char *why, size_t whylen, const char *fmt, ...)
 {
@@ -85,7 +58,7 @@ static void say(char *why, size_t whylen, const char *fmt, ...)
 static unsigned operand_w(const uint8_t *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
 
 /* Where a jump at pc lands, or -1 when it is not a jump. */
-static long jump_target(const uint8_t *code, size_t pc)
+long jit_compile_jump_target(const uint8_t *code, size_t pc)
 {
     uint8_t op = code[pc];
     size_t next = pc + vm_bytecode_length[op];
@@ -168,7 +141,7 @@ static size_t scan(Compiler *c, char *why, size_t whylen)
             say(why, whylen, "it has %s (%s at bytecode %zu)", no, vm_bytecode_name[op], pc);
             return 0;
         }
-        long t = jump_target(c->code, pc);
+        long t = jit_compile_jump_target(c->code, pc);
         if (op == BC_JUMP || (op >= BC_JUMP_BACK && op <= BC_JUMP_IF_NOT_NIL)) {
             if (t < 0 || (size_t)t > c->len) {
                 say(why, whylen, "the jump at bytecode %zu leaves the method", pc);
@@ -261,12 +234,6 @@ static X64Mem field_of_rax(int i) { return jit_x64_mem(RAX, (int32_t)(8 + 8 * i)
  * lies below their operands before their fast path, so the fast path and
  * the generic send (whose slow path pushes the operands the fast path loaded
  * into rax/rcx) meet with the same real stack and the result in rax. */
-typedef enum SimKind { SIM_CONST, SIM_SELF, SIM_ARG, SIM_TEMP, SIM_FIELD, SIM_LIT, SIM_RAX } SimKind;
-
-typedef struct SimEntry {
-    SimKind kind;
-    int64_t v; /* the Oop (SIM_CONST) or the index */
-} SimEntry;
 
 static bool fits_i32(int64_t v) { return v == (int64_t)(int32_t)v; }
 
@@ -310,7 +277,7 @@ static void sim_materialise(Compiler *c, SimEntry e)
 }
 
 /* r := the value e describes (r is its own scratch). */
-static void sim_load(Compiler *c, SimEntry e, X64Reg r)
+void jit_compile_sim_load(Compiler *c, SimEntry e, X64Reg r)
 {
     X64Buf *b = &c->b;
     switch (e.kind) {
@@ -355,7 +322,7 @@ static bool sim_reads_below_top(const Compiler *c, SimKind kind, int64_t v)
 /* r := the top of the operand stack, popped. */
 static void pop_into(Compiler *c, X64Reg r)
 {
-    if (c->nsim) sim_load(c, c->sim[--c->nsim], r);
+    if (c->nsim) jit_compile_sim_load(c, c->sim[--c->nsim], r);
     else jit_x64_pop_r(&c->b, r);
 }
 
@@ -376,7 +343,7 @@ static void store_var(Compiler *c, SimKind kind, int v, bool pop)
         jit_x64_mov_mi32(b, dst, (int32_t)top.v);
     } else {
         X64Reg r = top.kind == SIM_RAX ? RAX : R11;
-        sim_load(c, top, r);
+        jit_compile_sim_load(c, top, r);
         jit_x64_mov_mr(b, dst, r);
     }
     if (pop) c->nsim--;
@@ -457,7 +424,7 @@ static void runtime_call(Compiler *c, const uint8_t *trampoline, size_t bcpc)
     jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_OTHER);
 }
 
-static void jcc_to(Compiler *c, X64Cond cc, X64Label *l, size_t bcpc)
+void jit_compile_jcc_to(Compiler *c, X64Cond cc, X64Label *l, size_t bcpc)
 {
     jit_x64_jcc_label32(&c->b, cc, l);
     jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_BRANCH);
@@ -614,7 +581,7 @@ static X64Cond compare_cond(uint8_t op)
 }
 
 /* rax := true when cc holds after the compare, else false. */
-static void set_boolean(Compiler *c, X64Cond cc)
+void jit_compile_set_boolean(Compiler *c, X64Cond cc)
 {
     X64Buf *b = &c->b;
     jit_x64_mov_ri(b, RAX, (int64_t)c->rt->false_obj);
@@ -628,18 +595,18 @@ static void emit_cond_jump_rax(Compiler *c, size_t pc)
 {
     X64Buf *b = &c->b;
     uint8_t op = c->code[pc];
-    X64Label *taken = &c->labels[jump_target(c->code, pc)];
+    X64Label *taken = &c->labels[jit_compile_jump_target(c->code, pc)];
     VM_ASSERT(c->nsim == 0, "a jump with values on the simulated stack");
     if (op == BC_JUMP_IF_NIL || op == BC_JUMP_IF_NOT_NIL) {
         cmp_rax_oop(c, c->rt->nil);
-        jcc_to(c, op == BC_JUMP_IF_NIL ? JIT_X64_CC_E : JIT_X64_CC_NE, taken, pc);
+        jit_compile_jcc_to(c, op == BC_JUMP_IF_NIL ? JIT_X64_CC_E : JIT_X64_CC_NE, taken, pc);
         return;
     }
     X64Label retry = JIT_X64_LABEL("retest"), not_taken = JIT_X64_LABEL("not taken");
     bool on_true = op == BC_JUMP_IF_TRUE;
     jit_x64_label_bind(b, &retry);
     cmp_rax_oop(c, on_true ? c->rt->true_obj : c->rt->false_obj);
-    jcc_to(c, JIT_X64_CC_E, taken, pc);
+    jit_compile_jcc_to(c, JIT_X64_CC_E, taken, pc);
     cmp_rax_oop(c, on_true ? c->rt->false_obj : c->rt->true_obj);
     jit_x64_jcc_label32(b, JIT_X64_CC_E, &not_taken);
     jit_x64_push_r(b, RAX); /* a non-Boolean: ask it, test the answer again */
@@ -658,7 +625,7 @@ static void emit_cond_jump(Compiler *c, size_t pc)
         (c->sim[0].v == (int64_t)c->rt->true_obj || c->sim[0].v == (int64_t)c->rt->false_obj)) {
         bool taken = (c->sim[0].v == (int64_t)c->rt->true_obj) == (op == BC_JUMP_IF_TRUE);
         c->nsim = 0;
-        if (taken) jit_x64_jmp_label32(&c->b, &c->labels[jump_target(c->code, pc)]);
+        if (taken) jit_x64_jmp_label32(&c->b, &c->labels[jit_compile_jump_target(c->code, pc)]);
         return;
     }
     pop_into(c, RAX);
@@ -670,111 +637,6 @@ static bool emit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label
 
 /* A special send at pc. Answers the bytes it consumed: its own, or with the
  * conditional jump it fused. */
-/* -- Doubles, inline ----------------------------------------------------------------- */
-
-/* Whether a Double receiver of special send op may take its fast path:
- * Double's method for it is the VM's primitive (vm/special.h). */
-static bool double_inline(const Compiler *c, uint8_t op)
-{
-    return c->rt->double_prims && ((*c->rt->double_prims >> (op - BC_SEND_ADD)) & 1);
-}
-
-/* To slow unless the Oop in r is a Double; clobbers rdx. */
-static void double_or(Compiler *c, X64Reg r, X64Label *slow)
-{
-    X64Buf *b = &c->b;
-    jit_x64_test_ri(b, r, 7);
-    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, slow);
-    jit_x64_mov_rm(b, RDX, jit_x64_mem(r, 0));
-    jit_x64_and_ri(b, RDX, (int32_t)OBJ_CLASS_MASK);
-    jit_x64_cmp_ri(b, RDX, CLASS_INDEX_DOUBLE);
-    jit_x64_jcc_label32(b, JIT_X64_CC_NE, slow);
-}
-
-/* xmm0 := the Double receiver (rax), xmm1 := the argument (rcx: a Double,
- * or a SmallInteger converted when ints_too), or to slow; keeps rax, rcx. */
-static void doubles_or(Compiler *c, bool ints_too, X64Label *slow)
-{
-    X64Buf *b = &c->b;
-    X64Label have = JIT_X64_LABEL("argument loaded"), boxed = JIT_X64_LABEL("boxed argument");
-    double_or(c, RAX, slow);
-    jit_x64_movsd_xm(b, JIT_X64_XMM0, jit_x64_mem(RAX, 8));
-    if (ints_too) {
-        jit_x64_test_ri(b, RCX, 1);
-        jit_x64_jcc_label32(b, JIT_X64_CC_Z, &boxed);
-        jit_x64_mov_rr(b, R11, RCX);
-        jit_x64_sar_ri(b, R11, 1);
-        jit_x64_cvtsi2sd_xr(b, JIT_X64_XMM1, R11); /* as C's (double) in vm_int_to_double */
-        jit_x64_jmp_label32(b, &have);
-        jit_x64_label_bind(b, &boxed);
-    }
-    double_or(c, RCX, slow);
-    jit_x64_movsd_xm(b, JIT_X64_XMM1, jit_x64_mem(RCX, 8));
-    jit_x64_label_bind(b, &have);
-}
-
-/* rax := a new Double holding xmm0, bumped into eden as gc_alloc_fast
- * does, or to slow when eden is past its soft limit — which is 0 while a
- * tracer watches allocations (gc/heap.h), so the object__alloc probe sees
- * the Double the primitive then allocates. Nothing is written on the way to
- * slow. */
-static void box_double(Compiler *c, X64Label *slow)
-{
-    X64Buf *b = &c->b;
-    /* rax and rcx (the operands) stay intact until the last jump to slow */
-    jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->eden_top);
-    jit_x64_mov_rm(b, RDI, jit_x64_mem(R11, 0));
-    jit_x64_lea_rm(b, RDX, jit_x64_mem(RDI, 16));
-    jit_x64_mov_ri(b, RSI, (int64_t)(uintptr_t)c->rt->eden_limit);
-    jit_x64_cmp_rm(b, RDX, jit_x64_mem(RSI, 0));
-    jit_x64_jcc_label32(b, JIT_X64_CC_A, slow);
-    jit_x64_mov_mr(b, jit_x64_mem(R11, 0), RDX);
-    jit_x64_mov_ri(b, RDX, (int64_t)((uint64_t)CLASS_INDEX_DOUBLE | ((uint64_t)FMT_WORDS << OBJ_FORMAT_SHIFT) |
-                                       ((uint64_t)1 << OBJ_SLOTS_SHIFT)));
-    jit_x64_mov_mr(b, jit_x64_mem(RDI, 0), RDX);
-    jit_x64_movsd_mx(b, jit_x64_mem(RDI, 8), JIT_X64_XMM0);
-    jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->bytes_allocated);
-    jit_x64_add_mi(b, jit_x64_mem(R11, 0), 16);
-    jit_x64_mov_rr(b, RAX, RDI);
-}
-
-/* Double + - * with a Double or SmallInteger argument: the primitives'
- * arithmetic (plain IEEE), result boxed inline. */
-static void double_arith(Compiler *c, uint8_t op, X64Label *slow, X64Label *done)
-{
-    X64Buf *b = &c->b;
-    doubles_or(c, true, slow);
-    if (op == BC_SEND_ADD) jit_x64_addsd_xx(b, JIT_X64_XMM0, JIT_X64_XMM1);
-    else if (op == BC_SEND_SUB) jit_x64_subsd_xx(b, JIT_X64_XMM0, JIT_X64_XMM1);
-    else jit_x64_mulsd_xx(b, JIT_X64_XMM0, JIT_X64_XMM1);
-    box_double(c, slow);
-    jit_x64_jmp_label32(b, done);
-}
-
-/* Double < > <= >= = between two Doubles (Integer arguments compare
- * exactly in the primitives: left to them). Sets flags for the answered
- * condition. `a op b` is tested as ucomisd b, a, which sets CF (and ZF)
- * when unordered: a NaN makes A and AE (`<`, `<=`) false and B and BE
- * (`>`, `>=`) true, as the primitives answer (vm/prim_double.c). An
- * unordered `=` goes to slow. */
-static X64Cond double_compare(Compiler *c, uint8_t op, X64Label *slow)
-{
-    X64Buf *b = &c->b;
-    doubles_or(c, false, slow);
-    if (op != BC_SEND_EQ) {
-        jit_x64_ucomisd_xx(b, JIT_X64_XMM1, JIT_X64_XMM0);
-        switch (op) {
-        case BC_SEND_LT: return JIT_X64_CC_A;
-        case BC_SEND_LE: return JIT_X64_CC_AE;
-        case BC_SEND_GT: return JIT_X64_CC_B;
-        default: VM_ASSERT(op == BC_SEND_GE); return JIT_X64_CC_BE;
-        }
-    }
-    jit_x64_ucomisd_xx(b, JIT_X64_XMM0, JIT_X64_XMM1);
-    jit_x64_jcc_label32(b, JIT_X64_CC_P, slow);
-    return JIT_X64_CC_E;
-}
-
 /* Special sends whose fast paths keep the operands in rax and rcx until
  * their last jump to the generic send (which then pushes them): their
  * operands may come straight from descriptors. The others (divisions and
@@ -821,7 +683,7 @@ static size_t emit_special(Compiler *c, size_t pc)
         if (k == 2 && d >= 1 && c->sim[d - 1].kind == SIM_RAX) order[0] = 1, order[1] = 0; /* rcx := rax first */
         for (int i = 0; i < k; i++) {
             int j = order[i];
-            if (j >= s) sim_load(c, c->sim[j - s], regs[j]);
+            if (j >= s) jit_compile_sim_load(c, c->sim[j - s], regs[j]);
             else jit_x64_mov_rm(b, regs[j], jit_x64_mem(RSP, 8 * (s - 1 - j)));
         }
         arg_int = k == 2 && d == 2 && c->sim[1].kind == SIM_CONST && oop_is_int((Oop)c->sim[1].v);
@@ -833,9 +695,9 @@ static size_t emit_special(Compiler *c, size_t pc)
     c->nsim = 0;
     X64Label slow = JIT_X64_LABEL("generic send"), done = JIT_X64_LABEL("special done");
     X64Label not_ints = JIT_X64_LABEL("not SmallIntegers");
-    bool dbl_arith = (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) && double_inline(c, op);
+    bool dbl_arith = (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) && jit_double_inline(c, op);
     bool dbl_cmp = (op == BC_SEND_LT || op == BC_SEND_GT || op == BC_SEND_LE || op == BC_SEND_GE || op == BC_SEND_EQ) &&
-                   double_inline(c, op);
+                   jit_double_inline(c, op);
     bool ints = int_inline(c, op);
     if (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) {
         if (ints) {
@@ -855,7 +717,14 @@ static size_t emit_special(Compiler *c, size_t pc)
         }
         if (dbl_arith) {
             jit_x64_label_bind(b, &not_ints);
-            double_arith(c, op, &slow, &done);
+            JitDoubleLink links[JIT_DOUBLE_CHAIN_MAX];
+            int n = jit_double_chain_scan(c, pc, links, JIT_DOUBLE_CHAIN_MAX);
+            if (n >= 2) {
+                X64Label single = JIT_X64_LABEL("one Double send");
+                jit_double_chain(c, links, n, s, &single);
+                jit_x64_label_bind(b, &single);
+            }
+            jit_double_arith(c, op, &slow, &done);
         }
     } else if (is_compare(op) && (ints || dbl_cmp)) {
         uint8_t after = next < c->len ? c->code[next] : BC_HALT;
@@ -872,14 +741,14 @@ static size_t emit_special(Compiler *c, size_t pc)
             if (after == BC_JUMP_IF_FALSE) cc = jit_x64_cc_negate(cc);
             X64Label fallthrough = JIT_X64_LABEL("fused fallthrough");
             if (s) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * s)); /* lea keeps the flags */
-            jcc_to(c, cc, &c->labels[jump_target(c->code, next)], next);
+            jit_compile_jcc_to(c, cc, &c->labels[jit_compile_jump_target(c->code, next)], next);
             jit_x64_jmp_label32(b, &fallthrough);
             if (dbl) {
                 jit_x64_label_bind(b, &not_ints);
-                X64Cond dc = double_compare(c, op, &slow);
+                X64Cond dc = jit_double_compare(c, op, &slow);
                 if (after == BC_JUMP_IF_FALSE) dc = jit_x64_cc_negate(dc);
                 if (s) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * s));
-                jcc_to(c, dc, &c->labels[jump_target(c->code, next)], next);
+                jit_compile_jcc_to(c, dc, &c->labels[jit_compile_jump_target(c->code, next)], next);
                 jit_x64_jmp_label32(b, &fallthrough);
             }
             jit_x64_label_bind(b, &slow);
@@ -889,11 +758,11 @@ static size_t emit_special(Compiler *c, size_t pc)
             jit_x64_label_bind(b, &fallthrough);
             return 1 + vm_bytecode_length[after];
         }
-        set_boolean(c, compare_cond(op));
+        jit_compile_set_boolean(c, compare_cond(op));
         jit_x64_jmp_label32(b, &done);
         if (dbl) {
             jit_x64_label_bind(b, &not_ints);
-            set_boolean(c, double_compare(c, op, &slow));
+            jit_compile_set_boolean(c, jit_double_compare(c, op, &slow));
             jit_x64_jmp_label32(b, &done);
         }
     } else if (op == BC_SEND_IDENTICAL) {
@@ -931,7 +800,7 @@ static size_t emit_special(Compiler *c, size_t pc)
         }
         jit_x64_label_bind(b, &decided);
         jit_x64_label_bind(b, &identical); /* ZF: set when identical, clear for two different SmallIntegers */
-        set_boolean(c, JIT_X64_CC_E);
+        jit_compile_set_boolean(c, JIT_X64_CC_E);
         jit_x64_jmp_label32(b, &done);
     } else if (!emit_int_fast_path(c, op, &slow, &done)) {
         emit_array_fast_path(c, op, pc, &slow, &done);
@@ -1282,7 +1151,7 @@ static void emit_back_jump(Compiler *c, size_t pc)
     jit_x64_call_rel32(b, c->rt->safepoint);
     jit_map_add(&c->map, mcpc(c), (uint32_t)pc, JIT_MAP_BACKJUMP);
     jit_x64_label_bind(b, &go);
-    jit_x64_jmp_label32(b, &c->labels[jump_target(c->code, pc)]);
+    jit_x64_jmp_label32(b, &c->labels[jit_compile_jump_target(c->code, pc)]);
 }
 
 /* Emits the template of the bytecode at pc; answers the bytes consumed.
@@ -1405,7 +1274,7 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
         break;
     case BC_JUMP:
         flush(c);
-        jit_x64_jmp_label32(b, &c->labels[jump_target(c->code, pc)]);
+        jit_x64_jmp_label32(b, &c->labels[jit_compile_jump_target(c->code, pc)]);
         break;
     case BC_JUMP_BACK:
         flush(c); /* OSR enters at the safepoint's return address with the interpreter's stack */
