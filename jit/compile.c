@@ -352,7 +352,7 @@ static void store_var(Compiler *c, SimKind kind, int v, bool pop)
 /* A send through the send trampoline; the receiver and nargs arguments are
  * on the stack, the result replaces them. The map entry is the call's
  * return address. */
-static void emit_send_call(Compiler *c, int64_t tag, int nargs, size_t bcpc)
+void jit_compile_send_call(Compiler *c, int64_t tag, int nargs, size_t bcpc)
 {
     jit_sendsite_emit(&c->b, jit_sendsite_unlinked_tag(tag, nargs), c->rt->send);
     jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_SEND);
@@ -361,7 +361,7 @@ static void emit_send_call(Compiler *c, int64_t tag, int nargs, size_t bcpc)
 /* The same, the result left in rax (not pushed). */
 static void emit_send_rax(Compiler *c, int64_t tag, int nargs, size_t bcpc)
 {
-    emit_send_call(c, tag, nargs, bcpc);
+    jit_compile_send_call(c, tag, nargs, bcpc);
     jit_x64_lea_rm(&c->b, RSP, jit_x64_mem(RSP, 8 * (nargs + 1)));
 }
 
@@ -808,7 +808,7 @@ static size_t emit_special(Compiler *c, size_t pc)
     X64Label merged = JIT_X64_LABEL("special merged");
     jit_x64_label_bind(b, &slow);
     for (int j = s; j < k; j++) jit_x64_push_r(b, regs[j]);
-    emit_send_call(c, jit_send_tag_special(op), nargs, pc);
+    jit_compile_send_call(c, jit_send_tag_special(op), nargs, pc);
     jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * k));
     if (s) jit_x64_jmp_label32(b, &merged);
     jit_x64_label_bind(b, &done);
@@ -816,6 +816,42 @@ static size_t emit_special(Compiler *c, size_t pc)
     jit_x64_label_bind(b, &merged);
     sim_push(c, SIM_RAX, 0);
     return 1;
+}
+
+/* A plain send of Double // or sqrt (jit_double_send_kind) at pc: a fast
+ * path for Double receivers, laid out as emit_special's (its operands from
+ * the descriptors into rax and rcx, kept for the send). */
+static void emit_double_send(Compiler *c, size_t pc, JitDoubleSend kind)
+{
+    X64Buf *b = &c->b;
+    const uint8_t *p = c->code + pc;
+    int64_t tag = p[0] == BC_SEND ? p[1] : operand_w(p + 1);
+    int nargs = p[0] == BC_SEND ? p[2] : p[3];
+    int k = nargs + 1;
+    VM_ASSERT(k <= 2);
+    flush_below(c, k);
+    int d = c->nsim, s = k - d;
+    X64Reg regs[2] = { RAX, RCX };
+    int order[2] = { 0, 1 };
+    if (k == 2 && d >= 1 && c->sim[d - 1].kind == SIM_RAX) order[0] = 1, order[1] = 0; /* rcx := rax first */
+    for (int i = 0; i < k; i++) {
+        int j = order[i];
+        if (j >= s) jit_compile_sim_load(c, c->sim[j - s], regs[j]);
+        else jit_x64_mov_rm(b, regs[j], jit_x64_mem(RSP, 8 * (s - 1 - j)));
+    }
+    c->nsim = 0;
+    X64Label slow = JIT_X64_LABEL("Double send"), done = JIT_X64_LABEL("Double send done"),
+             merged = JIT_X64_LABEL("Double send merged");
+    jit_double_send(c, kind, &slow, &done);
+    jit_x64_label_bind(b, &slow);
+    for (int j = s; j < k; j++) jit_x64_push_r(b, regs[j]);
+    jit_compile_send_call(c, tag, nargs, pc);
+    jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * k));
+    if (s) jit_x64_jmp_label32(b, &merged);
+    jit_x64_label_bind(b, &done);
+    if (s) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * s));
+    jit_x64_label_bind(b, &merged);
+    sim_push(c, SIM_RAX, 0);
 }
 
 /* The generational write barrier after rcx was stored into object rax:
@@ -1227,11 +1263,17 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
         sim_push(c, SIM_RAX, 0);
         break;
     case BC_SEND:
-    case BC_SEND_W:
+    case BC_SEND_W: {
+        JitDoubleSend kind = jit_double_send_kind(c, pc);
+        if (kind != JIT_DOUBLE_SEND_NONE) {
+            emit_double_send(c, pc, kind);
+            break;
+        }
         flush(c);
         emit_send_rax(c, op == BC_SEND ? p[1] : operand_w(p + 1), op == BC_SEND ? p[2] : p[3], pc);
         sim_push(c, SIM_RAX, 0);
         break;
+    }
     case BC_SUPER_SEND:
     case BC_SUPER_SEND_W: {
         unsigned lit = op == BC_SUPER_SEND ? p[1] : operand_w(p + 1);

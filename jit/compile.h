@@ -128,6 +128,9 @@ typedef struct JitCompileRuntime {
      * while Double's own primitives answer them (NULL: never); results are
      * bumped into eden as gc_alloc_fast does. */
     const uint64_t *double_prims;
+    /* Inline the plain sends Double // and sqrt while these say Double's
+     * own primitives answer them (NULL: never). */
+    const bool *double_divide_inline, *double_sqrt_inline;
     uintptr_t *eden_top;
     const uintptr_t *eden_limit;
     uint64_t *bytes_allocated;

@@ -60,6 +60,9 @@ void jit_compile_sim_load(Compiler *c, SimEntry e, X64Reg r);
 void jit_compile_jcc_to(Compiler *c, X64Cond cc, X64Label *l, size_t bcpc);
 /* Where a jump at pc lands, or -1 when it is not a jump. */
 long jit_compile_jump_target(const uint8_t *code, size_t pc);
+/* A send through the send trampoline, mapped (the receiver and nargs
+ * arguments on the stack; the answer replaces them). */
+void jit_compile_send_call(Compiler *c, int64_t tag, int nargs, size_t bcpc);
 /* rax := true when cc holds after the compare, else false. */
 void jit_compile_set_boolean(Compiler *c, X64Cond cc);
 
@@ -77,10 +80,23 @@ void jit_double_arith(Compiler *c, uint8_t op, X64Label *slow, X64Label *done);
  * condition, or to slow. */
 X64Cond jit_double_compare(Compiler *c, uint8_t op, X64Label *slow);
 
-/* A chain of Double special sends computed unboxed (jit/double_inline.c,
- * "Chains"). Link 0 is the first send; each later one takes the previous
- * answer as its receiver (its argument `other`, a descriptor pushed in
- * between) or as its argument (its receiver on the real stack). */
+/* The plain sends machine code inlines for Double receivers. */
+typedef enum JitDoubleSend { JIT_DOUBLE_SEND_NONE, JIT_DOUBLE_SEND_DIVIDE, JIT_DOUBLE_SEND_SQRT } JitDoubleSend;
+/* Which one the SEND or SEND_W at pc is: `//` with one argument or `sqrt`
+ * with none while Double's method is the VM's primitive. */
+JitDoubleSend jit_double_send_kind(const Compiler *c, size_t pc);
+/* Its fast path, the receiver in rax and the argument in rcx: the answer
+ * boxed into rax, then to done; to slow (rax, rcx intact) otherwise. */
+void jit_double_send(Compiler *c, JitDoubleSend kind, X64Label *slow, X64Label *done);
+
+/* A chain of Double sends computed unboxed (jit/double_inline.c,
+ * "Chains"). Link 0 is the first send (+ - *); each later one (+ - * < >
+ * <= >=, and // and sqrt as op JIT_DOUBLE_OP_DIVIDE, JIT_DOUBLE_OP_SQRT)
+ * takes the previous answer as its receiver (its argument `other`, a
+ * descriptor pushed in between; sqrt has none) or as its argument (its
+ * receiver on the real stack). */
+#define JIT_DOUBLE_OP_DIVIDE 0xfe /* beyond the bytecodes */
+#define JIT_DOUBLE_OP_SQRT 0xff
 #define JIT_DOUBLE_CHAIN_MAX 8
 typedef struct JitDoubleLink {
     uint8_t op;

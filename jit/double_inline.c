@@ -99,9 +99,12 @@ static void box_double(Compiler *c, X64Label *slow)
 static void arith_xx(Compiler *c, uint8_t op, X64Xmm dst, X64Xmm src)
 {
     X64Buf *b = &c->b;
-    if (op == BC_SEND_ADD) jit_x64_addsd_xx(b, dst, src);
-    else if (op == BC_SEND_SUB) jit_x64_subsd_xx(b, dst, src);
-    else jit_x64_mulsd_xx(b, dst, src);
+    switch (op) {
+    case BC_SEND_ADD: jit_x64_addsd_xx(b, dst, src); break;
+    case BC_SEND_SUB: jit_x64_subsd_xx(b, dst, src); break;
+    case BC_SEND_MUL: jit_x64_mulsd_xx(b, dst, src); break;
+    default: VM_ASSERT(op == JIT_DOUBLE_OP_DIVIDE); jit_x64_divsd_xx(b, dst, src); break;
+    }
 }
 
 void jit_double_arith(Compiler *c, uint8_t op, X64Label *slow, X64Label *done)
@@ -110,6 +113,45 @@ void jit_double_arith(Compiler *c, uint8_t op, X64Label *slow, X64Label *done)
     arith_xx(c, op, JIT_X64_XMM0, JIT_X64_XMM1);
     box_double(c, slow);
     jit_x64_jmp_label32(&c->b, done);
+}
+
+_Static_assert(BC_COUNT < JIT_DOUBLE_OP_DIVIDE, "chain ops beyond the bytecodes");
+
+JitDoubleSend jit_double_send_kind(const Compiler *c, size_t pc)
+{
+    const uint8_t *p = c->code + pc;
+    VM_ASSERT(p[0] == BC_SEND || p[0] == BC_SEND_W);
+    unsigned lit = p[0] == BC_SEND ? p[1] : (unsigned)p[1] | (unsigned)p[2] << 8;
+    int nargs = p[0] == BC_SEND ? p[2] : p[3];
+    Oop sel = obj_slots(c->method)[METHOD_FIXED_SLOTS + lit];
+    size_t len = obj_byte_length(sel);
+    const uint8_t *name = obj_bytes(sel);
+    if (nargs == 1 && len == 2 && memcmp(name, "//", 2) == 0 && c->rt->double_divide_inline &&
+        *c->rt->double_divide_inline)
+        return JIT_DOUBLE_SEND_DIVIDE;
+    if (nargs == 0 && len == 4 && memcmp(name, "sqrt", 4) == 0 && c->rt->double_sqrt_inline &&
+        *c->rt->double_sqrt_inline)
+        return JIT_DOUBLE_SEND_SQRT;
+    return JIT_DOUBLE_SEND_NONE;
+}
+
+/* Double // (IEEE division: by zero too, as the primitive) with a Double
+ * or SmallInteger argument, and sqrt (sqrtsd rounds as C's sqrt; a
+ * negative receiver answers NaN). */
+void jit_double_send(Compiler *c, JitDoubleSend kind, X64Label *slow, X64Label *done)
+{
+    X64Buf *b = &c->b;
+    if (kind == JIT_DOUBLE_SEND_DIVIDE) {
+        doubles_or(c, true, slow);
+        jit_x64_divsd_xx(b, JIT_X64_XMM0, JIT_X64_XMM1);
+    } else {
+        VM_ASSERT(kind == JIT_DOUBLE_SEND_SQRT);
+        double_or(c, RAX, slow);
+        jit_x64_movsd_xm(b, JIT_X64_XMM0, jit_x64_mem(RAX, 8));
+        jit_x64_sqrtsd_xx(b, JIT_X64_XMM0, JIT_X64_XMM0);
+    }
+    box_double(c, slow);
+    jit_x64_jmp_label32(b, done);
 }
 
 /* The condition that answers receiver op argument after ucomisd of the
@@ -178,25 +220,40 @@ static bool simple_push(const Compiler *c, size_t pc, SimEntry *e, size_t *next)
     return true;
 }
 
-static bool chain_op(const Compiler *c, uint8_t op)
+/* The link op of the bytecode at pc, or 0 when it cannot be one. */
+static uint8_t chain_op(const Compiler *c, size_t pc)
 {
+    uint8_t op = c->code[pc];
     switch (op) {
     case BC_SEND_ADD: case BC_SEND_SUB: case BC_SEND_MUL:
-    case BC_SEND_LT: case BC_SEND_GT: case BC_SEND_LE: case BC_SEND_GE: return jit_double_inline(c, op);
-    default: return false; /* `=` is left out: its unordered case is the primitive's */
+    case BC_SEND_LT: case BC_SEND_GT: case BC_SEND_LE: case BC_SEND_GE: return jit_double_inline(c, op) ? op : 0;
+    case BC_SEND:
+    case BC_SEND_W:
+        switch (jit_double_send_kind(c, pc)) {
+        case JIT_DOUBLE_SEND_DIVIDE: return JIT_DOUBLE_OP_DIVIDE;
+        case JIT_DOUBLE_SEND_SQRT: return JIT_DOUBLE_OP_SQRT;
+        default: return 0;
+        }
+    default: return 0; /* `=` is left out: its unordered case is the primitive's */
     }
 }
 
-static bool is_arith(uint8_t op) { return op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL; }
+/* Answers a Double (the others compare). */
+static bool is_arith(uint8_t op)
+{
+    return op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL || op == JIT_DOUBLE_OP_DIVIDE ||
+           op == JIT_DOUBLE_OP_SQRT;
+}
+
+static size_t link_next(const Compiler *c, const JitDoubleLink *l) { return l->pc + vm_bytecode_length[c->code[l->pc]]; }
 
 /* Where the code after link l continues: l's next bytecode, which must be
  * no jump target (the main loop would flush rax there first), or for a
  * comparison the conditional jump it fuses with (emit_special's rule). */
 static bool chain_can_end(const Compiler *c, const JitDoubleLink *l)
 {
-    size_t next = l->pc + 1;
-    if (next >= c->len || c->target[next]) return false;
-    return true;
+    size_t next = link_next(c, l);
+    return next < c->len && !c->target[next];
 }
 
 int jit_double_chain_scan(const Compiler *c, size_t pc, JitDoubleLink *links, int max)
@@ -214,11 +271,12 @@ int jit_double_chain_scan(const Compiler *c, size_t pc, JitDoubleLink *links, in
             l.prev_is_receiver = true;
             if (at >= c->len || c->target[at]) break;
         }
-        if (!chain_op(c, c->code[at])) break;
-        l.op = c->code[at];
+        l.op = chain_op(c, at);
+        if (!l.op || (l.op == JIT_DOUBLE_OP_SQRT && l.prev_is_receiver)) break; /* that push is sqrt's receiver */
+        if (l.op == JIT_DOUBLE_OP_SQRT) l.prev_is_receiver = true;
         l.pc = at;
         links[n++] = l;
-        q = at + 1;
+        q = link_next(c, &l);
     }
     while (n > 1 && !chain_can_end(c, &links[n - 1])) n--;
     return n;
@@ -268,7 +326,9 @@ void jit_double_chain(Compiler *c, const JitDoubleLink *links, int n, int s, X64
         const JitDoubleLink *l = &links[k];
         bails[k] = JIT_X64_LABEL("chain bail");
         bool arith = is_arith(l->op);
-        if (l->prev_is_receiver) {
+        if (l->op == JIT_DOUBLE_OP_SQRT) {
+            jit_x64_sqrtsd_xx(b, JIT_X64_XMM0, JIT_X64_XMM0);
+        } else if (l->prev_is_receiver) {
             other_or(c, l->other, JIT_X64_XMM1, arith, &bails[k]);
             if (arith) arith_xx(c, l->op, JIT_X64_XMM0, JIT_X64_XMM1);
             else jit_x64_ucomisd_xx(b, JIT_X64_XMM1, JIT_X64_XMM0);
@@ -286,7 +346,7 @@ void jit_double_chain(Compiler *c, const JitDoubleLink *links, int n, int s, X64
         if (!arith) cc = ordered_cond(l->op);
     }
     const JitDoubleLink *last = &links[n - 1];
-    size_t next = last->pc + 1;
+    size_t next = link_next(c, last);
     if (is_arith(last->op)) {
         jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->eden_top);
         jit_x64_mov_rm(b, RDI, jit_x64_mem(R11, 0));

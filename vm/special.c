@@ -12,6 +12,7 @@
 #include <string.h>
 
 uint64_t vm_int_special_prims, vm_double_special_prims;
+bool vm_double_divide_is_prim, vm_double_sqrt_is_prim;
 Oop vm_special_nil_answers[2], vm_special_int_answers[2]; /* true, false or 0: never move */
 uint8_t vm_special_nil_table[VM_SPECIAL_NIL_TABLE_CLASSES];
 
@@ -55,6 +56,8 @@ void vm_special_init(void)
     }
     vm_int_special_prims = ints;
     vm_double_special_prims = doubles;
+    vm_double_divide_is_prim = own_prim(CLASS_INDEX_DOUBLE, "Double", "//");
+    vm_double_sqrt_is_prim = own_prim(CLASS_INDEX_DOUBLE, "Double", "sqrt");
     static const char *const sels[2] = {"isNil", "notNil"};
     for (int k = 0; k < 2; k++) {
         Oop sel = vm_symbol_from_cstr(sels[k]);

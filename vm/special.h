@@ -39,6 +39,9 @@ extern uint64_t vm_int_special_prims;
 /* The same for Double's methods and the VM's Double primitives (a Double
  * receiver's fast paths in machine code, jit/compile.c). */
 extern uint64_t vm_double_special_prims;
+/* Double's // and sqrt are the VM's Double primitives (plain sends that
+ * machine code inlines for Doubles). */
+extern bool vm_double_divide_is_prim, vm_double_sqrt_is_prim;
 /* The constant isNil [0] and notNil [1] answer for nil and for
  * SmallIntegers (vm_special_constant of their classes' methods), or 0. */
 extern Oop vm_special_nil_answers[2], vm_special_int_answers[2];
