@@ -860,29 +860,38 @@ static void emit_double_send(Compiler *c, size_t pc, JitDoubleSend kind)
     sim_push(c, SIM_RAX, 0);
 }
 
+static void barrier_unneeded(Compiler *c, X64Label *done);
+
 /* The generational write barrier after rcx was stored into object rax:
  * old object, young pointer, not yet remembered -> the barrier runtime.
  * Clobbers rdx and r11 (and everything when it calls). */
 static void barrier(Compiler *c, size_t bcpc)
 {
-    X64Buf *b = &c->b;
     X64Label done = JIT_X64_LABEL("barrier done");
+    barrier_unneeded(c, &done);
+    jit_x64_mov_rr(&c->b, RDI, RAX);
+    jit_x64_call_rel32(&c->b, c->rt->barrier);
+    jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_OTHER);
+    jit_x64_label_bind(&c->b, &done);
+}
+
+/* To done unless storing rcx into object rax must remember rax (old object,
+ * young pointer, not yet remembered). Clobbers rdx and r11. */
+static void barrier_unneeded(Compiler *c, X64Label *done)
+{
+    X64Buf *b = &c->b;
     jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->old_start);
     jit_x64_cmp_rm(b, RAX, jit_x64_mem(R11, 0));
-    jit_x64_jcc_label32(b, JIT_X64_CC_B, &done); /* young object */
+    jit_x64_jcc_label32(b, JIT_X64_CC_B, done); /* young object */
     jit_x64_test_ri(b, RCX, 7);
-    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &done); /* an immediate */
+    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, done); /* an immediate */
     jit_x64_test_rr(b, RCX, RCX);
-    jit_x64_jcc_label32(b, JIT_X64_CC_Z, &done);
+    jit_x64_jcc_label32(b, JIT_X64_CC_Z, done);
     jit_x64_cmp_rm(b, RCX, jit_x64_mem(R11, 0));
-    jit_x64_jcc_label32(b, JIT_X64_CC_AE, &done); /* an old value */
+    jit_x64_jcc_label32(b, JIT_X64_CC_AE, done); /* an old value */
     jit_x64_mov_rm(b, RDX, jit_x64_mem(RAX, 0));
     jit_x64_bt_ri(b, RDX, OBJ_GC_SHIFT); /* OBJ_GC_REMEMBERED */
-    jit_x64_jcc_label32(b, JIT_X64_CC_C, &done);
-    jit_x64_mov_rr(b, RDI, RAX);
-    jit_x64_call_rel32(b, c->rt->barrier);
-    jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_OTHER);
-    jit_x64_label_bind(b, &done);
+    jit_x64_jcc_label32(b, JIT_X64_CC_C, done);
 }
 
 /* Stores rcx into field i of self, with the barrier. */
@@ -1366,6 +1375,33 @@ static void emit_getter_body(Compiler *c, X64Label *slow, X64Label *checked)
     jit_x64_ret(b);
 }
 
+/* `x: v = ( x := v )`: a method that only stores its argument into one of
+ * self's fields and answers self. */
+static bool is_setter(const Compiler *c)
+{
+    return !c->is_block && c->nargs == 1 && c->ntemps == 0 && c->len >= 5 && c->code[0] == BC_PUSH_ARG &&
+           c->code[2] == BC_POP_FIELD && c->code[4] == BC_RETURN_SELF;
+}
+
+/* A setter stores without a frame, as a getter reads, unless the store
+ * must remember self (then the method's plain code, which follows, does it
+ * with its frame: the barrier's call is mapped and may run with a frame
+ * only). */
+static void emit_setter_fast_path(Compiler *c, X64Label *slow)
+{
+    X64Buf *b = &c->b;
+    X64Label store = JIT_X64_LABEL("setter store"), full = JIT_X64_LABEL("setter with a frame");
+    emit_interrupt_check(c, slow);
+    jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 16)); /* self, then the argument, above the return address */
+    jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 8));
+    barrier_unneeded(c, &store);
+    jit_x64_jmp_label32(b, &full);
+    jit_x64_label_bind(b, &store);
+    jit_x64_mov_mr(b, field_of_rax(c->code[3]), RCX);
+    jit_x64_ret(b);
+    jit_x64_label_bind(b, &full);
+}
+
 /* Emits the whole method into c->b (which starts at the header copy);
  * binds the two entry labels. */
 static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *checked_entry, X64Label *unchecked_entry)
@@ -1383,6 +1419,7 @@ static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *che
         emit_entry_exits(&c->b, &c->map, c->rt, &header, &abort, &slow, &checked);
         return;
     }
+    if (is_setter(c)) emit_setter_fast_path(c, &slow);
     emit_prologue(c, &header, &slow, &checked);
     for (size_t pc = 0; pc < c->len;) {
         if (c->target[pc]) flush(c); /* a merge point: every path arrives with the real stack */
