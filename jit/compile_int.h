@@ -97,6 +97,8 @@ void jit_double_send(Compiler *c, JitDoubleSend kind, X64Label *slow, X64Label *
  * receiver on the real stack). */
 #define JIT_DOUBLE_OP_DIVIDE 0xfe /* beyond the bytecodes */
 #define JIT_DOUBLE_OP_SQRT 0xff
+/* The longest chains in Mandelbrot and NBody have 4 links; a longer one
+ * continues as another chain after a box. */
 #define JIT_DOUBLE_CHAIN_MAX 8
 typedef struct JitDoubleLink {
     uint8_t op;

@@ -245,7 +245,10 @@ static bool is_arith(uint8_t op)
            op == JIT_DOUBLE_OP_SQRT;
 }
 
-static size_t link_next(const Compiler *c, const JitDoubleLink *l) { return l->pc + vm_bytecode_length[c->code[l->pc]]; }
+static size_t link_next(const Compiler *c, const JitDoubleLink *l)
+{
+    return l->pc + vm_bytecode_length[c->code[l->pc]];
+}
 
 /* Where the code after link l continues: l's next bytecode, which must be
  * no jump target (the main loop would flush rax there first), or for a
