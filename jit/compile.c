@@ -586,6 +586,18 @@ static X64Cond compare_cond(uint8_t op)
     }
 }
 
+long jit_compile_fused_branch(const Compiler *c, size_t next)
+{
+    if (next >= c->len || c->target[next]) return -1;
+    uint8_t after = c->code[next];
+    if (after == BC_JUMP_IF_TRUE || after == BC_JUMP_IF_FALSE) return (long)next;
+    if (after != BC_JUMP) return -1;
+    long jt = jit_compile_jump_target(c->code, next);
+    if (jt <= (long)next || (size_t)jt >= c->len) return -1;
+    uint8_t there = c->code[jt];
+    return there == BC_JUMP_IF_TRUE || there == BC_JUMP_IF_FALSE ? jt : -1;
+}
+
 /* rax := true when cc holds after the compare, else false. */
 void jit_compile_set_boolean(Compiler *c, X64Cond cc)
 {
@@ -734,7 +746,9 @@ static size_t emit_special(Compiler *c, size_t pc)
         }
     } else if (is_compare(op) && (ints || dbl_cmp)) {
         uint8_t after = next < c->len ? c->code[next] : BC_HALT;
-        bool fuse = (after == BC_JUMP_IF_TRUE || after == BC_JUMP_IF_FALSE) && !c->target[next];
+        long br = jit_compile_fused_branch(c, next);
+        bool fuse = br >= 0;
+        uint8_t br_op = fuse ? c->code[br] : BC_HALT;
         bool dbl = dbl_cmp;
         if (ints)
             both_ints_or(c, arg_int, dbl ? &not_ints : &slow);
@@ -744,24 +758,27 @@ static size_t emit_special(Compiler *c, size_t pc)
         else jit_x64_cmp_rr(b, RAX, RCX);
         if (fuse) {
             X64Cond cc = compare_cond(op);
-            if (after == BC_JUMP_IF_FALSE) cc = jit_x64_cc_negate(cc);
+            if (br_op == BC_JUMP_IF_FALSE) cc = jit_x64_cc_negate(cc);
             X64Label fallthrough = JIT_X64_LABEL("fused fallthrough");
+            X64Label *taken = &c->labels[jit_compile_jump_target(c->code, (size_t)br)];
             if (s) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * s)); /* lea keeps the flags */
-            jit_compile_jcc_to(c, cc, &c->labels[jit_compile_jump_target(c->code, next)], next);
+            jit_compile_jcc_to(c, cc, taken, (size_t)br);
             jit_x64_jmp_label32(b, &fallthrough);
             if (dbl) {
                 jit_x64_label_bind(b, &not_ints);
                 X64Cond dc = jit_double_compare(c, op, &slow);
-                if (after == BC_JUMP_IF_FALSE) dc = jit_x64_cc_negate(dc);
+                if (br_op == BC_JUMP_IF_FALSE) dc = jit_x64_cc_negate(dc);
                 if (s) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * s));
-                jit_compile_jcc_to(c, dc, &c->labels[jit_compile_jump_target(c->code, next)], next);
+                jit_compile_jcc_to(c, dc, taken, (size_t)br);
                 jit_x64_jmp_label32(b, &fallthrough);
             }
             jit_x64_label_bind(b, &slow);
             for (int j = s; j < k; j++) jit_x64_push_r(b, regs[j]);
             emit_send_rax(c, jit_send_tag_special(op), nargs, pc);
-            emit_cond_jump_rax(c, next);
+            emit_cond_jump_rax(c, (size_t)br);
             jit_x64_label_bind(b, &fallthrough);
+            /* through a JUMP to the conditional jump: on where that one falls through */
+            if ((size_t)br != next) jit_x64_jmp_label32(b, &c->labels[(size_t)br + vm_bytecode_length[br_op]]);
             return 1 + vm_bytecode_length[after];
         }
         jit_compile_set_boolean(c, compare_cond(op));

@@ -63,6 +63,14 @@ long jit_compile_jump_target(const uint8_t *code, size_t pc);
 /* A send through the send trampoline, mapped (the receiver and nargs
  * arguments on the stack; the answer replaces them). */
 void jit_compile_send_call(Compiler *c, int64_t tag, int nargs, size_t bcpc);
+/* The conditional jump (JUMP_IF_TRUE/FALSE) that a comparison whose next
+ * bytecode is at next fuses with, or -1: the next bytecode itself, or the
+ * one an unconditional forward jump there lands on (`(a < b) and: [ c <= d ]`
+ * as a loop's condition ends in a JUMP to the loop's JUMP_IF_FALSE, whose
+ * other entry pushes false): branching there on the flags skips the
+ * Boolean, its push at the merge, and its two tests. The next bytecode
+ * must be no jump target. */
+long jit_compile_fused_branch(const Compiler *c, size_t next);
 /* rax := true when cc holds after the compare, else false. */
 void jit_compile_set_boolean(Compiler *c, X64Cond cc);
 

@@ -357,12 +357,12 @@ void jit_double_chain(Compiler *c, const JitDoubleLink *links, int n, int s, X64
         box_at_rdi(c);
         jit_x64_jmp_label32(b, &c->labels[next]);
     } else {
-        uint8_t after = c->code[next];
-        if ((after == BC_JUMP_IF_TRUE || after == BC_JUMP_IF_FALSE) && !c->target[next]) {
-            /* as emit_special fuses the jump */
-            if (after == BC_JUMP_IF_FALSE) cc = jit_x64_cc_negate(cc);
-            jit_compile_jcc_to(c, cc, &c->labels[jit_compile_jump_target(c->code, next)], next);
-            jit_x64_jmp_label32(b, &c->labels[next + vm_bytecode_length[after]]);
+        long br = jit_compile_fused_branch(c, next);
+        if (br >= 0) { /* as emit_special fuses the jump */
+            uint8_t br_op = c->code[br];
+            if (br_op == BC_JUMP_IF_FALSE) cc = jit_x64_cc_negate(cc);
+            jit_compile_jcc_to(c, cc, &c->labels[jit_compile_jump_target(c->code, (size_t)br)], (size_t)br);
+            jit_x64_jmp_label32(b, &c->labels[(size_t)br + vm_bytecode_length[br_op]]);
         } else {
             jit_compile_set_boolean(c, cc);
             jit_x64_jmp_label32(b, &c->labels[next]);
