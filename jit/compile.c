@@ -696,6 +696,7 @@ static size_t emit_special(Compiler *c, size_t pc)
     X64Reg regs[2] = { RAX, RCX };
     bool arg_int = false; /* the argument is a SmallInteger constant, arg_const */
     int64_t arg_const = 0;
+    JitOperandFacts facts = { false, false, false };
     if (k <= 2) {
         int order[2] = { 0, 1 };
         if (k == 2 && d >= 1 && c->sim[d - 1].kind == SIM_RAX) order[0] = 1, order[1] = 0; /* rcx := rax first */
@@ -706,6 +707,7 @@ static size_t emit_special(Compiler *c, size_t pc)
         }
         arg_int = k == 2 && d == 2 && c->sim[1].kind == SIM_CONST && oop_is_int((Oop)c->sim[1].v);
         arg_const = arg_int ? c->sim[1].v : 0;
+        if (k == 2) facts = jit_double_facts(c, s == 0 ? &c->sim[0] : NULL, d >= 1 ? &c->sim[d - 1] : NULL);
     } else {
         jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 16)); /* at:put: receiver and index (all on the real stack) */
         jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 8));
@@ -716,7 +718,8 @@ static size_t emit_special(Compiler *c, size_t pc)
     bool dbl_arith = (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) && jit_double_inline(c, op);
     bool dbl_cmp = (op == BC_SEND_LT || op == BC_SEND_GT || op == BC_SEND_LE || op == BC_SEND_GE || op == BC_SEND_EQ) &&
                    jit_double_inline(c, op);
-    bool ints = int_inline(c, op);
+    /* a literal Double operand: no SmallInteger answer, straight to the Double path */
+    bool ints = int_inline(c, op) && !((facts.receiver_double || facts.arg_double) && (dbl_arith || dbl_cmp));
     if (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) {
         if (ints) {
             both_ints_or(c, arg_int, dbl_arith ? &not_ints : &slow);
@@ -739,10 +742,10 @@ static size_t emit_special(Compiler *c, size_t pc)
             int n = jit_double_chain_scan(c, pc, links, JIT_DOUBLE_CHAIN_MAX);
             if (n >= 2) {
                 X64Label single = JIT_X64_LABEL("one Double send");
-                jit_double_chain(c, links, n, s, &single);
+                jit_double_chain(c, links, n, s, facts, &single);
                 jit_x64_label_bind(b, &single);
             }
-            jit_double_arith(c, op, &slow, &done);
+            jit_double_arith(c, op, facts, &slow, &done);
         }
     } else if (is_compare(op) && (ints || dbl_cmp)) {
         uint8_t after = next < c->len ? c->code[next] : BC_HALT;
@@ -766,7 +769,7 @@ static size_t emit_special(Compiler *c, size_t pc)
             jit_x64_jmp_label32(b, &fallthrough);
             if (dbl) {
                 jit_x64_label_bind(b, &not_ints);
-                X64Cond dc = jit_double_compare(c, op, &slow);
+                X64Cond dc = jit_double_compare(c, op, facts, &slow);
                 if (br_op == BC_JUMP_IF_FALSE) dc = jit_x64_cc_negate(dc);
                 if (s) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * s));
                 jit_compile_jcc_to(c, dc, taken, (size_t)br);
@@ -785,7 +788,7 @@ static size_t emit_special(Compiler *c, size_t pc)
         jit_x64_jmp_label32(b, &done);
         if (dbl) {
             jit_x64_label_bind(b, &not_ints);
-            jit_compile_set_boolean(c, jit_double_compare(c, op, &slow));
+            jit_compile_set_boolean(c, jit_double_compare(c, op, facts, &slow));
             jit_x64_jmp_label32(b, &done);
         }
     } else if (op == BC_SEND_IDENTICAL) {
@@ -862,10 +865,11 @@ static void emit_double_send(Compiler *c, size_t pc, JitDoubleSend kind)
         if (j >= s) jit_compile_sim_load(c, c->sim[j - s], regs[j]);
         else jit_x64_mov_rm(b, regs[j], jit_x64_mem(RSP, 8 * (s - 1 - j)));
     }
+    JitOperandFacts facts = jit_double_facts(c, s == 0 ? &c->sim[0] : NULL, k == 2 && d >= 1 ? &c->sim[d - 1] : NULL);
     c->nsim = 0;
     X64Label slow = JIT_X64_LABEL("Double send"), done = JIT_X64_LABEL("Double send done"),
              merged = JIT_X64_LABEL("Double send merged");
-    jit_double_send(c, kind, &slow, &done);
+    jit_double_send(c, kind, facts, &slow, &done);
     jit_x64_label_bind(b, &slow);
     for (int j = s; j < k; j++) jit_x64_push_r(b, regs[j]);
     jit_compile_send_call(c, tag, nargs, pc);

@@ -79,14 +79,24 @@ void jit_compile_set_boolean(Compiler *c, X64Cond cc);
 /* Whether a Double receiver of special send op may take its fast path:
  * Double's method for it is the VM's primitive (vm/special.h). */
 bool jit_double_inline(const Compiler *c, uint8_t op);
+/* What the compiler knows of a special send's receiver (rax) and argument
+ * (rcx) from their descriptors: both read from one (`x * x`: one test
+ * covers both), or literal Doubles (no test; no SmallInteger path). */
+typedef struct JitOperandFacts {
+    bool same, receiver_double, arg_double;
+} JitOperandFacts;
+/* The facts of receiver descriptor r and argument descriptor a (either may
+ * be NULL: on the real stack). */
+JitOperandFacts jit_double_facts(const Compiler *c, const SimEntry *r, const SimEntry *a);
+
 /* Double + - * with a Double or SmallInteger argument (rcx), receiver in
  * rax: the primitives' arithmetic (plain IEEE), the answer boxed inline
  * into rax, then to done; to slow (rax, rcx intact) otherwise. */
-void jit_double_arith(Compiler *c, uint8_t op, X64Label *slow, X64Label *done);
+void jit_double_arith(Compiler *c, uint8_t op, JitOperandFacts f, X64Label *slow, X64Label *done);
 /* Double < > <= >= = between two Doubles (Integer arguments compare
  * exactly in the primitives: left to them): flags set for the returned
  * condition, or to slow. */
-X64Cond jit_double_compare(Compiler *c, uint8_t op, X64Label *slow);
+X64Cond jit_double_compare(Compiler *c, uint8_t op, JitOperandFacts f, X64Label *slow);
 
 /* The plain sends machine code inlines for Double receivers. */
 typedef enum JitDoubleSend { JIT_DOUBLE_SEND_NONE, JIT_DOUBLE_SEND_DIVIDE, JIT_DOUBLE_SEND_SQRT } JitDoubleSend;
@@ -95,7 +105,7 @@ typedef enum JitDoubleSend { JIT_DOUBLE_SEND_NONE, JIT_DOUBLE_SEND_DIVIDE, JIT_D
 JitDoubleSend jit_double_send_kind(const Compiler *c, size_t pc);
 /* Its fast path, the receiver in rax and the argument in rcx: the answer
  * boxed into rax, then to done; to slow (rax, rcx intact) otherwise. */
-void jit_double_send(Compiler *c, JitDoubleSend kind, X64Label *slow, X64Label *done);
+void jit_double_send(Compiler *c, JitDoubleSend kind, JitOperandFacts f, X64Label *slow, X64Label *done);
 
 /* A chain of Double sends computed unboxed (jit/double_inline.c,
  * "Chains"). Link 0 is the first send (+ - *); each later one (+ - * < >
@@ -121,6 +131,6 @@ int jit_double_chain_scan(const Compiler *c, size_t pc, JitDoubleLink *links, in
  * in rcx, s of its operands on the real stack: to fallback (all intact)
  * unless both are numbers as jit_double_arith takes them and eden has room
  * for one Double; then jumps to the plain code after the chain. */
-void jit_double_chain(Compiler *c, const JitDoubleLink *links, int n, int s, X64Label *fallback);
+void jit_double_chain(Compiler *c, const JitDoubleLink *links, int n, int s, JitOperandFacts f, X64Label *fallback);
 
 #endif

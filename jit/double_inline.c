@@ -49,13 +49,31 @@ static void number_or(Compiler *c, X64Reg r, X64Xmm x, bool ints_too, X64Label *
     jit_x64_label_bind(b, &have);
 }
 
+static bool lit_double(const Compiler *c, const SimEntry *e)
+{
+    return e && e->kind == SIM_LIT && vm_is_double(obj_slots(c->method)[METHOD_FIXED_SLOTS + e->v]);
+}
+
+JitOperandFacts jit_double_facts(const Compiler *c, const SimEntry *r, const SimEntry *a)
+{
+    JitOperandFacts f = { .receiver_double = lit_double(c, r), .arg_double = lit_double(c, a) };
+    /* a variable read twice with nothing between: the same Oop */
+    f.same = r && a && r->kind == a->kind && r->v == a->v &&
+             (r->kind == SIM_TEMP || r->kind == SIM_ARG || r->kind == SIM_SELF || r->kind == SIM_FIELD ||
+              r->kind == SIM_LIT);
+    return f;
+}
+
 /* xmm0 := the Double receiver (rax), xmm1 := the argument (rcx: a Double,
  * or a SmallInteger converted when ints_too), or to slow; keeps rax, rcx. */
-static void doubles_or(Compiler *c, bool ints_too, X64Label *slow)
+static void doubles_or(Compiler *c, JitOperandFacts f, bool ints_too, X64Label *slow)
 {
-    double_or(c, RAX, slow);
-    jit_x64_movsd_xm(&c->b, JIT_X64_XMM0, jit_x64_mem(RAX, 8));
-    number_or(c, RCX, JIT_X64_XMM1, ints_too, slow);
+    X64Buf *b = &c->b;
+    if (!f.receiver_double) double_or(c, RAX, slow);
+    jit_x64_movsd_xm(b, JIT_X64_XMM0, jit_x64_mem(RAX, 8));
+    if (f.same) jit_x64_movsd_xx(b, JIT_X64_XMM1, JIT_X64_XMM0);
+    else if (f.arg_double) jit_x64_movsd_xm(b, JIT_X64_XMM1, jit_x64_mem(RCX, 8));
+    else number_or(c, RCX, JIT_X64_XMM1, ints_too, slow);
 }
 
 /* rdi := eden's top, rdx := rdi + 16, r11 := &eden top; to slow when eden
@@ -107,9 +125,9 @@ static void arith_xx(Compiler *c, uint8_t op, X64Xmm dst, X64Xmm src)
     }
 }
 
-void jit_double_arith(Compiler *c, uint8_t op, X64Label *slow, X64Label *done)
+void jit_double_arith(Compiler *c, uint8_t op, JitOperandFacts f, X64Label *slow, X64Label *done)
 {
-    doubles_or(c, true, slow);
+    doubles_or(c, f, true, slow);
     arith_xx(c, op, JIT_X64_XMM0, JIT_X64_XMM1);
     box_double(c, slow);
     jit_x64_jmp_label32(&c->b, done);
@@ -138,15 +156,15 @@ JitDoubleSend jit_double_send_kind(const Compiler *c, size_t pc)
 /* Double // (IEEE division: by zero too, as the primitive) with a Double
  * or SmallInteger argument, and sqrt (sqrtsd rounds as C's sqrt; a
  * negative receiver answers NaN). */
-void jit_double_send(Compiler *c, JitDoubleSend kind, X64Label *slow, X64Label *done)
+void jit_double_send(Compiler *c, JitDoubleSend kind, JitOperandFacts f, X64Label *slow, X64Label *done)
 {
     X64Buf *b = &c->b;
     if (kind == JIT_DOUBLE_SEND_DIVIDE) {
-        doubles_or(c, true, slow);
+        doubles_or(c, f, true, slow);
         jit_x64_divsd_xx(b, JIT_X64_XMM0, JIT_X64_XMM1);
     } else {
         VM_ASSERT(kind == JIT_DOUBLE_SEND_SQRT);
-        double_or(c, RAX, slow);
+        if (!f.receiver_double) double_or(c, RAX, slow);
         jit_x64_movsd_xm(b, JIT_X64_XMM0, jit_x64_mem(RAX, 8));
         jit_x64_sqrtsd_xx(b, JIT_X64_XMM0, JIT_X64_XMM0);
     }
@@ -168,10 +186,10 @@ static X64Cond ordered_cond(uint8_t op)
     }
 }
 
-X64Cond jit_double_compare(Compiler *c, uint8_t op, X64Label *slow)
+X64Cond jit_double_compare(Compiler *c, uint8_t op, JitOperandFacts f, X64Label *slow)
 {
     X64Buf *b = &c->b;
-    doubles_or(c, false, slow);
+    doubles_or(c, f, false, slow);
     if (op != BC_SEND_EQ) {
         jit_x64_ucomisd_xx(b, JIT_X64_XMM1, JIT_X64_XMM0);
         return ordered_cond(op);
@@ -315,12 +333,12 @@ static void other_or(Compiler *c, SimEntry e, X64Xmm x, bool ints_too, X64Label 
     number_or(c, RCX, x, ints_too, slow);
 }
 
-void jit_double_chain(Compiler *c, const JitDoubleLink *links, int n, int s, X64Label *fallback)
+void jit_double_chain(Compiler *c, const JitDoubleLink *links, int n, int s, JitOperandFacts f, X64Label *fallback)
 {
     X64Buf *b = &c->b;
     VM_ASSERT(n >= 2 && is_arith(links[0].op));
     X64Label bails[JIT_DOUBLE_CHAIN_MAX];
-    doubles_or(c, true, fallback);
+    doubles_or(c, f, true, fallback);
     eden_room_or(c, fallback); /* rdi, rdx, r11 are recomputed where the box is made */
     arith_xx(c, links[0].op, JIT_X64_XMM0, JIT_X64_XMM1);
     if (s) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * s)); /* as the plain code drops them */
