@@ -162,6 +162,18 @@ static size_t scan(Compiler *c, char *why, size_t whylen)
         }
         bound += template_bound(op) + BOUND_COND_JUMP; /* + a fused jump's slow path */
     }
+    /* the Double fast paths beyond the templates': the plain sends // and
+     * sqrt get a special send's bound more, and chains theirs (the targets
+     * are all known now) */
+    for (size_t pc = 0; pc < c->len; pc += vm_bytecode_length[c->code[pc]]) {
+        uint8_t op = c->code[pc];
+        if ((op == BC_SEND || op == BC_SEND_W) && jit_double_send_kind(c, pc) != JIT_DOUBLE_SEND_NONE)
+            bound += BOUND_SPECIAL;
+        if (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) {
+            JitDoubleLink links[JIT_DOUBLE_CHAIN_MAX];
+            bound += jit_double_chain_bound(jit_double_chain_scan(c, pc, links, JIT_DOUBLE_CHAIN_MAX));
+        }
+    }
     return bound;
 }
 

@@ -115,9 +115,11 @@ void jit_double_send(Compiler *c, JitDoubleSend kind, JitOperandFacts f, X64Labe
  * receiver on the real stack). */
 #define JIT_DOUBLE_OP_DIVIDE 0xfe /* beyond the bytecodes */
 #define JIT_DOUBLE_OP_SQRT 0xff
-/* The longest chains in Mandelbrot and NBody have 4 links; a longer one
- * continues as another chain after a box. */
-#define JIT_DOUBLE_CHAIN_MAX 8
+/* The longest chains in Mandelbrot and NBody have 3 links. Every send of
+ * a long expression starts a chain of the rest (its plain code's), so the
+ * code grows with the square of this bound; a longer chain continues as
+ * another after a box. */
+#define JIT_DOUBLE_CHAIN_MAX 4
 typedef struct JitDoubleLink {
     uint8_t op;
     size_t pc;
@@ -127,6 +129,9 @@ typedef struct JitDoubleLink {
 /* The chain starting at the special send at pc (at most max links): its
  * length, 0 or 1 when there is none to fuse. */
 int jit_double_chain_scan(const Compiler *c, size_t pc, JitDoubleLink *links, int max);
+/* A bound of the bytes jit_double_chain emits for a chain of n links (0
+ * for none). */
+size_t jit_double_chain_bound(int n);
 /* The chain's fast path, with the first send's receiver in rax and argument
  * in rcx, s of its operands on the real stack: to fallback (all intact)
  * unless both are numbers as jit_double_arith takes them and eden has room

@@ -333,6 +333,11 @@ static void other_or(Compiler *c, SimEntry e, X64Xmm x, bool ints_too, X64Label 
     number_or(c, RCX, x, ints_too, slow);
 }
 
+/* Measured from the encodings below, with margin: about 150 bytes to test
+ * and start, per later link 85 to test and compute and 60 for its bail,
+ * and 60 to box the answer. */
+size_t jit_double_chain_bound(int n) { return n < 2 ? 0 : 256 + 192 * (size_t)n; }
+
 void jit_double_chain(Compiler *c, const JitDoubleLink *links, int n, int s, JitOperandFacts f, X64Label *fallback)
 {
     X64Buf *b = &c->b;
