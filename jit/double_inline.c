@@ -34,18 +34,27 @@ static void double_or(Compiler *c, X64Reg r, X64Label *slow)
 static void number_or(Compiler *c, X64Reg r, X64Xmm x, bool ints_too, X64Label *slow)
 {
     X64Buf *b = &c->b;
-    X64Label have = JIT_X64_LABEL("operand loaded"), boxed = JIT_X64_LABEL("boxed operand");
-    if (ints_too) {
-        jit_x64_test_ri(b, r, 1);
-        jit_x64_jcc_label32(b, JIT_X64_CC_Z, &boxed);
-        jit_x64_mov_rr(b, R11, r);
-        jit_x64_sar_ri(b, R11, 1);
-        jit_x64_cvtsi2sd_xr(b, x, R11);
-        jit_x64_jmp_label32(b, &have);
-        jit_x64_label_bind(b, &boxed);
+    if (!ints_too) {
+        double_or(c, r, slow);
+        jit_x64_movsd_xm(b, x, jit_x64_mem(r, 8));
+        return;
     }
-    double_or(c, r, slow);
+    /* the Double first: it is what these paths are for */
+    X64Label have = JIT_X64_LABEL("operand loaded"), immediate = JIT_X64_LABEL("immediate operand");
+    jit_x64_test_ri(b, r, 7);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &immediate);
+    jit_x64_mov_rm(b, RDX, jit_x64_mem(r, 0));
+    jit_x64_and_ri(b, RDX, (int32_t)OBJ_CLASS_MASK);
+    jit_x64_cmp_ri(b, RDX, CLASS_INDEX_DOUBLE);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NE, slow);
     jit_x64_movsd_xm(b, x, jit_x64_mem(r, 8));
+    jit_x64_jmp_label32(b, &have);
+    jit_x64_label_bind(b, &immediate);
+    jit_x64_test_ri(b, r, 1);
+    jit_x64_jcc_label32(b, JIT_X64_CC_Z, slow); /* an immediate of another class */
+    jit_x64_mov_rr(b, R11, r);
+    jit_x64_sar_ri(b, R11, 1);
+    jit_x64_cvtsi2sd_xr(b, x, R11);
     jit_x64_label_bind(b, &have);
 }
 
@@ -80,14 +89,30 @@ static void doubles_or(Compiler *c, JitOperandFacts f, bool ints_too, X64Label *
  * is past its soft limit — which is 0 while a tracer watches allocations
  * (gc/heap.h), so the object__alloc probe sees the Double the primitive
  * then allocates. Writes nothing. */
+/* Where p lies from eden's top, when r11 (holding &eden top) can reach it
+ * with a 32-bit displacement: the VM's globals lie together, and each
+ * Double then costs a register load less (Mandelbrot boxes seven an
+ * iteration). */
+static bool near_eden_top(const Compiler *c, const void *p, int32_t *d)
+{
+    intptr_t delta = (intptr_t)p - (intptr_t)c->rt->eden_top;
+    *d = (int32_t)delta;
+    return delta == (intptr_t)*d;
+}
+
 static void eden_room_or(Compiler *c, X64Label *slow)
 {
     X64Buf *b = &c->b;
+    int32_t d;
     jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->eden_top);
     jit_x64_mov_rm(b, RDI, jit_x64_mem(R11, 0));
     jit_x64_lea_rm(b, RDX, jit_x64_mem(RDI, 16));
-    jit_x64_mov_ri(b, RSI, (int64_t)(uintptr_t)c->rt->eden_limit);
-    jit_x64_cmp_rm(b, RDX, jit_x64_mem(RSI, 0));
+    if (near_eden_top(c, c->rt->eden_limit, &d)) {
+        jit_x64_cmp_rm(b, RDX, jit_x64_mem(R11, d));
+    } else {
+        jit_x64_mov_ri(b, RSI, (int64_t)(uintptr_t)c->rt->eden_limit);
+        jit_x64_cmp_rm(b, RDX, jit_x64_mem(RSI, 0));
+    }
     jit_x64_jcc_label32(b, JIT_X64_CC_A, slow);
 }
 
@@ -96,13 +121,18 @@ static void eden_room_or(Compiler *c, X64Label *slow)
 static void box_at_rdi(Compiler *c)
 {
     X64Buf *b = &c->b;
+    int32_t d;
     jit_x64_mov_mr(b, jit_x64_mem(R11, 0), RDX);
     jit_x64_mov_ri(b, RDX, (int64_t)((uint64_t)CLASS_INDEX_DOUBLE | ((uint64_t)FMT_WORDS << OBJ_FORMAT_SHIFT) |
                                        ((uint64_t)1 << OBJ_SLOTS_SHIFT)));
     jit_x64_mov_mr(b, jit_x64_mem(RDI, 0), RDX);
     jit_x64_movsd_mx(b, jit_x64_mem(RDI, 8), JIT_X64_XMM0);
-    jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->bytes_allocated);
-    jit_x64_add_mi(b, jit_x64_mem(R11, 0), 16);
+    if (near_eden_top(c, c->rt->bytes_allocated, &d)) {
+        jit_x64_add_mi(b, jit_x64_mem(R11, d), 16);
+    } else {
+        jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->bytes_allocated);
+        jit_x64_add_mi(b, jit_x64_mem(R11, 0), 16);
+    }
     jit_x64_mov_rr(b, RAX, RDI);
 }
 
