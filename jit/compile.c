@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-
 /* Code-size bounds, in bytes, of each template (measured from the encodings
  * below with margin; an underestimate only makes jit_compile decline). */
 #define BOUND_PROLOGUE 168 /* checked entry, checks (the method probes' too), frame, slow paths */
@@ -44,7 +43,6 @@
 #define BOUND_OUTER 160      /* inline chain walk + runtime fallback */
 #define BOUND_RETURN 48     /* widow check + call + epilogue */
 #define MAP_ENTRIES_PER_BYTECODE 3
-
 
 static void say(char *why, size_t whylen, const char *fmt, ...)
 {
@@ -245,7 +243,8 @@ static X64Mem field_of_rax(int i) { return jit_x64_mem(RAX, (int32_t)(8 + 8 * i)
  * compiled as plain templates over the real stack. Special sends flush what
  * lies below their operands before their fast path, so the fast path and
  * the generic send (whose slow path pushes the operands the fast path loaded
- * into rax/rcx) meet with the same real stack and the result in rax. */
+ * into rax/rcx) meet with the same real stack and the result in rax.
+ * (SimKind and SimEntry are in jit/compile_int.h.) */
 
 static bool fits_i32(int64_t v) { return v == (int64_t)(int32_t)v; }
 
