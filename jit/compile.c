@@ -13,6 +13,8 @@
  */
 #include "jit/compile.h"
 
+#include "jit/compile_int.h"
+
 #include "jit/map.h"
 #include "jit/sendsite.h"
 #include "jit/x64.h"
@@ -25,15 +27,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-#define RAX JIT_X64_RAX
-#define RCX JIT_X64_RCX
-#define RDX JIT_X64_RDX
-#define RSP JIT_X64_RSP
-#define RBP JIT_X64_RBP
-#define RSI JIT_X64_RSI
-#define RDI JIT_X64_RDI
-#define R11 JIT_X64_R11
 
 /* Code-size bounds, in bytes, of each template (measured from the encodings
  * below with margin; an underestimate only makes jit_compile decline). */
@@ -51,28 +44,6 @@
 #define BOUND_RETURN 48     /* widow check + call + epilogue */
 #define MAP_ENTRIES_PER_BYTECODE 3
 
-typedef struct Compiler {
-    const JitCompileRuntime *rt;
-    Oop method;
-    const uint8_t *code;
-    size_t len;
-    int nargs, ntemps;
-    bool is_block;
-    bool makes_blocks; /* PUSH_BLOCK: its frame may get a context, widowed on return */
-    bool *target;     /* [len + 1]: some jump lands here */
-    bool *loop_head;  /* [len + 1]: a backward jump lands here */
-    X64Label *labels; /* [len + 1]: bytecode pc -> its code */
-    X64Buf b;
-    JitMapBuilder map;
-    uint32_t *lits;   /* buffer offsets of the literal sites' imm64s (global caches) */
-    uint32_t nlits, lits_cap;
-    bool lits_failed;
-    uint32_t *unwind; /* pairs (offset, PROF_UNWIND_* rule): jit/method.h's unwind table */
-    uint32_t nunwind, unwind_cap;
-    struct SimEntry *sim; /* [len + 2]: the simulated stack (see "The simulated stack") */
-    int nsim;
-} Compiler;
-
 static void say(char *why, size_t whylen, const char *fmt, ...)
 {
     if (!why || !whylen) return;
@@ -85,7 +56,7 @@ static void say(char *why, size_t whylen, const char *fmt, ...)
 static unsigned operand_w(const uint8_t *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
 
 /* Where a jump at pc lands, or -1 when it is not a jump. */
-static long jump_target(const uint8_t *code, size_t pc)
+long jit_compile_jump_target(const uint8_t *code, size_t pc)
 {
     uint8_t op = code[pc];
     size_t next = pc + vm_bytecode_length[op];
@@ -168,7 +139,7 @@ static size_t scan(Compiler *c, char *why, size_t whylen)
             say(why, whylen, "it has %s (%s at bytecode %zu)", no, vm_bytecode_name[op], pc);
             return 0;
         }
-        long t = jump_target(c->code, pc);
+        long t = jit_compile_jump_target(c->code, pc);
         if (op == BC_JUMP || (op >= BC_JUMP_BACK && op <= BC_JUMP_IF_NOT_NIL)) {
             if (t < 0 || (size_t)t > c->len) {
                 say(why, whylen, "the jump at bytecode %zu leaves the method", pc);
@@ -188,6 +159,18 @@ static size_t scan(Compiler *c, char *why, size_t whylen)
             return 0;
         }
         bound += template_bound(op) + BOUND_COND_JUMP; /* + a fused jump's slow path */
+    }
+    /* the Double fast paths beyond the templates': the plain sends // and
+     * sqrt get a special send's bound more, and chains theirs (the targets
+     * are all known now) */
+    for (size_t pc = 0; pc < c->len; pc += vm_bytecode_length[c->code[pc]]) {
+        uint8_t op = c->code[pc];
+        if ((op == BC_SEND || op == BC_SEND_W) && jit_double_send_kind(c, pc) != JIT_DOUBLE_SEND_NONE)
+            bound += BOUND_SPECIAL;
+        if (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) {
+            JitDoubleLink links[JIT_DOUBLE_CHAIN_MAX];
+            bound += jit_double_chain_bound(jit_double_chain_scan(c, pc, links, JIT_DOUBLE_CHAIN_MAX));
+        }
     }
     return bound;
 }
@@ -260,13 +243,8 @@ static X64Mem field_of_rax(int i) { return jit_x64_mem(RAX, (int32_t)(8 + 8 * i)
  * compiled as plain templates over the real stack. Special sends flush what
  * lies below their operands before their fast path, so the fast path and
  * the generic send (whose slow path pushes the operands the fast path loaded
- * into rax/rcx) meet with the same real stack and the result in rax. */
-typedef enum SimKind { SIM_CONST, SIM_SELF, SIM_ARG, SIM_TEMP, SIM_FIELD, SIM_LIT, SIM_RAX } SimKind;
-
-typedef struct SimEntry {
-    SimKind kind;
-    int64_t v; /* the Oop (SIM_CONST) or the index */
-} SimEntry;
+ * into rax/rcx) meet with the same real stack and the result in rax.
+ * (SimKind and SimEntry are in jit/compile_int.h.) */
 
 static bool fits_i32(int64_t v) { return v == (int64_t)(int32_t)v; }
 
@@ -310,7 +288,7 @@ static void sim_materialise(Compiler *c, SimEntry e)
 }
 
 /* r := the value e describes (r is its own scratch). */
-static void sim_load(Compiler *c, SimEntry e, X64Reg r)
+void jit_compile_sim_load(Compiler *c, SimEntry e, X64Reg r)
 {
     X64Buf *b = &c->b;
     switch (e.kind) {
@@ -355,7 +333,7 @@ static bool sim_reads_below_top(const Compiler *c, SimKind kind, int64_t v)
 /* r := the top of the operand stack, popped. */
 static void pop_into(Compiler *c, X64Reg r)
 {
-    if (c->nsim) sim_load(c, c->sim[--c->nsim], r);
+    if (c->nsim) jit_compile_sim_load(c, c->sim[--c->nsim], r);
     else jit_x64_pop_r(&c->b, r);
 }
 
@@ -376,7 +354,7 @@ static void store_var(Compiler *c, SimKind kind, int v, bool pop)
         jit_x64_mov_mi32(b, dst, (int32_t)top.v);
     } else {
         X64Reg r = top.kind == SIM_RAX ? RAX : R11;
-        sim_load(c, top, r);
+        jit_compile_sim_load(c, top, r);
         jit_x64_mov_mr(b, dst, r);
     }
     if (pop) c->nsim--;
@@ -385,7 +363,7 @@ static void store_var(Compiler *c, SimKind kind, int v, bool pop)
 /* A send through the send trampoline; the receiver and nargs arguments are
  * on the stack, the result replaces them. The map entry is the call's
  * return address. */
-static void emit_send_call(Compiler *c, int64_t tag, int nargs, size_t bcpc)
+void jit_compile_send_call(Compiler *c, int64_t tag, int nargs, size_t bcpc)
 {
     jit_sendsite_emit(&c->b, jit_sendsite_unlinked_tag(tag, nargs), c->rt->send);
     jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_SEND);
@@ -394,7 +372,7 @@ static void emit_send_call(Compiler *c, int64_t tag, int nargs, size_t bcpc)
 /* The same, the result left in rax (not pushed). */
 static void emit_send_rax(Compiler *c, int64_t tag, int nargs, size_t bcpc)
 {
-    emit_send_call(c, tag, nargs, bcpc);
+    jit_compile_send_call(c, tag, nargs, bcpc);
     jit_x64_lea_rm(&c->b, RSP, jit_x64_mem(RSP, 8 * (nargs + 1)));
 }
 
@@ -457,7 +435,7 @@ static void runtime_call(Compiler *c, const uint8_t *trampoline, size_t bcpc)
     jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_OTHER);
 }
 
-static void jcc_to(Compiler *c, X64Cond cc, X64Label *l, size_t bcpc)
+void jit_compile_jcc_to(Compiler *c, X64Cond cc, X64Label *l, size_t bcpc)
 {
     jit_x64_jcc_label32(&c->b, cc, l);
     jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_BRANCH);
@@ -513,11 +491,11 @@ static void emit_entry_exits(X64Buf *b, JitMapBuilder *map, const JitCompileRunt
     }
 }
 
-static void emit_prologue(Compiler *c, X64Label *header, X64Label *slow, X64Label *checked)
+/* To slow on an interrupt: a GC wanted, a tracer on the method probes.
+ * Clobbers rax, r11. */
+static void emit_interrupt_check(Compiler *c, X64Label *slow)
 {
     X64Buf *b = &c->b;
-    /* interrupts (a GC wanted, a tracer on the method probes), then room
-     * for the frame on this page */
     jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->collect_wanted);
     jit_x64_movzx_rm8(b, RAX, jit_x64_mem(R11, 0));
     if (c->rt->method_probe_semaphores) {
@@ -529,6 +507,12 @@ static void emit_prologue(Compiler *c, X64Label *header, X64Label *slow, X64Labe
         jit_x64_test_rr(b, RAX, RAX);
     }
     jit_x64_jcc_label32(b, JIT_X64_CC_NZ, slow);
+}
+
+static void emit_prologue(Compiler *c, X64Label *header, X64Label *slow, X64Label *checked)
+{
+    X64Buf *b = &c->b;
+    emit_interrupt_check(c, slow); /* then room for the frame on this page */
     int words = FRAME_HEADER_WORDS + c->ntemps + vm_method_max_stack(c->method) + 1 + c->rt->headroom_words;
     jit_x64_lea_rm(b, RAX, jit_x64_mem(RSP, 8 - 8 * words)); /* rsp + 8: the interpreter's sp (vm/interp.c, activate) */
     jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->page);
@@ -613,8 +597,20 @@ static X64Cond compare_cond(uint8_t op)
     }
 }
 
+long jit_compile_fused_branch(const Compiler *c, size_t next)
+{
+    if (next >= c->len || c->target[next]) return -1;
+    uint8_t after = c->code[next];
+    if (after == BC_JUMP_IF_TRUE || after == BC_JUMP_IF_FALSE) return (long)next;
+    if (after != BC_JUMP) return -1;
+    long jt = jit_compile_jump_target(c->code, next);
+    if (jt <= (long)next || (size_t)jt >= c->len) return -1;
+    uint8_t there = c->code[jt];
+    return there == BC_JUMP_IF_TRUE || there == BC_JUMP_IF_FALSE ? jt : -1;
+}
+
 /* rax := true when cc holds after the compare, else false. */
-static void set_boolean(Compiler *c, X64Cond cc)
+void jit_compile_set_boolean(Compiler *c, X64Cond cc)
 {
     X64Buf *b = &c->b;
     jit_x64_mov_ri(b, RAX, (int64_t)c->rt->false_obj);
@@ -628,18 +624,18 @@ static void emit_cond_jump_rax(Compiler *c, size_t pc)
 {
     X64Buf *b = &c->b;
     uint8_t op = c->code[pc];
-    X64Label *taken = &c->labels[jump_target(c->code, pc)];
+    X64Label *taken = &c->labels[jit_compile_jump_target(c->code, pc)];
     VM_ASSERT(c->nsim == 0, "a jump with values on the simulated stack");
     if (op == BC_JUMP_IF_NIL || op == BC_JUMP_IF_NOT_NIL) {
         cmp_rax_oop(c, c->rt->nil);
-        jcc_to(c, op == BC_JUMP_IF_NIL ? JIT_X64_CC_E : JIT_X64_CC_NE, taken, pc);
+        jit_compile_jcc_to(c, op == BC_JUMP_IF_NIL ? JIT_X64_CC_E : JIT_X64_CC_NE, taken, pc);
         return;
     }
     X64Label retry = JIT_X64_LABEL("retest"), not_taken = JIT_X64_LABEL("not taken");
     bool on_true = op == BC_JUMP_IF_TRUE;
     jit_x64_label_bind(b, &retry);
     cmp_rax_oop(c, on_true ? c->rt->true_obj : c->rt->false_obj);
-    jcc_to(c, JIT_X64_CC_E, taken, pc);
+    jit_compile_jcc_to(c, JIT_X64_CC_E, taken, pc);
     cmp_rax_oop(c, on_true ? c->rt->false_obj : c->rt->true_obj);
     jit_x64_jcc_label32(b, JIT_X64_CC_E, &not_taken);
     jit_x64_push_r(b, RAX); /* a non-Boolean: ask it, test the answer again */
@@ -658,7 +654,7 @@ static void emit_cond_jump(Compiler *c, size_t pc)
         (c->sim[0].v == (int64_t)c->rt->true_obj || c->sim[0].v == (int64_t)c->rt->false_obj)) {
         bool taken = (c->sim[0].v == (int64_t)c->rt->true_obj) == (op == BC_JUMP_IF_TRUE);
         c->nsim = 0;
-        if (taken) jit_x64_jmp_label32(&c->b, &c->labels[jump_target(c->code, pc)]);
+        if (taken) jit_x64_jmp_label32(&c->b, &c->labels[jit_compile_jump_target(c->code, pc)]);
         return;
     }
     pop_into(c, RAX);
@@ -670,99 +666,6 @@ static bool emit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label
 
 /* A special send at pc. Answers the bytes it consumed: its own, or with the
  * conditional jump it fused. */
-/* -- Doubles, inline ----------------------------------------------------------------- */
-
-static bool doubles_inline(const Compiler *c) { return c->rt->double_inline && *c->rt->double_inline; }
-
-/* To slow unless the Oop in r is a Double; clobbers rdx. */
-static void double_or(Compiler *c, X64Reg r, X64Label *slow)
-{
-    X64Buf *b = &c->b;
-    jit_x64_test_ri(b, r, 7);
-    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, slow);
-    jit_x64_mov_rm(b, RDX, jit_x64_mem(r, 0));
-    jit_x64_and_ri(b, RDX, (int32_t)OBJ_CLASS_MASK);
-    jit_x64_cmp_ri(b, RDX, CLASS_INDEX_DOUBLE);
-    jit_x64_jcc_label32(b, JIT_X64_CC_NE, slow);
-}
-
-/* xmm0 := the Double receiver (rax), xmm1 := the argument (rcx: a Double,
- * or a SmallInteger converted when ints_too), or to slow; keeps rax, rcx. */
-static void doubles_or(Compiler *c, bool ints_too, X64Label *slow)
-{
-    X64Buf *b = &c->b;
-    X64Label have = JIT_X64_LABEL("argument loaded"), boxed = JIT_X64_LABEL("boxed argument");
-    double_or(c, RAX, slow);
-    jit_x64_movsd_xm(b, JIT_X64_XMM0, jit_x64_mem(RAX, 8));
-    if (ints_too) {
-        jit_x64_test_ri(b, RCX, 1);
-        jit_x64_jcc_label32(b, JIT_X64_CC_Z, &boxed);
-        jit_x64_mov_rr(b, R11, RCX);
-        jit_x64_sar_ri(b, R11, 1);
-        jit_x64_cvtsi2sd_xr(b, JIT_X64_XMM1, R11); /* as C's (double) in vm_int_to_double */
-        jit_x64_jmp_label32(b, &have);
-        jit_x64_label_bind(b, &boxed);
-    }
-    double_or(c, RCX, slow);
-    jit_x64_movsd_xm(b, JIT_X64_XMM1, jit_x64_mem(RCX, 8));
-    jit_x64_label_bind(b, &have);
-}
-
-/* rax := a new Double holding xmm0, bumped into eden as gc_alloc_fast
- * does, or to slow when eden is past its soft limit — which is 0 while a
- * tracer watches allocations (gc/heap.h), so the object__alloc probe sees
- * the Double the primitive then allocates. Nothing is written on the way to
- * slow. */
-static void box_double(Compiler *c, X64Label *slow)
-{
-    X64Buf *b = &c->b;
-    /* rax and rcx (the operands) stay intact until the last jump to slow */
-    jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->eden_top);
-    jit_x64_mov_rm(b, RDI, jit_x64_mem(R11, 0));
-    jit_x64_lea_rm(b, RDX, jit_x64_mem(RDI, 16));
-    jit_x64_mov_ri(b, RSI, (int64_t)(uintptr_t)c->rt->eden_limit);
-    jit_x64_cmp_rm(b, RDX, jit_x64_mem(RSI, 0));
-    jit_x64_jcc_label32(b, JIT_X64_CC_A, slow);
-    jit_x64_mov_mr(b, jit_x64_mem(R11, 0), RDX);
-    jit_x64_mov_ri(b, RDX, (int64_t)((uint64_t)CLASS_INDEX_DOUBLE | ((uint64_t)FMT_WORDS << OBJ_FORMAT_SHIFT) |
-                                       ((uint64_t)1 << OBJ_SLOTS_SHIFT)));
-    jit_x64_mov_mr(b, jit_x64_mem(RDI, 0), RDX);
-    jit_x64_movsd_mx(b, jit_x64_mem(RDI, 8), JIT_X64_XMM0);
-    jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->bytes_allocated);
-    jit_x64_add_mi(b, jit_x64_mem(R11, 0), 16);
-    jit_x64_mov_rr(b, RAX, RDI);
-}
-
-/* Double + - * with a Double or SmallInteger argument: the primitives'
- * arithmetic (plain IEEE), result boxed inline. */
-static void double_arith(Compiler *c, uint8_t op, X64Label *slow, X64Label *done)
-{
-    X64Buf *b = &c->b;
-    doubles_or(c, true, slow);
-    if (op == BC_SEND_ADD) jit_x64_addsd_xx(b, JIT_X64_XMM0, JIT_X64_XMM1);
-    else if (op == BC_SEND_SUB) jit_x64_subsd_xx(b, JIT_X64_XMM0, JIT_X64_XMM1);
-    else jit_x64_mulsd_xx(b, JIT_X64_XMM0, JIT_X64_XMM1);
-    box_double(c, slow);
-    jit_x64_jmp_label32(b, done);
-}
-
-/* Double < and = between two Doubles (Integer arguments compare exactly in
- * the primitive: left to it). Sets flags for the answered condition: an
- * unordered `=` goes to slow, an unordered `<` reads as false (ucomisd
- * sets CF, and `a < b` is tested as b above a). */
-static X64Cond double_compare(Compiler *c, uint8_t op, X64Label *slow)
-{
-    X64Buf *b = &c->b;
-    doubles_or(c, false, slow);
-    if (op == BC_SEND_LT) {
-        jit_x64_ucomisd_xx(b, JIT_X64_XMM1, JIT_X64_XMM0);
-        return JIT_X64_CC_A;
-    }
-    jit_x64_ucomisd_xx(b, JIT_X64_XMM0, JIT_X64_XMM1);
-    jit_x64_jcc_label32(b, JIT_X64_CC_P, slow);
-    return JIT_X64_CC_E;
-}
-
 /* Special sends whose fast paths keep the operands in rax and rcx until
  * their last jump to the generic send (which then pushes them): their
  * operands may come straight from descriptors. The others (divisions and
@@ -809,16 +712,18 @@ static size_t emit_special(Compiler *c, size_t pc)
     X64Reg regs[2] = { RAX, RCX };
     bool arg_int = false; /* the argument is a SmallInteger constant, arg_const */
     int64_t arg_const = 0;
+    JitOperandFacts facts = { false, false, false };
     if (k <= 2) {
         int order[2] = { 0, 1 };
         if (k == 2 && d >= 1 && c->sim[d - 1].kind == SIM_RAX) order[0] = 1, order[1] = 0; /* rcx := rax first */
         for (int i = 0; i < k; i++) {
             int j = order[i];
-            if (j >= s) sim_load(c, c->sim[j - s], regs[j]);
+            if (j >= s) jit_compile_sim_load(c, c->sim[j - s], regs[j]);
             else jit_x64_mov_rm(b, regs[j], jit_x64_mem(RSP, 8 * (s - 1 - j)));
         }
         arg_int = k == 2 && d == 2 && c->sim[1].kind == SIM_CONST && oop_is_int((Oop)c->sim[1].v);
         arg_const = arg_int ? c->sim[1].v : 0;
+        if (k == 2) facts = jit_double_facts(c, s == 0 ? &c->sim[0] : NULL, d >= 1 ? &c->sim[d - 1] : NULL);
     } else {
         jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 16)); /* at:put: receiver and index (all on the real stack) */
         jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 8));
@@ -826,9 +731,11 @@ static size_t emit_special(Compiler *c, size_t pc)
     c->nsim = 0;
     X64Label slow = JIT_X64_LABEL("generic send"), done = JIT_X64_LABEL("special done");
     X64Label not_ints = JIT_X64_LABEL("not SmallIntegers");
-    bool dbl_arith = doubles_inline(c) && (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL);
-    bool dbl_cmp = doubles_inline(c) && (op == BC_SEND_LT || op == BC_SEND_EQ);
-    bool ints = int_inline(c, op);
+    bool dbl_arith = (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) && jit_double_inline(c, op);
+    bool dbl_cmp = (op == BC_SEND_LT || op == BC_SEND_GT || op == BC_SEND_LE || op == BC_SEND_GE || op == BC_SEND_EQ) &&
+                   jit_double_inline(c, op);
+    /* a literal Double operand: no SmallInteger answer, straight to the Double path */
+    bool ints = int_inline(c, op) && !((facts.receiver_double || facts.arg_double) && (dbl_arith || dbl_cmp));
     if (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) {
         if (ints) {
             both_ints_or(c, arg_int, dbl_arith ? &not_ints : &slow);
@@ -847,11 +754,20 @@ static size_t emit_special(Compiler *c, size_t pc)
         }
         if (dbl_arith) {
             jit_x64_label_bind(b, &not_ints);
-            double_arith(c, op, &slow, &done);
+            JitDoubleLink links[JIT_DOUBLE_CHAIN_MAX];
+            int n = jit_double_chain_scan(c, pc, links, JIT_DOUBLE_CHAIN_MAX);
+            if (n >= 2) {
+                X64Label single = JIT_X64_LABEL("one Double send");
+                jit_double_chain(c, links, n, s, facts, &single);
+                jit_x64_label_bind(b, &single);
+            }
+            jit_double_arith(c, op, facts, &slow, &done);
         }
     } else if (is_compare(op) && (ints || dbl_cmp)) {
         uint8_t after = next < c->len ? c->code[next] : BC_HALT;
-        bool fuse = (after == BC_JUMP_IF_TRUE || after == BC_JUMP_IF_FALSE) && !c->target[next];
+        long br = jit_compile_fused_branch(c, next);
+        bool fuse = br >= 0;
+        uint8_t br_op = fuse ? c->code[br] : BC_HALT;
         bool dbl = dbl_cmp;
         if (ints)
             both_ints_or(c, arg_int, dbl ? &not_ints : &slow);
@@ -861,31 +777,34 @@ static size_t emit_special(Compiler *c, size_t pc)
         else jit_x64_cmp_rr(b, RAX, RCX);
         if (fuse) {
             X64Cond cc = compare_cond(op);
-            if (after == BC_JUMP_IF_FALSE) cc = jit_x64_cc_negate(cc);
+            if (br_op == BC_JUMP_IF_FALSE) cc = jit_x64_cc_negate(cc);
             X64Label fallthrough = JIT_X64_LABEL("fused fallthrough");
+            X64Label *taken = &c->labels[jit_compile_jump_target(c->code, (size_t)br)];
             if (s) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * s)); /* lea keeps the flags */
-            jcc_to(c, cc, &c->labels[jump_target(c->code, next)], next);
+            jit_compile_jcc_to(c, cc, taken, (size_t)br);
             jit_x64_jmp_label32(b, &fallthrough);
             if (dbl) {
                 jit_x64_label_bind(b, &not_ints);
-                X64Cond dc = double_compare(c, op, &slow);
-                if (after == BC_JUMP_IF_FALSE) dc = jit_x64_cc_negate(dc);
+                X64Cond dc = jit_double_compare(c, op, facts, &slow);
+                if (br_op == BC_JUMP_IF_FALSE) dc = jit_x64_cc_negate(dc);
                 if (s) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * s));
-                jcc_to(c, dc, &c->labels[jump_target(c->code, next)], next);
+                jit_compile_jcc_to(c, dc, taken, (size_t)br);
                 jit_x64_jmp_label32(b, &fallthrough);
             }
             jit_x64_label_bind(b, &slow);
             for (int j = s; j < k; j++) jit_x64_push_r(b, regs[j]);
             emit_send_rax(c, jit_send_tag_special(op), nargs, pc);
-            emit_cond_jump_rax(c, next);
+            emit_cond_jump_rax(c, (size_t)br);
             jit_x64_label_bind(b, &fallthrough);
+            /* through a JUMP to the conditional jump: on where that one falls through */
+            if ((size_t)br != next) jit_x64_jmp_label32(b, &c->labels[(size_t)br + vm_bytecode_length[br_op]]);
             return 1 + vm_bytecode_length[after];
         }
-        set_boolean(c, compare_cond(op));
+        jit_compile_set_boolean(c, compare_cond(op));
         jit_x64_jmp_label32(b, &done);
         if (dbl) {
             jit_x64_label_bind(b, &not_ints);
-            set_boolean(c, double_compare(c, op, &slow));
+            jit_compile_set_boolean(c, jit_double_compare(c, op, facts, &slow));
             jit_x64_jmp_label32(b, &done);
         }
     } else if (op == BC_SEND_IDENTICAL) {
@@ -923,7 +842,7 @@ static size_t emit_special(Compiler *c, size_t pc)
         }
         jit_x64_label_bind(b, &decided);
         jit_x64_label_bind(b, &identical); /* ZF: set when identical, clear for two different SmallIntegers */
-        set_boolean(c, JIT_X64_CC_E);
+        jit_compile_set_boolean(c, JIT_X64_CC_E);
         jit_x64_jmp_label32(b, &done);
     } else if (!emit_int_fast_path(c, op, &slow, &done)) {
         emit_array_fast_path(c, op, pc, value_const, &slow, &done);
@@ -931,7 +850,7 @@ static size_t emit_special(Compiler *c, size_t pc)
     X64Label merged = JIT_X64_LABEL("special merged");
     jit_x64_label_bind(b, &slow);
     for (int j = s; j < k; j++) jit_x64_push_r(b, regs[j]);
-    emit_send_call(c, jit_send_tag_special(op), nargs, pc);
+    jit_compile_send_call(c, jit_send_tag_special(op), nargs, pc);
     jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * k));
     if (s) jit_x64_jmp_label32(b, &merged);
     jit_x64_label_bind(b, &done);
@@ -941,29 +860,75 @@ static size_t emit_special(Compiler *c, size_t pc)
     return 1;
 }
 
+/* A plain send of Double // or sqrt (jit_double_send_kind) at pc: a fast
+ * path for Double receivers, laid out as emit_special's (its operands from
+ * the descriptors into rax and rcx, kept for the send). */
+static void emit_double_send(Compiler *c, size_t pc, JitDoubleSend kind)
+{
+    X64Buf *b = &c->b;
+    const uint8_t *p = c->code + pc;
+    int64_t tag = p[0] == BC_SEND ? p[1] : operand_w(p + 1);
+    int nargs = p[0] == BC_SEND ? p[2] : p[3];
+    int k = nargs + 1;
+    VM_ASSERT(k <= 2);
+    flush_below(c, k);
+    int d = c->nsim, s = k - d;
+    X64Reg regs[2] = { RAX, RCX };
+    int order[2] = { 0, 1 };
+    if (k == 2 && d >= 1 && c->sim[d - 1].kind == SIM_RAX) order[0] = 1, order[1] = 0; /* rcx := rax first */
+    for (int i = 0; i < k; i++) {
+        int j = order[i];
+        if (j >= s) jit_compile_sim_load(c, c->sim[j - s], regs[j]);
+        else jit_x64_mov_rm(b, regs[j], jit_x64_mem(RSP, 8 * (s - 1 - j)));
+    }
+    JitOperandFacts facts = jit_double_facts(c, s == 0 ? &c->sim[0] : NULL, k == 2 && d >= 1 ? &c->sim[d - 1] : NULL);
+    c->nsim = 0;
+    X64Label slow = JIT_X64_LABEL("Double send"), done = JIT_X64_LABEL("Double send done"),
+             merged = JIT_X64_LABEL("Double send merged");
+    jit_double_send(c, kind, facts, &slow, &done);
+    jit_x64_label_bind(b, &slow);
+    for (int j = s; j < k; j++) jit_x64_push_r(b, regs[j]);
+    jit_compile_send_call(c, tag, nargs, pc);
+    jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * k));
+    if (s) jit_x64_jmp_label32(b, &merged);
+    jit_x64_label_bind(b, &done);
+    if (s) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * s));
+    jit_x64_label_bind(b, &merged);
+    sim_push(c, SIM_RAX, 0);
+}
+
+static void barrier_unneeded(Compiler *c, X64Label *done);
+
 /* The generational write barrier after rcx was stored into object rax:
  * old object, young pointer, not yet remembered -> the barrier runtime.
  * Clobbers rdx and r11 (and everything when it calls). */
 static void barrier(Compiler *c, size_t bcpc)
 {
-    X64Buf *b = &c->b;
     X64Label done = JIT_X64_LABEL("barrier done");
+    barrier_unneeded(c, &done);
+    jit_x64_mov_rr(&c->b, RDI, RAX);
+    jit_x64_call_rel32(&c->b, c->rt->barrier);
+    jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_OTHER);
+    jit_x64_label_bind(&c->b, &done);
+}
+
+/* To done unless storing rcx into object rax must remember rax (old object,
+ * young pointer, not yet remembered). Clobbers rdx and r11. */
+static void barrier_unneeded(Compiler *c, X64Label *done)
+{
+    X64Buf *b = &c->b;
     jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->old_start);
     jit_x64_cmp_rm(b, RAX, jit_x64_mem(R11, 0));
-    jit_x64_jcc_label32(b, JIT_X64_CC_B, &done); /* young object */
+    jit_x64_jcc_label32(b, JIT_X64_CC_B, done); /* young object */
     jit_x64_test_ri(b, RCX, 7);
-    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &done); /* an immediate */
+    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, done); /* an immediate */
     jit_x64_test_rr(b, RCX, RCX);
-    jit_x64_jcc_label32(b, JIT_X64_CC_Z, &done);
+    jit_x64_jcc_label32(b, JIT_X64_CC_Z, done);
     jit_x64_cmp_rm(b, RCX, jit_x64_mem(R11, 0));
-    jit_x64_jcc_label32(b, JIT_X64_CC_AE, &done); /* an old value */
+    jit_x64_jcc_label32(b, JIT_X64_CC_AE, done); /* an old value */
     jit_x64_mov_rm(b, RDX, jit_x64_mem(RAX, 0));
     jit_x64_bt_ri(b, RDX, OBJ_GC_SHIFT); /* OBJ_GC_REMEMBERED */
-    jit_x64_jcc_label32(b, JIT_X64_CC_C, &done);
-    jit_x64_mov_rr(b, RDI, RAX);
-    jit_x64_call_rel32(b, c->rt->barrier);
-    jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_OTHER);
-    jit_x64_label_bind(b, &done);
+    jit_x64_jcc_label32(b, JIT_X64_CC_C, done);
 }
 
 /* Stores rcx into field i of self, with the barrier. */
@@ -1274,7 +1239,7 @@ static void emit_back_jump(Compiler *c, size_t pc)
     jit_x64_call_rel32(b, c->rt->safepoint);
     jit_map_add(&c->map, mcpc(c), (uint32_t)pc, JIT_MAP_BACKJUMP);
     jit_x64_label_bind(b, &go);
-    jit_x64_jmp_label32(b, &c->labels[jump_target(c->code, pc)]);
+    jit_x64_jmp_label32(b, &c->labels[jit_compile_jump_target(c->code, pc)]);
 }
 
 /* Emits the template of the bytecode at pc; answers the bytes consumed.
@@ -1350,11 +1315,17 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
         sim_push(c, SIM_RAX, 0);
         break;
     case BC_SEND:
-    case BC_SEND_W:
+    case BC_SEND_W: {
+        JitDoubleSend kind = jit_double_send_kind(c, pc);
+        if (kind != JIT_DOUBLE_SEND_NONE) {
+            emit_double_send(c, pc, kind);
+            break;
+        }
         flush(c);
         emit_send_rax(c, op == BC_SEND ? p[1] : operand_w(p + 1), op == BC_SEND ? p[2] : p[3], pc);
         sim_push(c, SIM_RAX, 0);
         break;
+    }
     case BC_SUPER_SEND:
     case BC_SUPER_SEND_W: {
         unsigned lit = op == BC_SUPER_SEND ? p[1] : operand_w(p + 1);
@@ -1397,7 +1368,7 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
         break;
     case BC_JUMP:
         flush(c);
-        jit_x64_jmp_label32(b, &c->labels[jump_target(c->code, pc)]);
+        jit_x64_jmp_label32(b, &c->labels[jit_compile_jump_target(c->code, pc)]);
         break;
     case BC_JUMP_BACK:
         flush(c); /* OSR enters at the safepoint's return address with the interpreter's stack */
@@ -1417,6 +1388,57 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
 
 /* -- The compiler ------------------------------------------------------------------------ */
 
+/* `x = ( ^x )`: a method that only answers one of self's fields. */
+static bool is_getter(const Compiler *c)
+{
+    return !c->is_block && c->nargs == 0 && c->ntemps == 0 && c->len >= 3 && c->code[0] == BC_PUSH_FIELD &&
+           c->code[2] == BC_RETURN_TOP;
+}
+
+/* A getter builds no frame (NBody's accessors were a third of its time,
+ * most of it in the frame's prologue and epilogue): after the entry's
+ * interrupt check, which stays so a GC or a tracer on the method probes
+ * takes entry_slow as for any method (it resumes at `checked` or hands the
+ * activation to the interpreter), it reads the field and returns. It calls
+ * nothing, so its pcs are never return addresses on the stack, and a
+ * profiler unwinds it as the entry checks (frameless). */
+static void emit_getter_body(Compiler *c, X64Label *slow, X64Label *checked)
+{
+    X64Buf *b = &c->b;
+    emit_interrupt_check(c, slow);
+    jit_x64_label_bind(b, checked);
+    jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 8)); /* the receiver, above the return address */
+    jit_x64_mov_rm(b, RAX, field_of_rax(c->code[1]));
+    jit_x64_ret(b);
+}
+
+/* `x: v = ( x := v )`: a method that only stores its argument into one of
+ * self's fields and answers self. */
+static bool is_setter(const Compiler *c)
+{
+    return !c->is_block && c->nargs == 1 && c->ntemps == 0 && c->len >= 5 && c->code[0] == BC_PUSH_ARG &&
+           c->code[2] == BC_POP_FIELD && c->code[4] == BC_RETURN_SELF;
+}
+
+/* A setter stores without a frame, as a getter reads, unless the store
+ * must remember self (then the method's plain code, which follows, does it
+ * with its frame: the barrier's call is mapped and may run with a frame
+ * only). */
+static void emit_setter_fast_path(Compiler *c, X64Label *slow)
+{
+    X64Buf *b = &c->b;
+    X64Label store = JIT_X64_LABEL("setter store"), full = JIT_X64_LABEL("setter with a frame");
+    emit_interrupt_check(c, slow);
+    jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 16)); /* self, then the argument, above the return address */
+    jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 8));
+    barrier_unneeded(c, &store);
+    jit_x64_jmp_label32(b, &full);
+    jit_x64_label_bind(b, &store);
+    jit_x64_mov_mr(b, field_of_rax(c->code[3]), RCX);
+    jit_x64_ret(b);
+    jit_x64_label_bind(b, &full);
+}
+
 /* Emits the whole method into c->b (which starts at the header copy);
  * binds the two entry labels. */
 static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *checked_entry, X64Label *unchecked_entry)
@@ -1429,6 +1451,12 @@ static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *che
     unwind_from_here(c, PROF_UNWIND_FRAMELESS); /* entry checks run before the frame exists */
     emit_checked_entry(&c->b, c->nargs, &abort);
     jit_x64_label_bind(&c->b, unchecked_entry);
+    if (is_getter(c)) {
+        emit_getter_body(c, &slow, &checked);
+        emit_entry_exits(&c->b, &c->map, c->rt, &header, &abort, &slow, &checked);
+        return;
+    }
+    if (is_setter(c)) emit_setter_fast_path(c, &slow);
     emit_prologue(c, &header, &slow, &checked);
     for (size_t pc = 0; pc < c->len;) {
         if (c->target[pc]) flush(c); /* a merge point: every path arrives with the real stack */

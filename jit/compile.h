@@ -124,9 +124,13 @@ typedef struct JitCompileRuntime {
     /* Other receivers: vm/special.h's table by class index (NULL: send). */
     const uint8_t *nil_table;
     uint32_t nil_table_classes;
-    /* Inline Double + - * < = while Double's own primitives answer them;
-     * results are bumped into eden as gc_alloc_fast does. */
-    const bool *double_inline;
+    /* The same for Double receivers: Double + - * < > <= >= = are inlined
+     * while Double's own primitives answer them (NULL: never); results are
+     * bumped into eden as gc_alloc_fast does. */
+    const uint64_t *double_prims;
+    /* Inline the plain sends Double // and sqrt while these say Double's
+     * own primitives answer them (NULL: never). */
+    const bool *double_divide_inline, *double_sqrt_inline;
     uintptr_t *eden_top;
     const uintptr_t *eden_limit;
     uint64_t *bytes_allocated;

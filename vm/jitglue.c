@@ -663,7 +663,9 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
         return false;
     }
     runtime.globals_epoch = &vm_globals_epoch;
-    runtime.double_inline = &vm_double_arith_is_prim;
+    runtime.double_prims = &vm_double_special_prims;
+    runtime.double_divide_inline = &vm_double_divide_is_prim;
+    runtime.double_sqrt_inline = &vm_double_sqrt_is_prim;
     runtime.eden_top = &gc_eden_top;
     runtime.eden_limit = &gc_eden_soft_limit;
     runtime.bytes_allocated = &gc_stats.bytes_allocated;

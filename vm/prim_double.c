@@ -96,6 +96,39 @@ static bool prim_as_integer(Oop *args, Oop *result)
 
 /* -- Comparing ------------------------------------------------------------------ */
 
+/* `>`, `<=` and `>=` answer what the library's definitions through `<` and
+ * `=` did (`>` was `((self < x) or: [ self = x ]) not`): a NaN on either side
+ * makes `>` and `>=` true and `<=` false. As primitives they cost no send of
+ * their own and machine code can inline them (jit/double_inline.c). A
+ * non-number argument fails as `<` did. */
+static bool compare_with(Oop *args, int *c)
+{
+    bool ok;
+    *c = vm_num_compare(args[0], args[1], &ok);
+    return ok || numeric_type_error(args[1]);
+}
+
+static bool prim_greater(Oop *args, Oop *result)
+{
+    int c;
+    if (!compare_with(args, &c)) return false;
+    return answer(vm_bool(c != -1 && c != 0), result);
+}
+
+static bool prim_less_equal(Oop *args, Oop *result)
+{
+    int c;
+    if (!compare_with(args, &c)) return false;
+    return answer(vm_bool(c == -1 || c == 0), result);
+}
+
+static bool prim_greater_equal(Oop *args, Oop *result)
+{
+    int c;
+    if (!compare_with(args, &c)) return false;
+    return answer(vm_bool(c != -1), result);
+}
+
 
 /* -- Converting ------------------------------------------------------------------ */
 
@@ -139,6 +172,9 @@ const VmPrimDef vm_prims_double[] = {
     {"Double", false, "sin", prim_sin},
     {"Double", false, "=", vm_prim_number_equal},
     {"Double", false, "<", vm_prim_number_less},
+    {"Double", false, ">", prim_greater},
+    {"Double", false, "<=", prim_less_equal},
+    {"Double", false, ">=", prim_greater_equal},
     {"Double", false, "asString", prim_as_string},
     {"Double", true, "PositiveInfinity", prim_positive_infinity},
     {"Double", true, "fromString:", prim_from_string},

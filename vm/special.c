@@ -11,7 +11,8 @@
 
 #include <string.h>
 
-uint64_t vm_int_special_prims;
+uint64_t vm_int_special_prims, vm_double_special_prims;
+bool vm_double_divide_is_prim, vm_double_sqrt_is_prim;
 Oop vm_special_nil_answers[2], vm_special_int_answers[2]; /* true, false or 0: never move */
 uint8_t vm_special_nil_table[VM_SPECIAL_NIL_TABLE_CLASSES];
 
@@ -37,21 +38,26 @@ void vm_special_note_lookup(uint32_t class_index, Oop selector, Oop m)
         (uint8_t)(VM_SPECIAL_NIL_KNOWN(k) | (answer == vm_true ? VM_SPECIAL_NIL_TRUE(k) : 0));
 }
 
-/* Integer's method for sel is the VM's Integer primitive of sel. */
-static bool integer_prim(const char *sel)
+/* The method of class_index for sel is the VM's primitive cls>>sel. */
+static bool own_prim(uint32_t class_index, const char *cls, const char *sel)
 {
-    Oop m = vm_lookup(vm_class_table[CLASS_INDEX_SMALLINT], vm_symbol_from_cstr(sel));
+    Oop m = vm_lookup(vm_class_table[class_index], vm_symbol_from_cstr(sel));
     if (!m) return false;
     intptr_t p = oop_int(obj_slots(m)[METHOD_PRIMITIVE]);
-    return p > 1 && strcmp(vm_prim_table[p].class_name, "Integer") == 0 && strcmp(vm_prim_table[p].selector, sel) == 0;
+    return p > 1 && strcmp(vm_prim_table[p].class_name, cls) == 0 && strcmp(vm_prim_table[p].selector, sel) == 0;
 }
 
 void vm_special_init(void)
 {
-    uint64_t mask = 0;
-    for (int i = 0; i < BC_N_SPECIAL; i++)
-        if (integer_prim(vm_special_selector[i])) mask |= (uint64_t)1 << i;
-    vm_int_special_prims = mask;
+    uint64_t ints = 0, doubles = 0;
+    for (int i = 0; i < BC_N_SPECIAL; i++) {
+        if (own_prim(CLASS_INDEX_SMALLINT, "Integer", vm_special_selector[i])) ints |= (uint64_t)1 << i;
+        if (own_prim(CLASS_INDEX_DOUBLE, "Double", vm_special_selector[i])) doubles |= (uint64_t)1 << i;
+    }
+    vm_int_special_prims = ints;
+    vm_double_special_prims = doubles;
+    vm_double_divide_is_prim = own_prim(CLASS_INDEX_DOUBLE, "Double", "//");
+    vm_double_sqrt_is_prim = own_prim(CLASS_INDEX_DOUBLE, "Double", "sqrt");
     static const char *const sels[2] = {"isNil", "notNil"};
     for (int k = 0; k < 2; k++) {
         Oop sel = vm_symbol_from_cstr(sels[k]);

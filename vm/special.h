@@ -12,6 +12,8 @@
  *                         of that selector: SmallInteger fast paths of bc
  *                         apply. Classes never change once loaded, so this
  *                         is computed once, after the core is loaded.
+ *   vm_double_special_prims  the same for Double's methods and the VM's
+ *                         Double primitives.
  *   vm_special_constant   the answer of a method that only returns true or
  *                         false (PUSH_TRUE|PUSH_FALSE, RETURN_TOP), else 0.
  *
@@ -34,6 +36,12 @@
 _Static_assert(BC_N_SPECIAL <= 64, "one bit per special send in vm_int_special_prims");
 
 extern uint64_t vm_int_special_prims;
+/* The same for Double's methods and the VM's Double primitives (a Double
+ * receiver's fast paths in machine code, jit/compile.c). */
+extern uint64_t vm_double_special_prims;
+/* Double's // and sqrt are the VM's Double primitives (plain sends that
+ * machine code inlines for Doubles). */
+extern bool vm_double_divide_is_prim, vm_double_sqrt_is_prim;
 /* The constant isNil [0] and notNil [1] answer for nil and for
  * SmallIntegers (vm_special_constant of their classes' methods), or 0. */
 extern Oop vm_special_nil_answers[2], vm_special_int_answers[2];

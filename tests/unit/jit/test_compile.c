@@ -162,6 +162,8 @@ static int reset(void **state)
     memset(&seen, 0, sizeof seen);
     gc_collect_wanted = false;
     int_prims = ~(uint64_t)0;
+    rt.double_prims = NULL;
+    rt.double_divide_inline = rt.double_sqrt_inline = NULL;
     return 0;
 }
 
@@ -745,6 +747,49 @@ static void blocks_take_self_from_their_closure(void **state)
     assert_int_equal(seen.frame_flags, 0); /* no send happened */
 }
 
+/* The longest Double chains a method can hold (every special send taking
+ * the previous answer, and // and sqrt sends among them) fit the bound the
+ * first pass reserves, and compute what one send at a time would. */
+static void double_chains_fit_their_bound(void **state)
+{
+    (void)state;
+    static uint64_t double_prims = ~(uint64_t)0;
+    static bool yes = true;
+    rt.double_prims = &double_prims;
+    rt.double_divide_inline = &yes;
+    rt.double_sqrt_inline = &yes;
+    rt.eden_top = &gc_eden_top;
+    rt.eden_limit = &gc_eden_soft_limit;
+    rt.bytes_allocated = &gc_stats.bytes_allocated;
+    Oop lits[2]; /* the selectors // and sqrt: bytes objects, one slot each */
+    const char *names[2] = { "//", "sqrt" };
+    for (int i = 0; i < 2; i++) {
+        size_t len = strlen(names[i]);
+        lits[i] = gc_alloc_old(CLASS_INDEX_SYMBOL, FMT_BYTES + (unsigned)(8 - len), 1);
+        memcpy(obj_bytes(lits[i]), names[i], len);
+    }
+    /* a * a + a * a - a * a + a * a - a * a + a // a - a sqrt + a * a - a // a + a * a + a - a * a < a,
+     * which took more than the templates' bounds before chains had theirs */
+    static const char ops[] = "*+*-*+*-*+/S+*-/+*+-*<";
+    uint8_t code[200];
+    size_t n = 0;
+    code[n++] = BC_PUSH_ARG, code[n++] = 2;
+    for (const char *o = ops; *o; o++) {
+        code[n++] = BC_PUSH_ARG, code[n++] = 2;
+        switch (*o) {
+        case '+': code[n++] = BC_SEND_ADD; break;
+        case '-': code[n++] = BC_SEND_SUB; break;
+        case '*': code[n++] = BC_SEND_MUL; break;
+        case '<': code[n++] = BC_SEND_LT; break;
+        case '/': code[n++] = BC_SEND, code[n++] = 0, code[n++] = 1; break;
+        default: code[n++] = BC_SEND, code[n++] = 1, code[n++] = 0, code[n++] = BC_SEND_SUB; break; /* - a sqrt */
+        }
+    }
+    code[n++] = BC_RETURN_TOP;
+    assert_true(n <= sizeof code);
+    compile_ok(make_method_full(1, 0, lits, 2, code, n, false, 0));
+}
+
 static void declines_with_a_reason(void **state)
 {
     (void)state;
@@ -786,6 +831,7 @@ int main(void)
         cmocka_unit_test_setup(plain_send_reaches_the_runtime, reset),
         cmocka_unit_test_setup(conditional_jumps_and_must_be_boolean, reset),
         cmocka_unit_test_setup(simulated_stack_keeps_values_exact, reset),
+        cmocka_unit_test_setup(double_chains_fit_their_bound, reset),
         cmocka_unit_test_setup(declines_with_a_reason, reset),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

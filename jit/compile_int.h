@@ -1,0 +1,141 @@
+/*
+ * jit/compile_int.h — what jit/compile.c shares with the files that emit
+ * parts of its templates (jit/double_inline.c): the compiler's state, the
+ * simulated stack's descriptors and a few emit helpers.
+ *
+ * Who may include: jit/compile.c, jit/double_inline.c.
+ */
+#ifndef JIT_COMPILE_INT_H
+#define JIT_COMPILE_INT_H
+
+#include "jit/compile.h"
+#include "jit/map.h"
+#include "jit/x64.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RAX JIT_X64_RAX
+#define RCX JIT_X64_RCX
+#define RDX JIT_X64_RDX
+#define RSP JIT_X64_RSP
+#define RBP JIT_X64_RBP
+#define RSI JIT_X64_RSI
+#define RDI JIT_X64_RDI
+#define R11 JIT_X64_R11
+
+typedef struct Compiler {
+    const JitCompileRuntime *rt;
+    Oop method;
+    const uint8_t *code;
+    size_t len;
+    int nargs, ntemps;
+    bool is_block;
+    bool makes_blocks; /* PUSH_BLOCK: its frame may get a context, widowed on return */
+    bool *target;     /* [len + 1]: some jump lands here */
+    bool *loop_head;  /* [len + 1]: a backward jump lands here */
+    X64Label *labels; /* [len + 1]: bytecode pc -> its code */
+    X64Buf b;
+    JitMapBuilder map;
+    uint32_t *lits;   /* buffer offsets of the literal sites' imm64s (global caches) */
+    uint32_t nlits, lits_cap;
+    bool lits_failed;
+    uint32_t *unwind; /* pairs (offset, PROF_UNWIND_* rule): jit/method.h's unwind table */
+    uint32_t nunwind, unwind_cap;
+    struct SimEntry *sim; /* [len + 2]: the simulated stack (see "The simulated stack") */
+    int nsim;
+} Compiler;
+
+typedef enum SimKind { SIM_CONST, SIM_SELF, SIM_ARG, SIM_TEMP, SIM_FIELD, SIM_LIT, SIM_RAX } SimKind;
+
+typedef struct SimEntry {
+    SimKind kind;
+    int64_t v; /* the Oop (SIM_CONST) or the index */
+} SimEntry;
+
+/* r := the value e describes (r is its own scratch). */
+void jit_compile_sim_load(Compiler *c, SimEntry e, X64Reg r);
+/* A conditional jump for the bytecode at bcpc, mapped as its branch. */
+void jit_compile_jcc_to(Compiler *c, X64Cond cc, X64Label *l, size_t bcpc);
+/* Where a jump at pc lands, or -1 when it is not a jump. */
+long jit_compile_jump_target(const uint8_t *code, size_t pc);
+/* A send through the send trampoline, mapped (the receiver and nargs
+ * arguments on the stack; the answer replaces them). */
+void jit_compile_send_call(Compiler *c, int64_t tag, int nargs, size_t bcpc);
+/* The conditional jump (JUMP_IF_TRUE/FALSE) that a comparison whose next
+ * bytecode is at next fuses with, or -1: the next bytecode itself, or the
+ * one an unconditional forward jump there lands on (`(a < b) and: [ c <= d ]`
+ * as a loop's condition ends in a JUMP to the loop's JUMP_IF_FALSE, whose
+ * other entry pushes false): branching there on the flags skips the
+ * Boolean, its push at the merge, and its two tests. The next bytecode
+ * must be no jump target. */
+long jit_compile_fused_branch(const Compiler *c, size_t next);
+/* rax := true when cc holds after the compare, else false. */
+void jit_compile_set_boolean(Compiler *c, X64Cond cc);
+
+/* -- jit/double_inline.c ------------------------------------------------------------ */
+
+/* Whether a Double receiver of special send op may take its fast path:
+ * Double's method for it is the VM's primitive (vm/special.h). */
+bool jit_double_inline(const Compiler *c, uint8_t op);
+/* What the compiler knows of a special send's receiver (rax) and argument
+ * (rcx) from their descriptors: both read from one (`x * x`: one test
+ * covers both), or literal Doubles (no test; no SmallInteger path). */
+typedef struct JitOperandFacts {
+    bool same, receiver_double, arg_double;
+} JitOperandFacts;
+/* The facts of receiver descriptor r and argument descriptor a (either may
+ * be NULL: on the real stack). */
+JitOperandFacts jit_double_facts(const Compiler *c, const SimEntry *r, const SimEntry *a);
+
+/* Double + - * with a Double or SmallInteger argument (rcx), receiver in
+ * rax: the primitives' arithmetic (plain IEEE), the answer boxed inline
+ * into rax, then to done; to slow (rax, rcx intact) otherwise. */
+void jit_double_arith(Compiler *c, uint8_t op, JitOperandFacts f, X64Label *slow, X64Label *done);
+/* Double < > <= >= = between two Doubles (Integer arguments compare
+ * exactly in the primitives: left to them): flags set for the returned
+ * condition, or to slow. */
+X64Cond jit_double_compare(Compiler *c, uint8_t op, JitOperandFacts f, X64Label *slow);
+
+/* The plain sends machine code inlines for Double receivers. */
+typedef enum JitDoubleSend { JIT_DOUBLE_SEND_NONE, JIT_DOUBLE_SEND_DIVIDE, JIT_DOUBLE_SEND_SQRT } JitDoubleSend;
+/* Which one the SEND or SEND_W at pc is: `//` with one argument or `sqrt`
+ * with none while Double's method is the VM's primitive. */
+JitDoubleSend jit_double_send_kind(const Compiler *c, size_t pc);
+/* Its fast path, the receiver in rax and the argument in rcx: the answer
+ * boxed into rax, then to done; to slow (rax, rcx intact) otherwise. */
+void jit_double_send(Compiler *c, JitDoubleSend kind, JitOperandFacts f, X64Label *slow, X64Label *done);
+
+/* A chain of Double sends computed unboxed (jit/double_inline.c,
+ * "Chains"). Link 0 is the first send (+ - *); each later one (+ - * < >
+ * <= >=, and // and sqrt as op JIT_DOUBLE_OP_DIVIDE, JIT_DOUBLE_OP_SQRT)
+ * takes the previous answer as its receiver (its argument `other`, a
+ * descriptor pushed in between; sqrt has none) or as its argument (its
+ * receiver on the real stack). */
+#define JIT_DOUBLE_OP_DIVIDE 0xfe /* beyond the bytecodes */
+#define JIT_DOUBLE_OP_SQRT 0xff
+/* The longest chains in Mandelbrot and NBody have 3 links. Every send of
+ * a long expression starts a chain of the rest (its plain code's), so the
+ * code grows with the square of this bound; a longer chain continues as
+ * another after a box. */
+#define JIT_DOUBLE_CHAIN_MAX 4
+typedef struct JitDoubleLink {
+    uint8_t op;
+    size_t pc;
+    bool prev_is_receiver;
+    SimEntry other;
+} JitDoubleLink;
+/* The chain starting at the special send at pc (at most max links): its
+ * length, 0 or 1 when there is none to fuse. */
+int jit_double_chain_scan(const Compiler *c, size_t pc, JitDoubleLink *links, int max);
+/* A bound of the bytes jit_double_chain emits for a chain of n links (0
+ * for none). */
+size_t jit_double_chain_bound(int n);
+/* The chain's fast path, with the first send's receiver in rax and argument
+ * in rcx, s of its operands on the real stack: to fallback (all intact)
+ * unless both are numbers as jit_double_arith takes them and eden has room
+ * for one Double; then jumps to the plain code after the chain. */
+void jit_double_chain(Compiler *c, const JitDoubleLink *links, int n, int s, JitOperandFacts f, X64Label *fallback);
+
+#endif
