@@ -312,6 +312,7 @@ static Oop interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
         [SENDCACHE_GETTER] = &&site_getter,
         [SENDCACHE_SETTER] = &&site_setter,
         [SENDCACHE_CONST] = &&site_const,
+        [SENDCACHE_BLOCK_VALUE] = &&site_block_value,
     };
     bool passed_safepoint = false;
     static char msg[1024]; /* static: keeps the interpreter's frame small so registers stay registers */
@@ -584,6 +585,10 @@ site_method : {
     DISPATCH();
 }
 
+site_block_value:
+    m = obj_slots(sp[n])[BLOCK_METHOD];
+    goto activate_block;
+
 site_getter:
     if (UNLIKELY(VM_PROBE_METHODS_TRACED())) goto activate_method;
     result = obj_slots(sp[n])[sce->field];
@@ -625,13 +630,38 @@ super_send : {
 }
 
 #define INT_PRIM(op) vm_int_special_is_prim(op)
-#define SPECIAL_SEND(op)                                 \
-    do {                                                 \
-        SAFEPOINT_CHECK(); \
-        sel = special_sel[(op) - BC_SEND_ADD];           \
-        n = special_nargs[(op) - BC_SEND_ADD];           \
-        ip += 1;                                         \
-        goto send;                                       \
+#define SPECIAL_SEND(op) SITE_SEND(1, special_sel[(op) - BC_SEND_ADD], special_nargs[(op) - BC_SEND_ADD])
+
+/* Double receiver and argument (for + - *, a SmallInteger argument too, as
+ * the primitive coerces it), while Double's methods are the primitives:
+ * the IEEE result, boxed in eden by the inline allocator. Comparisons with
+ * Integers are exact in the primitive (vm_num_compare): those take the send. */
+#define DOUBLE_OPERANDS(INT_ARG_OK)                                                                   \
+    (vm_double_arith_is_prim && oop_is_ptr(a) && obj_class_index(a) == CLASS_INDEX_DOUBLE &&         \
+     ((oop_is_ptr(b) && obj_class_index(b) == CLASS_INDEX_DOUBLE && (y = obj_double(b), true)) ||  \
+      ((INT_ARG_OK) && oop_is_int(b) && (y = (double)oop_int(b), true))))
+#define DOUBLE_ARITH(OP)                                                 \
+    do {                                                                 \
+        double y;                                                        \
+        if (DOUBLE_OPERANDS(true)) {                                     \
+            Oop d = gc_alloc_fast(CLASS_INDEX_DOUBLE, FMT_WORDS, 1);     \
+            if (LIKELY(d != 0)) {                                        \
+                double r = obj_double(a) OP y;                           \
+                memcpy(obj_slots(d), &r, sizeof r);                      \
+                *++sp = d;                                               \
+                ip += 1;                                                 \
+                DISPATCH();                                              \
+            }                                                            \
+        }                                                                \
+    } while (0)
+#define DOUBLE_COMPARE(OP)                                               \
+    do {                                                                 \
+        double y;                                                        \
+        if (DOUBLE_OPERANDS(false)) {                                    \
+            *++sp = obj_double(a) OP y ? vm_true : vm_false;             \
+            ip += 1;                                                     \
+            DISPATCH();                                                  \
+        }                                                                \
     } while (0)
 
 op_SEND_ADD : {
@@ -643,6 +673,7 @@ op_SEND_ADD : {
         ip += 1;
         DISPATCH();
     }
+    DOUBLE_ARITH(+);
     SPECIAL_SEND(BC_SEND_ADD);
 }
 
@@ -655,6 +686,7 @@ op_SEND_SUB : {
         ip += 1;
         DISPATCH();
     }
+    DOUBLE_ARITH(-);
     SPECIAL_SEND(BC_SEND_SUB);
 }
 
@@ -667,6 +699,7 @@ op_SEND_MUL : {
         ip += 1;
         DISPATCH();
     }
+    DOUBLE_ARITH(*);
     SPECIAL_SEND(BC_SEND_MUL);
 }
 
@@ -691,6 +724,8 @@ op_SEND_MUL : {
             ip += 1;                                                   \
             DISPATCH();                                                \
         }                                                              \
+        if (BC_##NAME == BC_SEND_LT) DOUBLE_COMPARE(<);                \
+        if (BC_##NAME == BC_SEND_EQ) DOUBLE_COMPARE(==);               \
         SPECIAL_SEND(BC_##NAME);                                       \
     }
     COMPARE_OP(SEND_LT, <)

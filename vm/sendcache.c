@@ -7,7 +7,9 @@
 #include "gc/heap.h"
 #include "vm/bytecodes.h"
 #include "vm/frame.h"
+#include "vm/loader.h"
 #include "vm/method.h"
+#include "vm/primitive.h"
 #include "vm/universe.h"
 #include "vm/vm.h"
 
@@ -41,7 +43,8 @@ static void classify(VmSendCacheEntry *e, Oop m, int nargs)
     e->field = 0;
     e->value = 0;
     if (obj_slots(m)[METHOD_PRIMITIVE] != oop_from_int(0)) {
-        e->kind = SENDCACHE_PRIM;
+        VmSpecialPrim sp = vm_prim_table[oop_int(obj_slots(m)[METHOD_PRIMITIVE])].special;
+        e->kind = sp == SP_BLOCK_VALUE ? SENDCACHE_BLOCK_VALUE : SENDCACHE_PRIM;
         return;
     }
     /* a wrong argument count is reported by the frame push: leave it to that */

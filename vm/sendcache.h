@@ -2,7 +2,8 @@
  * vm/sendcache.h — the interpreter's per-send-site inline cache.
  *
  * A direct-mapped side table indexed by the address of a SEND/SEND_W
- * bytecode. An entry remembers the last receiver class seen at that site,
+ * bytecode, or of a special send (SEND_ADD …) whose inline case did not
+ * apply. An entry remembers the last receiver class seen at that site,
  * the method the lookup found for it, and what kind of method it is, so a
  * hit skips the global lookup cache and, for trivial methods, the frame:
  *
@@ -11,6 +12,7 @@
  *   SENDCACHE_METHOD   anything else (no primitive)                     activates `method`, its frame's
  *                                                                       header words precomputed
  *   SENDCACHE_PRIM     a primitive                                      runs the primitive
+ *   SENDCACHE_BLOCK_VALUE  the block primitives value, value:, …        activates the receiver's block
  *   SENDCACHE_GETTER   PUSH_FIELD i, RETURN_TOP                         answers receiver field i
  *   SENDCACHE_SETTER   PUSH_ARG|PUSH_VAR arg, POP_FIELD i, RETURN_SELF  stores the argument, answers self
  *   SENDCACHE_CONST    RETURN_SELF | PUSH_SELF/NIL/TRUE/FALSE/0/1/      answers `value` (self: 0)
@@ -40,6 +42,7 @@ enum {
     SENDCACHE_GETTER,
     SENDCACHE_SETTER,
     SENDCACHE_CONST,
+    SENDCACHE_BLOCK_VALUE,
 };
 
 typedef struct VmSendCacheEntry {
