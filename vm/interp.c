@@ -862,7 +862,15 @@ op_SEND_NEGATED : {
  * `^false`, Nil's `^true`), else the send (a class may compute it). */
 op_SEND_IS_NIL:
 op_SEND_NOT_NIL : {
-    Oop k = vm_lookup_cached(vm_class_index_of(sp[0]), special_sel[*ip - BC_SEND_ADD]);
+    /* first the per-class answer the lookups filled in (vm/special.h) */
+    uint32_t ci = vm_class_index_of(sp[0]);
+    unsigned which = (unsigned)(*ip - BC_SEND_IS_NIL);
+    if (LIKELY(ci < VM_SPECIAL_NIL_TABLE_CLASSES) && (vm_special_nil_table[ci] & VM_SPECIAL_NIL_KNOWN(which))) {
+        *sp = (vm_special_nil_table[ci] & VM_SPECIAL_NIL_TRUE(which)) ? vm_true : vm_false;
+        ip += 1;
+        DISPATCH();
+    }
+    Oop k = vm_lookup_cached(ci, special_sel[*ip - BC_SEND_ADD]);
     k = k ? vm_special_constant(k) : 0;
     if (LIKELY(k != 0)) {
         *sp = k;
