@@ -1199,8 +1199,18 @@ do_return : {
     Oop *caller = (Oop *)fp[FRAME_SAVED_FP];
     Oop saved_ip = fp[FRAME_SAVED_IP];
     intptr_t rbcpc = oop_int(saved_ip);
-    int fn = frame_nargs(fp);
+    int fn = (int)(rfl & 0xff);
     sp = fp + 2 + fn;
+    /* the common case first: an interpreted caller on this page (machine
+     * code exists only with the JIT on) */
+    if (LIKELY(caller != NULL && (!vm_jit_enabled || !vm_jit_is_code_address(saved_ip)))) {
+        *sp = result;
+        IP_CLEAR();
+        FP_SET(caller);
+        LOAD_METHOD();
+        IP_SET(bytes + rbcpc);
+        DISPATCH();
+    }
     int caller_n = (int)((frame_flags(fp) >> VM_JIT_FLAG_CALLER_SHIFT) & 0xff);
     if (caller_n == VM_JIT_CALLER_PUSHED_NOTHING) caller_n = -1;
     if (UNLIKELY(vm_jit_is_code_address(saved_ip)) && caller) {
