@@ -1343,10 +1343,11 @@ op_JUMP:
     DISPATCH();
 
 op_JUMP_BACK : {
-    size_t jump_bcpc = (size_t)(ip - bytes);
-    ip -= U16(ip + 1) - 3;
+    unsigned back = U16(ip + 1);
+    ip -= back - 3;
     SAFEPOINT_CHECK();
     if (vm_jit_enabled) {
+        size_t jump_bcpc = (size_t)(ip - bytes) + back - 3; /* computed here: --no-jit never needs it */
         /* backward jumps count as executions: a loop in a method run once
          * gets compiled and continues in machine code (OSR) */
         intptr_t cv = oop_int(obj_slots(method)[METHOD_COUNTER]);
