@@ -19,8 +19,9 @@
  *                      LITERAL, RETURN_TOP
  *
  * Invariants. Every Oop an entry holds (method, value, and the site, which
- * points into a method) is in old space: methods and their literals are
- * allocated old (vm/loader.c) and move only in a full GC. The VM flushes
+ * points into a method) is in old space or immediate: methods are allocated
+ * old (vm/loader.c) and move only in a full GC, and a CONST entry takes
+ * only old literals (most are; large integer literals are boxed young). The VM flushes
  * the table wherever it flushes the global lookup cache (vm_lookup_cache_flush:
  * after every full GC and every class load), so no entry outlives a move or
  * a change of what a lookup answers. Classes never change once loaded and
