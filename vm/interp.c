@@ -316,6 +316,7 @@ static Oop interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
         [SENDCACHE_SETTER] = &&site_setter,
         [SENDCACHE_CONST] = &&site_const,
         [SENDCACHE_BLOCK_VALUE] = &&site_block_value,
+        [SENDCACHE_PRIM_FN] = &&site_prim_fn,
     };
     bool passed_safepoint = false;
     static char msg[1024]; /* static: keeps the interpreter's frame small so registers stay registers */
@@ -586,6 +587,22 @@ site_method : {
         VM_PROBE_METHOD_ENTRY(method, 0);
     }
     DISPATCH();
+}
+
+/* primitive:'s SP_NONE case without the table lookup. A failing primitive
+ * has no side effects: the general path runs it again and reports it.
+ * Traced, the general path also fires the probes. */
+site_prim_fn : {
+    if (UNLIKELY(VM_PROBE_METHODS_TRACED())) goto primitive;
+    Oop *a = prim_args;
+    a[0] = sp[n];
+    for (int i = 1; i <= n; i++) a[i] = sp[n - i];
+    if (LIKELY(((VmPrimFn)sce->prim_fn)(a, &result))) {
+        sp += n;
+        *sp = result;
+        DISPATCH();
+    }
+    goto primitive;
 }
 
 site_block_value:

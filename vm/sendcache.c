@@ -43,8 +43,11 @@ static void classify(VmSendCacheEntry *e, Oop m, int nargs)
     e->field = 0;
     e->value = 0;
     if (obj_slots(m)[METHOD_PRIMITIVE] != oop_from_int(0)) {
-        VmSpecialPrim sp = vm_prim_table[oop_int(obj_slots(m)[METHOD_PRIMITIVE])].special;
-        e->kind = sp == SP_BLOCK_VALUE ? SENDCACHE_BLOCK_VALUE : SENDCACHE_PRIM;
+        const VmPrimEntry *p = &vm_prim_table[oop_int(obj_slots(m)[METHOD_PRIMITIVE])];
+        e->kind = p->special == SP_BLOCK_VALUE ? SENDCACHE_BLOCK_VALUE
+                  : p->special == SP_NONE      ? SENDCACHE_PRIM_FN
+                                               : SENDCACHE_PRIM;
+        if (e->kind == SENDCACHE_PRIM_FN) e->prim_fn = p->fn;
         return;
     }
     /* a wrong argument count is reported by the frame push: leave it to that */

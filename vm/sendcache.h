@@ -11,7 +11,8 @@
  *   -----------------  -----------------------------------------------  ------------------------------
  *   SENDCACHE_METHOD   anything else (no primitive)                     activates `method`, its frame's
  *                                                                       header words precomputed
- *   SENDCACHE_PRIM     a primitive                                      runs the primitive
+ *   SENDCACHE_PRIM_FN  a primitive with a C function (SP_NONE)          calls prim_fn
+ *   SENDCACHE_PRIM     another primitive (perform:, restart, …)         runs the primitive
  *   SENDCACHE_BLOCK_VALUE  the block primitives value, value:, …        activates the receiver's block
  *   SENDCACHE_GETTER   PUSH_FIELD i, RETURN_TOP                         answers receiver field i
  *   SENDCACHE_SETTER   PUSH_ARG|PUSH_VAR arg, POP_FIELD i, RETURN_SELF  stores the argument, answers self
@@ -44,6 +45,7 @@ enum {
     SENDCACHE_SETTER,
     SENDCACHE_CONST,
     SENDCACHE_BLOCK_VALUE,
+    SENDCACHE_PRIM_FN,
 };
 
 typedef struct VmSendCacheEntry {
@@ -52,7 +54,10 @@ typedef struct VmSendCacheEntry {
     uint16_t kind;
     uint16_t field; /* GETTER/SETTER: the receiver's field index; METHOD: its temps */
     Oop method;
-    Oop value; /* CONST: the answer, 0 for self; METHOD: the new frame's flags word */
+    union {
+        Oop value;     /* CONST: the answer, 0 for self; METHOD: the new frame's flags word */
+        void *prim_fn; /* PRIM_FN: the VmPrimFn */
+    };
     /* METHOD, from the method's header, so the frame push need not decode it: */
     uint32_t frame_words; /* header, temps and operand stack (vm/frame.h) */
     uint32_t bytecodes;   /* byte offset of the bytecodes from the method's first slot */
