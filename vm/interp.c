@@ -549,6 +549,10 @@ op_POP_FIELD:
                 ip += (LEN);                                                     \
                 goto dnu;                                                        \
             }                                                                    \
+            if (sce->site == ip && ++sce->misses % VM_SENDCACHE_REFILL_EVERY) {  \
+                ip += (LEN);                                                     \
+                goto activate;                                                   \
+            }                                                                    \
             vm_sendcache_fill(sce, ip, ci, m, n);                                \
         }                                                                        \
         ip += (LEN);                                                             \

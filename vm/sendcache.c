@@ -92,6 +92,7 @@ static void classify(VmSendCacheEntry *e, Oop m, int nargs)
 void vm_sendcache_fill(VmSendCacheEntry *e, const uint8_t *site, uint32_t class_index, Oop m, int nargs)
 {
     VM_ASSERT(gc_is_old(m), "methods are allocated old");
+    if (e->site != site) e->misses = 0;
     classify(e, m, nargs);
     e->site = site;
     e->class_index = class_index;
