@@ -8,6 +8,7 @@
 #include "vm/class.h"
 
 #include "gc/heap.h"
+#include "vm/sendcache.h"
 #include "vm/special.h"
 #include "vm/universe.h"
 #include "vm/vm.h"
@@ -51,6 +52,7 @@ Oop vm_lookup_cache_miss(uint32_t class_index, Oop selector)
 
 void vm_lookup_cache_flush(void)
 {
+    vm_sendcache_flush(); /* its entries are lookups too (vm/sendcache.h) */
     if (!cache_filled) return;
     memset(vm_lookup_cache, 0, sizeof vm_lookup_cache);
     cache_filled = false;
