@@ -684,6 +684,22 @@ static bool special_keeps_operands(uint8_t op)
     }
 }
 
+/* The k <= 2 operands of a special send into regs (receiver first): operand j
+ * (0 = the receiver) is descriptor sim[j - s] when j >= s, s = k - nsim, else on
+ * the real stack at [rsp + 8 * (s - 1 - j)]. An argument already in rax goes to
+ * rcx before rax is overwritten. */
+static void load_operands(Compiler *c, int k, const X64Reg regs[2])
+{
+    int d = c->nsim, s = k - d;
+    int order[2] = { 0, 1 };
+    if (k == 2 && d >= 1 && c->sim[d - 1].kind == SIM_RAX) order[0] = 1, order[1] = 0; /* rcx := rax first */
+    for (int i = 0; i < k; i++) {
+        int j = order[i];
+        if (j >= s) jit_compile_sim_load(c, c->sim[j - s], regs[j]);
+        else jit_x64_mov_rm(&c->b, regs[j], jit_x64_mem(RSP, 8 * (s - 1 - j)));
+    }
+}
+
 /* A special send at pc. Answers the bytes it consumed: its own, or with the
  * conditional jump it fused. Its k = nargs + 1 operands: the top d on the
  * simulated stack, the s = k - d below them on the real stack; the receiver
@@ -714,13 +730,7 @@ static size_t emit_special(Compiler *c, size_t pc)
     int64_t arg_const = 0;
     JitOperandFacts facts = { false, false, false };
     if (k <= 2) {
-        int order[2] = { 0, 1 };
-        if (k == 2 && d >= 1 && c->sim[d - 1].kind == SIM_RAX) order[0] = 1, order[1] = 0; /* rcx := rax first */
-        for (int i = 0; i < k; i++) {
-            int j = order[i];
-            if (j >= s) jit_compile_sim_load(c, c->sim[j - s], regs[j]);
-            else jit_x64_mov_rm(b, regs[j], jit_x64_mem(RSP, 8 * (s - 1 - j)));
-        }
+        load_operands(c, k, regs);
         arg_int = k == 2 && d == 2 && c->sim[1].kind == SIM_CONST && oop_is_int((Oop)c->sim[1].v);
         arg_const = arg_int ? c->sim[1].v : 0;
         if (k == 2) facts = jit_double_facts(c, s == 0 ? &c->sim[0] : NULL, d >= 1 ? &c->sim[d - 1] : NULL);
@@ -874,13 +884,7 @@ static void emit_double_send(Compiler *c, size_t pc, JitDoubleSend kind)
     flush_below(c, k);
     int d = c->nsim, s = k - d;
     X64Reg regs[2] = { RAX, RCX };
-    int order[2] = { 0, 1 };
-    if (k == 2 && d >= 1 && c->sim[d - 1].kind == SIM_RAX) order[0] = 1, order[1] = 0; /* rcx := rax first */
-    for (int i = 0; i < k; i++) {
-        int j = order[i];
-        if (j >= s) jit_compile_sim_load(c, c->sim[j - s], regs[j]);
-        else jit_x64_mov_rm(b, regs[j], jit_x64_mem(RSP, 8 * (s - 1 - j)));
-    }
+    load_operands(c, k, regs);
     JitOperandFacts facts = jit_double_facts(c, s == 0 ? &c->sim[0] : NULL, k == 2 && d >= 1 ? &c->sim[d - 1] : NULL);
     c->nsim = 0;
     X64Label slow = JIT_X64_LABEL("Double send"), done = JIT_X64_LABEL("Double send done"),
