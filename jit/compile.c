@@ -664,6 +664,26 @@ static void emit_cond_jump(Compiler *c, size_t pc)
 static bool emit_array_fast_path(Compiler *c, uint8_t op, size_t pc, bool value_const, X64Label *slow, X64Label *done);
 static bool emit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label *done);
 
+/* The end of a send with fast paths (emit_special, emit_double_send): at slow,
+ * the operands loaded from descriptors go back on the real stack under the k - d
+ * already there and the send is made; the fast paths jump to done with the answer
+ * in rax. Both drop the operands from the real stack; the answer is SIM_RAX. */
+static void send_and_merge(Compiler *c, X64Label *slow, X64Label *done, const X64Reg regs[2], int s, int k,
+                           int64_t tag, int nargs, size_t pc)
+{
+    X64Buf *b = &c->b;
+    X64Label merged = JIT_X64_LABEL("send merged");
+    jit_x64_label_bind(b, slow);
+    for (int j = s; j < k; j++) jit_x64_push_r(b, regs[j]);
+    jit_compile_send_call(c, tag, nargs, pc);
+    jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * k));
+    if (s) jit_x64_jmp_label32(b, &merged);
+    jit_x64_label_bind(b, done);
+    if (s) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * s));
+    jit_x64_label_bind(b, &merged);
+    sim_push(c, SIM_RAX, 0);
+}
+
 /* A special send at pc. Answers the bytes it consumed: its own, or with the
  * conditional jump it fused. */
 /* Special sends whose fast paths keep the operands in rax and rcx until
@@ -857,16 +877,7 @@ static size_t emit_special(Compiler *c, size_t pc)
     } else if (!emit_int_fast_path(c, op, &slow, &done)) {
         emit_array_fast_path(c, op, pc, value_const, &slow, &done);
     }
-    X64Label merged = JIT_X64_LABEL("special merged");
-    jit_x64_label_bind(b, &slow);
-    for (int j = s; j < k; j++) jit_x64_push_r(b, regs[j]);
-    jit_compile_send_call(c, jit_send_tag_special(op), nargs, pc);
-    jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * k));
-    if (s) jit_x64_jmp_label32(b, &merged);
-    jit_x64_label_bind(b, &done);
-    if (s) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * s));
-    jit_x64_label_bind(b, &merged);
-    sim_push(c, SIM_RAX, 0);
+    send_and_merge(c, &slow, &done, regs, s, k, jit_send_tag_special(op), nargs, pc);
     return 1;
 }
 
@@ -875,7 +886,6 @@ static size_t emit_special(Compiler *c, size_t pc)
  * the descriptors into rax and rcx, kept for the send). */
 static void emit_double_send(Compiler *c, size_t pc, JitDoubleSend kind)
 {
-    X64Buf *b = &c->b;
     const uint8_t *p = c->code + pc;
     int64_t tag = p[0] == BC_SEND ? p[1] : operand_w(p + 1);
     int nargs = p[0] == BC_SEND ? p[2] : p[3];
@@ -887,18 +897,9 @@ static void emit_double_send(Compiler *c, size_t pc, JitDoubleSend kind)
     load_operands(c, k, regs);
     JitOperandFacts facts = jit_double_facts(c, s == 0 ? &c->sim[0] : NULL, k == 2 && d >= 1 ? &c->sim[d - 1] : NULL);
     c->nsim = 0;
-    X64Label slow = JIT_X64_LABEL("Double send"), done = JIT_X64_LABEL("Double send done"),
-             merged = JIT_X64_LABEL("Double send merged");
+    X64Label slow = JIT_X64_LABEL("Double send"), done = JIT_X64_LABEL("Double send done");
     jit_double_send(c, kind, facts, &slow, &done);
-    jit_x64_label_bind(b, &slow);
-    for (int j = s; j < k; j++) jit_x64_push_r(b, regs[j]);
-    jit_compile_send_call(c, tag, nargs, pc);
-    jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * k));
-    if (s) jit_x64_jmp_label32(b, &merged);
-    jit_x64_label_bind(b, &done);
-    if (s) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * s));
-    jit_x64_label_bind(b, &merged);
-    sim_push(c, SIM_RAX, 0);
+    send_and_merge(c, &slow, &done, regs, s, k, tag, nargs, pc);
 }
 
 static void barrier_unneeded(Compiler *c, X64Label *done);
