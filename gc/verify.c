@@ -127,7 +127,7 @@ static bool check_headers(Verifier *v, const Region *r)
 /* Why val cannot be in a pointer slot, or NULL if it can. */
 static const char *bad_value(const Verifier *v, Oop val)
 {
-    if (oop_is_int(val) || val == 0)
+    if (oop_is_int(val) || oop_is_float(val) || val == 0)
         return NULL;
     if ((val & 7) != 0)
         return "neither an immediate nor an aligned address";

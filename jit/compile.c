@@ -35,7 +35,7 @@
 #define BOUND_SIMPLE 24        /* pushes, stores, returns, plain jumps */
 #define BOUND_SEND 40          /* argument registers, call, drop, push */
 #define BOUND_FIELD_STORE 80   /* store + inline barrier check + call */
-#define BOUND_SPECIAL 400      /* inline SmallInteger or Array path + generic send */
+#define BOUND_SPECIAL 560      /* inline SmallInteger, Double or Array path + generic send */
 #define BOUND_COND_JUMP 96     /* two compares + mustBeBoolean send */
 #define BOUND_BACK_JUMP 48     /* safepoint check + call + jmp */
 #define BOUND_TAIL 16
@@ -748,7 +748,7 @@ static size_t emit_special(Compiler *c, size_t pc)
     X64Reg regs[2] = { RAX, RCX };
     bool arg_int = false; /* the argument is a SmallInteger constant, arg_const */
     int64_t arg_const = 0;
-    JitOperandFacts facts = { false, false, false };
+    JitOperandFacts facts = { .same = false };
     if (k <= 2) {
         load_operands(c, k, regs);
         arg_int = k == 2 && d == 2 && c->sim[1].kind == SIM_CONST && oop_is_int((Oop)c->sim[1].v);

@@ -84,6 +84,7 @@ bool jit_double_inline(const Compiler *c, uint8_t op);
  * covers both), or literal Doubles (no test; no SmallInteger path). */
 typedef struct JitOperandFacts {
     bool same, receiver_double, arg_double;
+    double receiver_value, arg_value; /* of a literal Double */
 } JitOperandFacts;
 /* The facts of receiver descriptor r and argument descriptor a (either may
  * be NULL: on the real stack). */

@@ -16,56 +16,77 @@ bool jit_double_inline(const Compiler *c, uint8_t op)
     return c->rt->double_prims && ((*c->rt->double_prims >> (op - BC_SEND_ADD)) & 1);
 }
 
-/* To slow unless the Oop in r is a Double; clobbers rdx. */
-static void double_or(Compiler *c, X64Reg r, X64Label *slow)
+/* x := d, an immediate in the instruction stream (clobbers r11). */
+static void load_constant(Compiler *c, X64Xmm x, double d)
 {
-    X64Buf *b = &c->b;
-    jit_x64_test_ri(b, r, 7);
-    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, slow);
-    jit_x64_mov_rm(b, RDX, jit_x64_mem(r, 0));
-    jit_x64_and_ri(b, RDX, (int32_t)OBJ_CLASS_MASK);
-    jit_x64_cmp_ri(b, RDX, CLASS_INDEX_DOUBLE);
-    jit_x64_jcc_label32(b, JIT_X64_CC_NE, slow);
+    int64_t bits;
+    memcpy(&bits, &d, sizeof bits);
+    jit_x64_mov_ri(&c->b, R11, bits);
+    jit_x64_movq_xr(&c->b, x, R11);
 }
 
-/* x := the value of the Oop in r: a Double, or a SmallInteger converted
- * when ints_too (as C's (double) in vm_int_to_double), else to slow. Keeps
- * r; clobbers rdx, r11. */
+/* x := the value of the immediate Double in r (gc/object.h: rotate the
+ * sign back to bit 63 after restoring the exponent's offset, which ±0.0
+ * never had). Keeps r; clobbers rdx, r11. */
+static void decode_immediate(Compiler *c, X64Reg r, X64Xmm x)
+{
+    X64Buf *b = &c->b;
+    jit_x64_mov_rr(b, R11, r);
+    jit_x64_shr_ri(b, R11, 3);
+    jit_x64_mov_ri64(b, RDX, OOP_FLOAT_EXP_OFFSET);
+    jit_x64_add_rr(b, RDX, R11);
+    jit_x64_cmp_ri(b, R11, 1);
+    jit_x64_cmovcc_rr(b, JIT_X64_CC_BE, RDX, R11);
+    jit_x64_ror_ri(b, RDX, 1);
+    jit_x64_movq_xr(b, x, RDX);
+}
+
+/* x := the value of the Oop in r: a Double, immediate or boxed, or a
+ * SmallInteger converted when ints_too (as C's (double) in
+ * vm_int_to_double), else to slow. Keeps r; clobbers rdx, r11. */
 static void number_or(Compiler *c, X64Reg r, X64Xmm x, bool ints_too, X64Label *slow)
 {
     X64Buf *b = &c->b;
-    if (!ints_too) {
-        double_or(c, r, slow);
-        jit_x64_movsd_xm(b, x, jit_x64_mem(r, 8));
-        return;
-    }
-    /* the Double first: it is what these paths are for */
-    X64Label have = JIT_X64_LABEL("operand loaded"), immediate = JIT_X64_LABEL("immediate operand");
-    jit_x64_test_ri(b, r, 7);
-    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &immediate);
+    X64Label have = JIT_X64_LABEL("operand loaded"), not_immediate = JIT_X64_LABEL("not an immediate Double"),
+             integer = JIT_X64_LABEL("SmallInteger operand");
+    /* the immediate Double first: it is what these paths are for */
+    jit_x64_lea_rm(b, RDX, jit_x64_mem(r, -OOP_FLOAT_TAG));
+    jit_x64_test_ri(b, RDX, 7);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &not_immediate);
+    decode_immediate(c, r, x);
+    jit_x64_jmp_label32(b, &have);
+    jit_x64_label_bind(b, &not_immediate);
+    jit_x64_test_ri(b, r, 7); /* now a SmallInteger or an object */
+    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, ints_too ? &integer : slow);
     jit_x64_mov_rm(b, RDX, jit_x64_mem(r, 0));
     jit_x64_and_ri(b, RDX, (int32_t)OBJ_CLASS_MASK);
     jit_x64_cmp_ri(b, RDX, CLASS_INDEX_DOUBLE);
     jit_x64_jcc_label32(b, JIT_X64_CC_NE, slow);
     jit_x64_movsd_xm(b, x, jit_x64_mem(r, 8));
-    jit_x64_jmp_label32(b, &have);
-    jit_x64_label_bind(b, &immediate);
-    jit_x64_test_ri(b, r, 1);
-    jit_x64_jcc_label32(b, JIT_X64_CC_Z, slow); /* an immediate of another class */
-    jit_x64_mov_rr(b, R11, r);
-    jit_x64_sar_ri(b, R11, 1);
-    jit_x64_cvtsi2sd_xr(b, x, R11);
+    if (ints_too) {
+        jit_x64_jmp_label32(b, &have);
+        jit_x64_label_bind(b, &integer);
+        jit_x64_mov_rr(b, R11, r);
+        jit_x64_sar_ri(b, R11, 1);
+        jit_x64_cvtsi2sd_xr(b, x, R11);
+    }
     jit_x64_label_bind(b, &have);
 }
 
-static bool lit_double(const Compiler *c, const SimEntry *e)
+static bool lit_double(const Compiler *c, const SimEntry *e, double *d)
 {
-    return e && e->kind == SIM_LIT && vm_is_double(obj_slots(c->method)[METHOD_FIXED_SLOTS + e->v]);
+    if (!e || e->kind != SIM_LIT) return false;
+    Oop v = obj_slots(c->method)[METHOD_FIXED_SLOTS + e->v];
+    if (!vm_is_double(v)) return false;
+    *d = oop_double(v);
+    return true;
 }
 
 JitOperandFacts jit_double_facts(const Compiler *c, const SimEntry *r, const SimEntry *a)
 {
-    JitOperandFacts f = { .receiver_double = lit_double(c, r), .arg_double = lit_double(c, a) };
+    JitOperandFacts f = { .same = false };
+    f.receiver_double = lit_double(c, r, &f.receiver_value);
+    f.arg_double = lit_double(c, a, &f.arg_value);
     /* a variable read twice with nothing between: the same Oop */
     f.same = r && a && r->kind == a->kind && r->v == a->v &&
              (r->kind == SIM_TEMP || r->kind == SIM_ARG || r->kind == SIM_SELF || r->kind == SIM_FIELD ||
@@ -77,11 +98,10 @@ JitOperandFacts jit_double_facts(const Compiler *c, const SimEntry *r, const Sim
  * or a SmallInteger converted when ints_too), or to slow; keeps rax, rcx. */
 static void doubles_or(Compiler *c, JitOperandFacts f, bool ints_too, X64Label *slow)
 {
-    X64Buf *b = &c->b;
-    if (!f.receiver_double) double_or(c, RAX, slow);
-    jit_x64_movsd_xm(b, JIT_X64_XMM0, jit_x64_mem(RAX, 8));
-    if (f.same) jit_x64_movsd_xx(b, JIT_X64_XMM1, JIT_X64_XMM0);
-    else if (f.arg_double) jit_x64_movsd_xm(b, JIT_X64_XMM1, jit_x64_mem(RCX, 8));
+    if (f.receiver_double) load_constant(c, JIT_X64_XMM0, f.receiver_value);
+    else number_or(c, RAX, JIT_X64_XMM0, false, slow);
+    if (f.same) jit_x64_movsd_xx(&c->b, JIT_X64_XMM1, JIT_X64_XMM0);
+    else if (f.arg_double) load_constant(c, JIT_X64_XMM1, f.arg_value);
     else number_or(c, RCX, JIT_X64_XMM1, ints_too, slow);
 }
 
@@ -136,12 +156,46 @@ static void box_at_rdi(Compiler *c)
     jit_x64_mov_rr(b, RAX, RDI);
 }
 
-/* rax := a new Double holding xmm0, or to slow (eden_room_or). Nothing is
- * written on the way to slow; rax and rcx stay intact until then. */
-static void box_double(Compiler *c, X64Label *slow)
+/* rax := the immediate Double of xmm0, then to done; falls through with
+ * rax and rcx intact when xmm0's value must be boxed (gc/object.h,
+ * oop_float_encode). Clobbers rdx, rdi. */
+static void immediate_or_fall(Compiler *c, X64Label *done)
 {
+    X64Buf *b = &c->b;
+    X64Label out_of_range = JIT_X64_LABEL("not an immediate's exponent"), boxed = JIT_X64_LABEL("boxed");
+    jit_x64_movq_rx(b, RDI, JIT_X64_XMM0);
+    jit_x64_rol_ri(b, RDI, 1);
+    jit_x64_mov_ri64(b, RDX, (uint64_t)0 - OOP_FLOAT_EXP_OFFSET);
+    jit_x64_add_rr(b, RDI, RDX);
+    jit_x64_mov_rr(b, RDX, RDI);
+    jit_x64_shr_ri(b, RDX, 53);
+    jit_x64_sub_ri(b, RDX, 1);
+    jit_x64_cmp_ri(b, RDX, 254);
+    jit_x64_jcc_label32(b, JIT_X64_CC_A, &out_of_range); /* unsigned: e - 896 outside 1..255 */
+    jit_x64_shl_ri(b, RDI, 3);
+    jit_x64_lea_rm(b, RAX, jit_x64_mem(RDI, OOP_FLOAT_TAG));
+    jit_x64_jmp_label32(b, done);
+    jit_x64_label_bind(b, &out_of_range);
+    jit_x64_movq_rx(b, RDI, JIT_X64_XMM0);
+    jit_x64_add_rr(b, RDI, RDI); /* all but the sign */
+    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &boxed);
+    jit_x64_movq_rx(b, RDI, JIT_X64_XMM0); /* ±0.0: the sign over the tag */
+    jit_x64_shr_ri(b, RDI, 63);
+    jit_x64_shl_ri(b, RDI, 3);
+    jit_x64_lea_rm(b, RAX, jit_x64_mem(RDI, OOP_FLOAT_TAG));
+    jit_x64_jmp_label32(b, done);
+    jit_x64_label_bind(b, &boxed);
+}
+
+/* rax := xmm0 as a Double, then to done: an immediate, or a new boxed
+ * Double, or to slow when eden has no room (eden_room_or). Nothing is
+ * written on the way to slow; rax and rcx stay intact until then. */
+static void answer_double(Compiler *c, X64Label *slow, X64Label *done)
+{
+    immediate_or_fall(c, done);
     eden_room_or(c, slow);
     box_at_rdi(c);
+    jit_x64_jmp_label32(&c->b, done);
 }
 
 static void arith_xx(Compiler *c, uint8_t op, X64Xmm dst, X64Xmm src)
@@ -159,8 +213,7 @@ void jit_double_arith(Compiler *c, uint8_t op, JitOperandFacts f, X64Label *slow
 {
     doubles_or(c, f, true, slow);
     arith_xx(c, op, JIT_X64_XMM0, JIT_X64_XMM1);
-    box_double(c, slow);
-    jit_x64_jmp_label32(&c->b, done);
+    answer_double(c, slow, done);
 }
 
 _Static_assert(BC_COUNT < JIT_DOUBLE_OP_DIVIDE, "chain ops beyond the bytecodes");
@@ -194,12 +247,11 @@ void jit_double_send(Compiler *c, JitDoubleSend kind, JitOperandFacts f, X64Labe
         jit_x64_divsd_xx(b, JIT_X64_XMM0, JIT_X64_XMM1);
     } else {
         VM_ASSERT(kind == JIT_DOUBLE_SEND_SQRT);
-        if (!f.receiver_double) double_or(c, RAX, slow);
-        jit_x64_movsd_xm(b, JIT_X64_XMM0, jit_x64_mem(RAX, 8));
+        if (f.receiver_double) load_constant(c, JIT_X64_XMM0, f.receiver_value);
+        else number_or(c, RAX, JIT_X64_XMM0, false, slow);
         jit_x64_sqrtsd_xx(b, JIT_X64_XMM0, JIT_X64_XMM0);
     }
-    box_double(c, slow);
-    jit_x64_jmp_label32(b, done);
+    answer_double(c, slow, done);
 }
 
 /* The condition that answers receiver op argument after ucomisd of the
@@ -342,11 +394,7 @@ static void other_or(Compiler *c, SimEntry e, X64Xmm x, bool ints_too, X64Label 
     if (e.kind == SIM_LIT) {
         Oop v = obj_slots(c->method)[METHOD_FIXED_SLOTS + e.v];
         if (vm_is_double(v)) {
-            int64_t bits;
-            double d = obj_double(v);
-            memcpy(&bits, &d, sizeof bits);
-            jit_x64_mov_ri(b, R11, bits);
-            jit_x64_movq_xr(b, x, R11);
+            load_constant(c, x, oop_double(v));
             return;
         }
     }
@@ -363,10 +411,11 @@ static void other_or(Compiler *c, SimEntry e, X64Xmm x, bool ints_too, X64Label 
     number_or(c, RCX, x, ints_too, slow);
 }
 
-/* Measured from the encodings below, with margin: about 150 bytes to test
- * and start, per later link 85 to test and compute and 60 for its bail,
- * and 60 to box the answer. */
-size_t jit_double_chain_bound(int n) { return n < 2 ? 0 : 256 + 192 * (size_t)n; }
+/* Measured from the encodings below, with margin: about 250 bytes to test
+ * (immediate, boxed or SmallInteger operands) and start, per later link 140
+ * to test and compute and 60 for its bail, and 150 to encode or box the
+ * answer. */
+size_t jit_double_chain_bound(int n) { return n < 2 ? 0 : 448 + 256 * (size_t)n; }
 
 void jit_double_chain(Compiler *c, const JitDoubleLink *links, int n, int s, JitOperandFacts f, X64Label *fallback)
 {
@@ -404,6 +453,7 @@ void jit_double_chain(Compiler *c, const JitDoubleLink *links, int n, int s, Jit
     const JitDoubleLink *last = &links[n - 1];
     size_t next = link_next(c, last);
     if (is_arith(last->op)) {
+        immediate_or_fall(c, &c->labels[next]);
         jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->eden_top);
         jit_x64_mov_rm(b, RDI, jit_x64_mem(R11, 0));
         jit_x64_lea_rm(b, RDX, jit_x64_mem(RDI, 16));

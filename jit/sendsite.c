@@ -57,11 +57,17 @@ bool jit_sendsite_write(uint8_t *ra, uint32_t tag, const void *target)
 
 void jit_sendsite_emit_receiver_class(X64Buf *b, int32_t receiver_disp)
 {
-    X64Label done = JIT_X64_LABEL("class known");
+    X64Label done = JIT_X64_LABEL("class known"), object = JIT_X64_LABEL("an object");
     jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, receiver_disp));
     jit_x64_mov_r32i(b, RCX, CLASS_INDEX_SMALLINT);
+    jit_x64_test_ri(b, RAX, 7);
+    jit_x64_jcc_label(b, JIT_X64_CC_Z, &object);
+    /* an immediate: a SmallInteger, or a Double (gc/object.h's tags) */
     jit_x64_test_ri(b, RAX, 1);
     jit_x64_jcc_label(b, JIT_X64_CC_NZ, &done);
+    jit_x64_mov_r32i(b, RCX, CLASS_INDEX_DOUBLE);
+    jit_x64_jmp_label(b, &done);
+    jit_x64_label_bind(b, &object);
     jit_x64_mov_rm32(b, RCX, jit_x64_mem(RAX, 0));
     jit_x64_and_ri(b, RCX, (int32_t)OBJ_CLASS_MASK);
     jit_x64_label_bind(b, &done);

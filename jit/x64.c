@@ -592,6 +592,10 @@ void jit_x64_sar_ri(X64Buf *b, X64Reg dst, unsigned count) { shift_ri(b, 7, dst,
 void jit_x64_shl_ri(X64Buf *b, X64Reg dst, unsigned count) { shift_ri(b, 4, dst, count); }
 /* REX.W D1 /5 | REX.W C1 /5 ib */
 void jit_x64_shr_ri(X64Buf *b, X64Reg dst, unsigned count) { shift_ri(b, 5, dst, count); }
+/* REX.W D1 /0 | REX.W C1 /0 ib */
+void jit_x64_rol_ri(X64Buf *b, X64Reg dst, unsigned count) { shift_ri(b, 0, dst, count); }
+/* REX.W D1 /1 | REX.W C1 /1 ib */
+void jit_x64_ror_ri(X64Buf *b, X64Reg dst, unsigned count) { shift_ri(b, 1, dst, count); }
 /* REX.W D3 /7 */
 void jit_x64_sar_rcl(X64Buf *b, X64Reg dst) { op_rr(b, 0, REXW, 0xD3, 7, dst, 0, 0); }
 /* REX.W D3 /4 */

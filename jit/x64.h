@@ -203,6 +203,8 @@ void jit_x64_dec_m(X64Buf *buf, X64Mem dst);
 void jit_x64_sar_ri(X64Buf *buf, X64Reg dst, unsigned count);
 void jit_x64_shl_ri(X64Buf *buf, X64Reg dst, unsigned count);
 void jit_x64_shr_ri(X64Buf *buf, X64Reg dst, unsigned count);
+void jit_x64_rol_ri(X64Buf *buf, X64Reg dst, unsigned count);
+void jit_x64_ror_ri(X64Buf *buf, X64Reg dst, unsigned count);
 void jit_x64_sar_rcl(X64Buf *buf, X64Reg dst);
 void jit_x64_shl_rcl(X64Buf *buf, X64Reg dst);
 void jit_x64_shr_rcl(X64Buf *buf, X64Reg dst);

@@ -651,7 +651,7 @@ bool vm_int_equal(Oop a, Oop b)
            mpn_cmp(large_limbs(a), large_limbs(b), (mp_size_t)n) == 0;
 }
 
-static bool is_double(Oop o) { return oop_is_ptr(o) && obj_class_index(o) == CLASS_INDEX_DOUBLE; }
+static bool is_double(Oop o) { return vm_is_double(o); }
 
 /* Exact Integer <=> double: whole parts as integers, then the fraction. */
 static int compare_int_double(Oop i, double d)
@@ -687,13 +687,13 @@ int vm_num_compare(Oop a, Oop b, bool *ok)
     bool ad = is_double(a), bd = is_double(b);
     if (!ad && !bd) return vm_int_compare(a, b);
     if (ad && bd) {
-        double x = obj_double(a), y = obj_double(b);
+        double x = oop_double(a), y = oop_double(b);
         if (x < y) return -1;
         if (x > y) return 1;
         return x == y ? 0 : VM_NUM_UNORDERED;
     }
-    if (bd) return compare_int_double(a, obj_double(b));
-    int c = compare_int_double(b, obj_double(a));
+    if (bd) return compare_int_double(a, oop_double(b));
+    int c = compare_int_double(b, oop_double(a));
     return c == VM_NUM_UNORDERED ? c : -c;
 }
 
@@ -809,6 +809,7 @@ Oop vm_int_from_decimal(const char *s, size_t len, bool *valid)
 const char *vm_num_type_name(Oop o)
 {
     if (oop_is_int(o)) return "Int";
+    if (oop_is_float(o)) return "Double";
     if (!oop_is_ptr(o) || o == 0) return "Inst";
     uint32_t ci = obj_class_index(o);
     switch (ci) {

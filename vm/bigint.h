@@ -145,7 +145,7 @@ Oop vm_int_from_decimal(const char *s, size_t len, bool *valid);
 
 static inline bool vm_is_number(Oop o)
 {
-    return oop_is_int(o) ||
+    return oop_is_imm(o) ||
            (oop_is_ptr(o) && (obj_class_index(o) == CLASS_INDEX_LARGE_POS ||
                               obj_class_index(o) == CLASS_INDEX_LARGE_NEG ||
                               obj_class_index(o) == CLASS_INDEX_DOUBLE));

@@ -658,20 +658,24 @@ super_send : {
 
 /* Double receiver and argument (for + - *, a SmallInteger argument too, as
  * the primitive coerces it), while Double's methods are the primitives:
- * the IEEE result, boxed in eden by the inline allocator. Comparisons with
+ * the IEEE result, an immediate or (out of its range) boxed in eden by the
+ * inline allocator. Comparisons with
  * Integers are exact in the primitive (vm_num_compare): those take the send. */
 #define DOUBLE_OPERANDS(INT_ARG_OK)                                                                   \
-    (vm_double_arith_is_prim && oop_is_ptr(a) && obj_class_index(a) == CLASS_INDEX_DOUBLE &&         \
-     ((oop_is_ptr(b) && obj_class_index(b) == CLASS_INDEX_DOUBLE && (y = obj_double(b), true)) ||  \
+    (vm_double_arith_is_prim && vm_is_double(a) &&                                        \
+     ((vm_is_double(b) && (y = oop_double(b), true)) ||                                   \
       ((INT_ARG_OK) && oop_is_int(b) && (y = (double)oop_int(b), true))))
 #define DOUBLE_ARITH(OP)                                                 \
     do {                                                                 \
         double y;                                                        \
         if (DOUBLE_OPERANDS(true)) {                                     \
-            Oop d = gc_alloc_fast(CLASS_INDEX_DOUBLE, FMT_WORDS, 1);     \
+            double r = oop_double(a) OP y;                               \
+            Oop d = oop_float_encode(r);                                 \
+            if (UNLIKELY(!d)) {                                          \
+                d = gc_alloc_fast(CLASS_INDEX_DOUBLE, FMT_WORDS, 1);     \
+                if (d) memcpy(obj_slots(d), &r, sizeof r);               \
+            }                                                            \
             if (LIKELY(d != 0)) {                                        \
-                double r = obj_double(a) OP y;                           \
-                memcpy(obj_slots(d), &r, sizeof r);                      \
                 *++sp = d;                                               \
                 ip += 1;                                                 \
                 DISPATCH();                                              \
@@ -682,7 +686,7 @@ super_send : {
     do {                                                                 \
         double y;                                                        \
         if (DOUBLE_OPERANDS(false)) {                                    \
-            *++sp = obj_double(a) OP y ? vm_true : vm_false;             \
+            *++sp = oop_double(a) OP y ? vm_true : vm_false;             \
             ip += 1;                                                     \
             DISPATCH();                                                  \
         }                                                                \
@@ -906,7 +910,7 @@ op_SEND_NOT_NIL : {
 
 send:
     rcvr = sp[n];
-    m = vm_lookup_cached(oop_is_int(rcvr) ? CLASS_INDEX_SMALLINT : obj_class_index(rcvr), sel);
+    m = vm_lookup_cached(vm_class_index_of(rcvr), sel);
     if (UNLIKELY(!m)) goto dnu;
 
 activate:

@@ -144,7 +144,9 @@ static Oop make_literal(const Literal *l, Oop holder, Oop outer, const char *cna
         return v;
     }
     case LIT_DOUBLE: {
-        Oop o = gc_alloc_old(CLASS_INDEX_DOUBLE, FMT_WORDS, 1);
+        Oop o = oop_float_encode(l->d);
+        if (o) return o;
+        o = gc_alloc_old(CLASS_INDEX_DOUBLE, FMT_WORDS, 1);
         if (!o) vm_out_of_memory("literal");
         memcpy(obj_slots(o), &l->d, 8);
         return o;

@@ -22,7 +22,7 @@
 static bool arg_double(Oop b, double *y)
 {
     if (vm_is_double(b)) {
-        *y = obj_double(b);
+        *y = oop_double(b);
         return true;
     }
     if (!vm_is_integer(b)) return numeric_type_error(b);
@@ -41,46 +41,46 @@ static bool prim_add(Oop *args, Oop *result)
 {
     double y;
     if (!arg_double(args[1], &y)) return false;
-    return answer_double(obj_double(args[0]) + y, result);
+    return answer_double(oop_double(args[0]) + y, result);
 }
 
 static bool prim_sub(Oop *args, Oop *result)
 {
     double y;
     if (!arg_double(args[1], &y)) return false;
-    return answer_double(obj_double(args[0]) - y, result);
+    return answer_double(oop_double(args[0]) - y, result);
 }
 
 static bool prim_mul(Oop *args, Oop *result)
 {
     double y;
     if (!arg_double(args[1], &y)) return false;
-    return answer_double(obj_double(args[0]) * y, result);
+    return answer_double(oop_double(args[0]) * y, result);
 }
 
 static bool prim_double_divide(Oop *args, Oop *result)
 {
     double y;
     if (!arg_double(args[1], &y)) return false;
-    return answer_double(obj_double(args[0]) / y, result); /* IEEE: x // 0.0 is ±infinity or NaN */
+    return answer_double(oop_double(args[0]) / y, result); /* IEEE: x // 0.0 is ±infinity or NaN */
 }
 
 static bool prim_modulo(Oop *args, Oop *result)
 {
     double y;
     if (!arg_double(args[1], &y)) return false;
-    return answer_double(fmod(obj_double(args[0]), y), result);
+    return answer_double(fmod(oop_double(args[0]), y), result);
 }
 
-static bool prim_sqrt(Oop *args, Oop *result) { return answer_double(sqrt(obj_double(args[0])), result); }
-static bool prim_cos(Oop *args, Oop *result) { return answer_double(cos(obj_double(args[0])), result); }
-static bool prim_sin(Oop *args, Oop *result) { return answer_double(sin(obj_double(args[0])), result); }
+static bool prim_sqrt(Oop *args, Oop *result) { return answer_double(sqrt(oop_double(args[0])), result); }
+static bool prim_cos(Oop *args, Oop *result) { return answer_double(cos(oop_double(args[0])), result); }
+static bool prim_sin(Oop *args, Oop *result) { return answer_double(sin(oop_double(args[0])), result); }
 
 /* Half up: 1.5 -> 2, -1.5 -> -1. x - floor(x) is exact, so 0.49999999999999994
  * does not round up as floor(x + 0.5) would. */
 static bool prim_round(Oop *args, Oop *result)
 {
-    double x = obj_double(args[0]);
+    double x = oop_double(args[0]);
     if (!isfinite(x)) return not_integral(x);
     double f = floor(x);
     if (x - f >= 0.5) f += 1.0;
@@ -89,7 +89,7 @@ static bool prim_round(Oop *args, Oop *result)
 
 static bool prim_as_integer(Oop *args, Oop *result)
 {
-    double x = obj_double(args[0]);
+    double x = oop_double(args[0]);
     if (!isfinite(x)) return not_integral(x);
     return answer(vm_int_from_double(x), result);
 }
@@ -135,7 +135,7 @@ static bool prim_greater_equal(Oop *args, Oop *result)
 static bool prim_as_string(Oop *args, Oop *result)
 {
     char buf[VM_NUMFMT_DOUBLE_BUFSIZE];
-    size_t len = vm_numfmt_double(obj_double(args[0]), buf);
+    size_t len = vm_numfmt_double(oop_double(args[0]), buf);
     return answer(vm_string_new(buf, len), result);
 }
 

@@ -58,7 +58,7 @@ static bool arith(Oop *args, Oop *result, ArithOp op)
         return answer(r, result);
     }
     if (!vm_is_double(b)) return numeric_type_error(b);
-    double x, y = obj_double(b);
+    double x, y = oop_double(b);
     if (!as_double(a, &x)) return false;
     return answer_double(op == OP_ADD ? x + y : op == OP_SUB ? x - y : x * y, result);
 }
@@ -75,7 +75,7 @@ static bool prim_divide(Oop *args, Oop *result)
         return answer(vm_int_quo(a, b), result);
     }
     if (!vm_is_double(b)) return numeric_type_error(b);
-    double x, y = obj_double(b);
+    double x, y = oop_double(b);
     if (y == 0.0) return division_by_zero(); /* before the receiver's range: SOM's order */
     if (!as_double(a, &x)) return false;
     double q = x / y;
@@ -95,7 +95,7 @@ static bool prim_double_divide(Oop *args, Oop *result)
         return answer_double(q, result);
     }
     if (!vm_is_double(b)) return numeric_type_error(b);
-    double x, y = obj_double(b);
+    double x, y = oop_double(b);
     if (!as_double(a, &x)) return false;
     return answer_double(x / y, result);
 }
@@ -111,7 +111,7 @@ static bool modulo(Oop *args, Oop *result, bool floored)
     if (!vm_is_double(b)) return numeric_type_error(b);
     double x;
     if (!as_double(a, &x)) return false;
-    return answer_double(fmod(x, obj_double(b)), result);
+    return answer_double(fmod(x, oop_double(b)), result);
 }
 
 static bool prim_modulo(Oop *args, Oop *result) { return modulo(args, result, true); }

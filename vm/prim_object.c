@@ -20,7 +20,7 @@ static bool p_class(Oop *a, Oop *r)
 
 static bool p_object_size(Oop *a, Oop *r)
 {
-    *r = oop_from_int(oop_is_int(a[0]) ? 8 : (intptr_t)obj_total_bytes(a[0]));
+    *r = oop_from_int(oop_is_imm(a[0]) ? 8 : (intptr_t)obj_total_bytes(a[0]));
     return true;
 }
 
@@ -45,9 +45,12 @@ static bool p_hashcode(Oop *a, Oop *r)
         return true;
     }
     if (vm_is_large_int(o) || vm_is_double(o)) {
+        /* by value: a Double's bits whether immediate or boxed */
+        double d = vm_is_double(o) ? oop_double(o) : 0.0;
+        const uint8_t *b = vm_is_double(o) ? (const uint8_t *)&d : (const uint8_t *)obj_slots(o);
+        size_t n = vm_is_double(o) ? sizeof d : obj_num_slots(o) * 8;
         uint64_t h = 1469598103934665603ull;
-        const uint8_t *b = (const uint8_t *)obj_slots(o);
-        for (size_t i = 0; i < obj_num_slots(o) * 8; i++) h = (h ^ b[i]) * 1099511628211ull;
+        for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
         *r = oop_from_int((intptr_t)(h >> 34));
         return true;
     }

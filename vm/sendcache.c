@@ -82,7 +82,7 @@ static void classify(VmSendCacheEntry *e, Oop m, int nargs)
         Oop k = pushed_constant(m, p, &self);
         /* a young literal (the loader boxes large integer literals in
          * eden) would move in the next scavenge: such a method keeps its frame */
-        if ((k && (oop_is_int(k) || gc_is_old(k))) || self) {
+        if ((k && (oop_is_imm(k) || gc_is_old(k))) || self) {
             e->kind = SENDCACHE_CONST;
             e->value = k;
         }

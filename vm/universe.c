@@ -36,6 +36,8 @@ Oop vm_array_new(size_t n) { return gc_alloc(CLASS_INDEX_ARRAY, FMT_POINTERS, n)
 
 Oop vm_double_new(double d)
 {
+    Oop imm = oop_float_encode(d);
+    if (imm) return imm;
     Oop o = gc_alloc(CLASS_INDEX_DOUBLE, FMT_WORDS, 1);
     if (o) memcpy(obj_slots(o), &d, 8);
     return o;

@@ -28,7 +28,8 @@ static inline Oop vm_bool(bool b) { return b ? vm_true : vm_false; }
 
 static inline uint32_t vm_class_index_of(Oop o)
 {
-    return oop_is_int(o) ? CLASS_INDEX_SMALLINT : obj_class_index(o);
+    if (oop_is_imm(o)) return oop_is_int(o) ? CLASS_INDEX_SMALLINT : CLASS_INDEX_DOUBLE;
+    return obj_class_index(o);
 }
 static inline Oop vm_class_of(Oop o) { return vm_class_table[vm_class_index_of(o)]; }
 
@@ -43,7 +44,12 @@ Oop vm_double_new(double d);
 const char *vm_string_cstr(Oop s, char *buf, size_t buflen);
 static inline bool vm_is_string(Oop o) { return oop_is_ptr(o) && obj_class_index(o) == CLASS_INDEX_STRING; }
 static inline bool vm_is_symbol(Oop o) { return oop_is_ptr(o) && obj_class_index(o) == CLASS_INDEX_SYMBOL; }
-static inline bool vm_is_double(Oop o) { return oop_is_ptr(o) && obj_class_index(o) == CLASS_INDEX_DOUBLE; }
+/* Immediate or boxed (gc/object.h, "Immediate Doubles"). */
+static inline bool vm_is_double(Oop o)
+{
+    return oop_is_float(o) || (oop_is_ptr(o) && obj_class_index(o) == CLASS_INDEX_DOUBLE);
+}
+static inline bool vm_is_boxed_double(Oop o) { return oop_is_ptr(o) && obj_class_index(o) == CLASS_INDEX_DOUBLE; }
 static inline bool vm_is_array(Oop o) { return oop_is_ptr(o) && obj_class_index(o) == CLASS_INDEX_ARRAY; }
 static inline bool vm_is_large_int(Oop o)
 {

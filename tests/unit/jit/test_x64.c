@@ -391,6 +391,8 @@ static void every_single_register_form_round_trips(void **state)
             ASM(S("shl %s, %s", N64[r], num(n)), jit_x64_shl_ri(b, (X64Reg)r, n));
             ASM(S("shr %s, %s", N64[r], num(n)), jit_x64_shr_ri(b, (X64Reg)r, n));
             ASM(S("sar %s, %s", N64[r], num(n)), jit_x64_sar_ri(b, (X64Reg)r, n));
+            ASM(S("rol %s, %s", N64[r], num(n)), jit_x64_rol_ri(b, (X64Reg)r, n));
+            ASM(S("ror %s, %s", N64[r], num(n)), jit_x64_ror_ri(b, (X64Reg)r, n));
             ASM(S("bt %s, %s", N64[r], num(n)), jit_x64_bt_ri(b, (X64Reg)r, n));
         }
     ASM("cqo", jit_x64_cqo(b));

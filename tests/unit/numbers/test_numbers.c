@@ -146,7 +146,39 @@ static Oop dbl(double d) { return vm_double_new(d); }
 static double double_of(Oop o)
 {
     assert_true(vm_is_double(o));
-    return obj_double(o);
+    return oop_double(o);
+}
+
+/* -- Immediate Doubles --------------------------------------------------------- */
+
+/* Every exponent, both signs, mantissas at both ends and between: a value
+ * is an immediate exactly when gc/object.h says (biased exponent 897..1151,
+ * or a zero), comes back bit for bit, and vm_double_new picks that form. */
+static void immediate_doubles_cover_their_range_exactly(void **state)
+{
+    (void)state;
+    const uint64_t mantissas[] = {0, 1, 0x123456789abcdull, 0x8000000000000ull, 0xfffffffffffffull};
+    for (uint64_t sign = 0; sign < 2; sign++)
+        for (uint64_t e = 0; e < 2048; e++)
+            for (size_t k = 0; k < sizeof mantissas / sizeof *mantissas; k++) {
+                uint64_t bits = sign << 63 | e << 52 | mantissas[k];
+                double d;
+                memcpy(&d, &bits, 8);
+                bool fits = (e >= 897 && e <= 1151) || (e == 0 && mantissas[k] == 0);
+                Oop imm = oop_float_encode(d);
+                assert_int_equal(imm != 0, fits);
+                Oop o = vm_double_new(d);
+                assert_true(vm_is_double(o));
+                assert_int_equal(vm_class_index_of(o), CLASS_INDEX_DOUBLE);
+                assert_int_equal(oop_is_float(o), fits);
+                assert_int_equal(vm_is_boxed_double(o), !fits);
+                assert_false(oop_is_int(o));
+                uint64_t back;
+                double v = oop_double(o);
+                memcpy(&back, &v, 8);
+                assert_true(back == bits);
+                if (fits) assert_true(o == imm);
+            }
 }
 
 /* -- Growing and shrinking ---------------------------------------------------- */
@@ -873,6 +905,7 @@ int main(void)
         cmocka_unit_test(double_primitives_follow_som),
         cmocka_unit_test(double_rounding_primitives_follow_som),
         cmocka_unit_test(double_text_primitives_follow_som),
+        cmocka_unit_test(immediate_doubles_cover_their_range_exactly),
     };
     return cmocka_run_group_tests(tests, setup_heap, teardown_heap);
 }
