@@ -57,41 +57,39 @@ static inline Oop oop_from_int(intptr_t v) { return ((Oop)v << 1) | 1; }
 static inline bool oop_int_fits(intptr_t v) { return v >= OOP_INT_MIN && v <= OOP_INT_MAX; }
 
 /* -- Immediate Doubles -------------------------------------------------------
- * Spur's SmallFloat64: a double whose biased exponent e lies in 897..1151
- * (magnitudes ~1.2e-38 .. ~6.8e38), or ±0.0, is an immediate; every other
- * double (larger, smaller, denormal, infinite, NaN) is a boxed Double (class
- * index CLASS_INDEX_DOUBLE, format FMT_WORDS, one slot). Every Double is
- * made by one constructor that picks the form from the value, so a value
- * has one form and `==` on immediates is value equality. The IEEE bits are
- * rotated left by one (the sign to bit 0), the exponent lowered by 896 so
- * that it fits 8 bits, and shifted over the tag; ±0.0 rotates to 0 or 1 and
- * is stored without the offset (nothing else encodes to 0 or 1: e >= 897). */
+ * As Spur's SmallFloat64, a double whose biased exponent e lies in 896..1151
+ * (magnitudes 2^-127 .. just under 2^129, ~5.9e-39 .. ~6.8e38) is an
+ * immediate; every other double (zeros, larger, smaller, denormal,
+ * infinite, NaN) is a boxed Double (class index CLASS_INDEX_DOUBLE, format
+ * FMT_WORDS, one slot). Every Double is made by one constructor that picks
+ * the form from the value, so a value has one form.
+ *
+ * Adding 128 to the exponent field puts such an e's top three bits at 100;
+ * rotating the word left by 4 brings them down as the tag, the sign above
+ * it: encoding is an add and a rotate, decoding a rotate and a subtract.
+ * Unlike Spur, ±0.0 stays boxed: a zero's exponent is outside the window,
+ * and special-casing it would cost every decode a compare and a move (in
+ * machine code, on the critical path of Double arithmetic). */
 
 #define OOP_FLOAT_TAG 4
-#define OOP_FLOAT_EXP_OFFSET ((uint64_t)896 << 53)
+#define OOP_FLOAT_BIAS ((uint64_t)128 << 52)
 
 static inline bool oop_is_float(Oop o) { return (o & 7) == OOP_FLOAT_TAG; }
 static inline bool oop_is_imm(Oop o) { return (o & 7) != 0; }
-
-static inline uint64_t oop_bits_rotl1(uint64_t x) { return x << 1 | x >> 63; }
 
 /* The immediate for d, or 0 when d must be boxed. */
 static inline Oop oop_float_encode(double d)
 {
     uint64_t bits;
     memcpy(&bits, &d, 8);
-    uint64_t rot = oop_bits_rotl1(bits);
-    if (rot <= 1) return (Oop)(rot << 3 | OOP_FLOAT_TAG);
-    uint64_t enc = rot - OOP_FLOAT_EXP_OFFSET;
-    if ((enc >> 53) - 1 >= 255) return 0; /* e - 896 outside 1..255, unsigned */
-    return (Oop)(enc << 3 | OOP_FLOAT_TAG);
+    uint64_t t = bits + OOP_FLOAT_BIAS;
+    Oop o = (Oop)(t << 4 | t >> 60);
+    return oop_is_float(o) ? o : 0;
 }
 
 static inline double oop_float(Oop o)
 {
-    uint64_t v = (uint64_t)o >> 3;
-    if (v > 1) v += OOP_FLOAT_EXP_OFFSET;
-    uint64_t bits = v >> 1 | v << 63;
+    uint64_t bits = ((uint64_t)o >> 4 | (uint64_t)o << 60) - OOP_FLOAT_BIAS;
     double d;
     memcpy(&d, &bits, 8);
     return d;

@@ -347,6 +347,7 @@ static void store_var(Compiler *c, SimKind kind, int v, bool pop)
         if (pop) jit_x64_pop_r(b, R11);
         else jit_x64_mov_rm(b, R11, jit_x64_mem(RSP, 0));
         jit_x64_mov_mr(b, dst, R11);
+        if (kind == SIM_TEMP) jit_double_cache_stored(c, v, false);
         return;
     }
     SimEntry top = c->sim[c->nsim - 1];
@@ -357,6 +358,7 @@ static void store_var(Compiler *c, SimKind kind, int v, bool pop)
         jit_compile_sim_load(c, top, r);
         jit_x64_mov_mr(b, dst, r);
     }
+    if (kind == SIM_TEMP) jit_double_cache_stored(c, v, top.kind == SIM_RAX);
     if (pop) c->nsim--;
 }
 
@@ -367,6 +369,7 @@ void jit_compile_send_call(Compiler *c, int64_t tag, int nargs, size_t bcpc)
 {
     jit_sendsite_emit(&c->b, jit_sendsite_unlinked_tag(tag, nargs), c->rt->send);
     jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_SEND);
+    jit_double_cache_load(c); /* the callee used the xmm registers */
 }
 
 /* The same, the result left in rax (not pushed). */
@@ -676,6 +679,7 @@ static void send_and_merge(Compiler *c, X64Label *slow, X64Label *done, const X6
     jit_x64_label_bind(b, slow);
     for (int j = s; j < k; j++) jit_x64_push_r(b, regs[j]);
     jit_compile_send_call(c, tag, nargs, pc);
+    jit_double_cache_answer(c);
     jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * k));
     if (s) jit_x64_jmp_label32(b, &merged);
     jit_x64_label_bind(b, done);
@@ -748,7 +752,7 @@ static size_t emit_special(Compiler *c, size_t pc)
     X64Reg regs[2] = { RAX, RCX };
     bool arg_int = false; /* the argument is a SmallInteger constant, arg_const */
     int64_t arg_const = 0;
-    JitOperandFacts facts = { .same = false };
+    JitOperandFacts facts = { .receiver_xmm = -1, .arg_xmm = -1 };
     if (k <= 2) {
         load_operands(c, k, regs);
         arg_int = k == 2 && d == 2 && c->sim[1].kind == SIM_CONST && oop_is_int((Oop)c->sim[1].v);
@@ -878,6 +882,9 @@ static size_t emit_special(Compiler *c, size_t pc)
         emit_array_fast_path(c, op, pc, value_const, &slow, &done);
     }
     send_and_merge(c, &slow, &done, regs, s, k, jit_send_tag_special(op), nargs, pc);
+    /* every path to here leaves xmm0 with rax's value when it is a Double: the Double
+     * fast paths (a chain's too) compute it there, the send's jit_double_cache_answer */
+    if (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) c->xmm0_pc = next;
     return 1;
 }
 
@@ -900,6 +907,7 @@ static void emit_double_send(Compiler *c, size_t pc, JitDoubleSend kind)
     X64Label slow = JIT_X64_LABEL("Double send"), done = JIT_X64_LABEL("Double send done");
     jit_double_send(c, kind, facts, &slow, &done);
     send_and_merge(c, &slow, &done, regs, s, k, tag, nargs, pc);
+    c->xmm0_pc = pc + vm_bytecode_length[p[0]];
 }
 
 static void barrier_unneeded(Compiler *c, X64Label *done);
@@ -1243,6 +1251,7 @@ static void emit_back_jump(Compiler *c, size_t pc)
     jit_x64_jcc_label32(b, JIT_X64_CC_Z, &go);
     jit_x64_call_rel32(b, c->rt->safepoint);
     jit_map_add(&c->map, mcpc(c), (uint32_t)pc, JIT_MAP_BACKJUMP);
+    jit_double_cache_load(c); /* after the call; and OSR enters here */
     jit_x64_label_bind(b, &go);
     jit_x64_jmp_label32(b, &c->labels[jit_compile_jump_target(c->code, pc)]);
 }
@@ -1303,7 +1312,9 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
     case BC_PUSH_TEMP: sim_push(c, SIM_TEMP, p[1]); break;
     case BC_STORE_TEMP: store_var(c, SIM_TEMP, p[1], false); break;
     case BC_POP_TEMP: {
-        bool in_rax = c->nsim && c->sim[c->nsim - 1].kind == SIM_RAX;
+        /* a cached Double temp reads better as itself (jit/double_cache.c) */
+        bool in_rax = c->nsim && c->sim[c->nsim - 1].kind == SIM_RAX &&
+                      jit_double_cached(c, &(SimEntry){ SIM_TEMP, p[1] }) < 0;
         store_var(c, SIM_TEMP, p[1], true);
         size_t next = pc + 2;
         if (in_rax && next + 1 < c->len && c->code[next] == BC_PUSH_TEMP && c->code[next + 1] == p[1] &&
@@ -1464,7 +1475,9 @@ static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *che
     if (is_setter(c)) emit_setter_fast_path(c, &slow);
     emit_prologue(c, &header, &slow, &checked);
     for (size_t pc = 0; pc < c->len;) {
+        c->pc = pc;
         if (c->target[pc]) flush(c); /* a merge point: every path arrives with the real stack */
+        if (c->region_of[pc] && c->regions[c->region_of[pc] - 1].lo == pc) jit_double_cache_load(c);
         if (c->loop_head[pc]) {
             /* loop heads 16-aligned (pieces start and move 16-aligned): the
              * same loop body then runs at the same speed wherever it sits;
@@ -1510,7 +1523,10 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
     c.loop_head = calloc(c.len + 1, sizeof *c.loop_head);
     c.labels = malloc((c.len + 1) * sizeof *c.labels);
     c.sim = malloc((c.len + 2) * sizeof *c.sim);
-    if (!c.target || !c.labels || !c.loop_head || !c.sim) {
+    c.region_of = calloc(c.len + 1, sizeof *c.region_of);
+    c.xmm0_pc = SIZE_MAX;
+    if (!c.target || !c.labels || !c.loop_head || !c.sim || !c.region_of) {
+        free(c.region_of);
         free(c.sim);
         free(c.loop_head);
         free(c.target);
@@ -1521,6 +1537,8 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
     JitMethod *m = NULL;
     size_t bound = scan(&c, why, whylen);
     if (!bound) goto out;
+    jit_double_cache_plan(&c);
+    bound += jit_double_cache_bound(&c);
     size_t map_bound = MAP_ENTRIES_PER_BYTECODE * JIT_MAP_ENTRY_MAX_BYTES * (c.len + 1);
     /* unwind pairs: the entry, prologue, end, and two per return (at most one per bytecode) */
     size_t unwind_bound = 4 + 8 * (4 + 2 * (c.len + 1));
@@ -1559,6 +1577,7 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
     }
     jit_map_builder_release(&c.map);
 out:
+    free(c.region_of);
     free(c.sim);
     free(c.unwind);
     free(c.lits);

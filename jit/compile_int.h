@@ -25,6 +25,16 @@
 #define RDI JIT_X64_RDI
 #define R11 JIT_X64_R11
 
+/* An innermost loop whose temps temp[i] live in xmm2 + i too
+ * (jit/double_cache.c): bytecodes lo (its head) .. hi (its JUMP_BACK). */
+#define JIT_DOUBLE_CACHED_MAX 14 /* xmm2 .. xmm15 */
+#define JIT_DOUBLE_REGIONS_MAX 8
+typedef struct JitDoubleRegion {
+    size_t lo, hi;
+    int n;
+    uint8_t temp[JIT_DOUBLE_CACHED_MAX];
+} JitDoubleRegion;
+
 typedef struct Compiler {
     const JitCompileRuntime *rt;
     Oop method;
@@ -45,6 +55,11 @@ typedef struct Compiler {
     uint32_t nunwind, unwind_cap;
     struct SimEntry *sim; /* [len + 2]: the simulated stack (see "The simulated stack") */
     int nsim;
+    size_t pc;                  /* the bytecode being emitted */
+    size_t xmm0_pc;             /* at this pc xmm0 holds rax's value when rax is a Double */
+    uint8_t *region_of;         /* [len + 1]: 1 + index into regions, or 0 */
+    JitDoubleRegion regions[JIT_DOUBLE_REGIONS_MAX];
+    int nregions;
 } Compiler;
 
 typedef enum SimKind { SIM_CONST, SIM_SELF, SIM_ARG, SIM_TEMP, SIM_FIELD, SIM_LIT, SIM_RAX } SimKind;
@@ -74,7 +89,29 @@ long jit_compile_fused_branch(const Compiler *c, size_t next);
 /* rax := true when cc holds after the compare, else false. */
 void jit_compile_set_boolean(Compiler *c, X64Cond cc);
 
+/* -- jit/double_cache.c ------------------------------------------------------------- */
+
+/* Finds the regions (after the scan marked the jump targets). */
+void jit_double_cache_plan(Compiler *c);
+/* The code the regions add, at most. */
+size_t jit_double_cache_bound(const Compiler *c);
+/* The xmm register that holds descriptor e's value when it is a Double
+ * (a cached temp of the region at c->pc), or -1. */
+int jit_double_cached(const Compiler *c, const SimEntry *e);
+/* Makes the invariant: at a region's head (fall-through), after a call in
+ * it. Keeps rax and rcx; clobbers rdx, r11. */
+void jit_double_cache_load(Compiler *c);
+/* Keeps it after temp t was stored (from xmm0 when the value came from rax
+ * and c->xmm0_pc == c->pc). */
+void jit_double_cache_stored(Compiler *c, int t, bool from_rax);
+/* xmm0 := rax's value when it is a Double, after a generic send in a
+ * region, so that xmm0 follows rax at the send's merge. */
+void jit_double_cache_answer(Compiler *c);
+
 /* -- jit/double_inline.c ------------------------------------------------------------ */
+
+/* x := the value of the immediate Double in r; keeps r, clobbers rdx, r11. */
+void jit_double_decode_immediate(Compiler *c, X64Reg r, X64Xmm x);
 
 /* Whether a Double receiver of special send op may take its fast path:
  * Double's method for it is the VM's primitive (vm/special.h). */
@@ -85,6 +122,7 @@ bool jit_double_inline(const Compiler *c, uint8_t op);
 typedef struct JitOperandFacts {
     bool same, receiver_double, arg_double;
     double receiver_value, arg_value; /* of a literal Double */
+    int receiver_xmm, arg_xmm;        /* where a cached temp's value is (jit_double_cached), or -1 */
 } JitOperandFacts;
 /* The facts of receiver descriptor r and argument descriptor a (either may
  * be NULL: on the real stack). */

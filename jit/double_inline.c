@@ -26,19 +26,15 @@ static void load_constant(Compiler *c, X64Xmm x, double d)
 }
 
 /* x := the value of the immediate Double in r (gc/object.h: rotate the
- * sign back to bit 63 after restoring the exponent's offset, which ±0.0
- * never had). Keeps r; clobbers rdx, r11. */
-static void decode_immediate(Compiler *c, X64Reg r, X64Xmm x)
+ * tag back up, take the exponent's bias off). Keeps r; clobbers rdx, r11. */
+void jit_double_decode_immediate(Compiler *c, X64Reg r, X64Xmm x)
 {
     X64Buf *b = &c->b;
+    jit_x64_mov_ri64(b, RDX, OOP_FLOAT_BIAS); /* independent of r: off the value's path */
     jit_x64_mov_rr(b, R11, r);
-    jit_x64_shr_ri(b, R11, 3);
-    jit_x64_mov_ri64(b, RDX, OOP_FLOAT_EXP_OFFSET);
-    jit_x64_add_rr(b, RDX, R11);
-    jit_x64_cmp_ri(b, R11, 1);
-    jit_x64_cmovcc_rr(b, JIT_X64_CC_BE, RDX, R11);
-    jit_x64_ror_ri(b, RDX, 1);
-    jit_x64_movq_xr(b, x, RDX);
+    jit_x64_ror_ri(b, R11, 4);
+    jit_x64_sub_rr(b, R11, RDX);
+    jit_x64_movq_xr(b, x, R11);
 }
 
 /* x := the value of the Oop in r: a Double, immediate or boxed, or a
@@ -53,7 +49,7 @@ static void number_or(Compiler *c, X64Reg r, X64Xmm x, bool ints_too, X64Label *
     jit_x64_lea_rm(b, RDX, jit_x64_mem(r, -OOP_FLOAT_TAG));
     jit_x64_test_ri(b, RDX, 7);
     jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &not_immediate);
-    decode_immediate(c, r, x);
+    jit_double_decode_immediate(c, r, x);
     jit_x64_jmp_label32(b, &have);
     jit_x64_label_bind(b, &not_immediate);
     jit_x64_test_ri(b, r, 7); /* now a SmallInteger or an object */
@@ -73,6 +69,44 @@ static void number_or(Compiler *c, X64Reg r, X64Xmm x, bool ints_too, X64Label *
     jit_x64_label_bind(b, &have);
 }
 
+/* x := the value of the Oop in r, a cached temp whose value xmm `cached`
+ * holds when it is a Double (jit/double_cache.c): the same tests as
+ * number_or's, but no decoding on the value's path. Keeps r; clobbers rdx,
+ * r11. */
+static void cached_or(Compiler *c, X64Reg r, X64Xmm cached, X64Xmm x, bool ints_too, X64Label *slow)
+{
+    X64Buf *b = &c->b;
+    X64Label have = JIT_X64_LABEL("cached operand"), value = JIT_X64_LABEL("a Double"),
+             integer = JIT_X64_LABEL("SmallInteger operand");
+    jit_x64_lea_rm(b, RDX, jit_x64_mem(r, -OOP_FLOAT_TAG));
+    jit_x64_test_ri(b, RDX, 7);
+    jit_x64_jcc_label32(b, JIT_X64_CC_Z, &value);
+    jit_x64_test_ri(b, r, 7);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, ints_too ? &integer : slow);
+    jit_x64_mov_rm(b, RDX, jit_x64_mem(r, 0));
+    jit_x64_and_ri(b, RDX, (int32_t)OBJ_CLASS_MASK);
+    jit_x64_cmp_ri(b, RDX, CLASS_INDEX_DOUBLE);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NE, slow);
+    if (ints_too) {
+        jit_x64_jmp_label32(b, &value);
+        jit_x64_label_bind(b, &integer);
+        jit_x64_mov_rr(b, R11, r);
+        jit_x64_sar_ri(b, R11, 1);
+        jit_x64_cvtsi2sd_xr(b, x, R11);
+        jit_x64_jmp_label32(b, &have);
+    }
+    jit_x64_label_bind(b, &value);
+    jit_x64_movsd_xx(b, x, cached);
+    jit_x64_label_bind(b, &have);
+}
+
+/* number_or, or cached_or when the operand is a cached temp (cached >= 0). */
+static void operand_or(Compiler *c, X64Reg r, int cached, X64Xmm x, bool ints_too, X64Label *slow)
+{
+    if (cached >= 0) cached_or(c, r, (X64Xmm)cached, x, ints_too, slow);
+    else number_or(c, r, x, ints_too, slow);
+}
+
 static bool lit_double(const Compiler *c, const SimEntry *e, double *d)
 {
     if (!e || e->kind != SIM_LIT) return false;
@@ -87,6 +121,8 @@ JitOperandFacts jit_double_facts(const Compiler *c, const SimEntry *r, const Sim
     JitOperandFacts f = { .same = false };
     f.receiver_double = lit_double(c, r, &f.receiver_value);
     f.arg_double = lit_double(c, a, &f.arg_value);
+    f.receiver_xmm = jit_double_cached(c, r);
+    f.arg_xmm = jit_double_cached(c, a);
     /* a variable read twice with nothing between: the same Oop */
     f.same = r && a && r->kind == a->kind && r->v == a->v &&
              (r->kind == SIM_TEMP || r->kind == SIM_ARG || r->kind == SIM_SELF || r->kind == SIM_FIELD ||
@@ -99,10 +135,10 @@ JitOperandFacts jit_double_facts(const Compiler *c, const SimEntry *r, const Sim
 static void doubles_or(Compiler *c, JitOperandFacts f, bool ints_too, X64Label *slow)
 {
     if (f.receiver_double) load_constant(c, JIT_X64_XMM0, f.receiver_value);
-    else number_or(c, RAX, JIT_X64_XMM0, false, slow);
+    else operand_or(c, RAX, f.receiver_xmm, JIT_X64_XMM0, false, slow);
     if (f.same) jit_x64_movsd_xx(&c->b, JIT_X64_XMM1, JIT_X64_XMM0);
     else if (f.arg_double) load_constant(c, JIT_X64_XMM1, f.arg_value);
-    else number_or(c, RCX, JIT_X64_XMM1, ints_too, slow);
+    else operand_or(c, RCX, f.arg_xmm, JIT_X64_XMM1, ints_too, slow);
 }
 
 /* rdi := eden's top, rdx := rdi + 16, r11 := &eden top; to slow when eden
@@ -158,31 +194,20 @@ static void box_at_rdi(Compiler *c)
 
 /* rax := the immediate Double of xmm0, then to done; falls through with
  * rax and rcx intact when xmm0's value must be boxed (gc/object.h,
- * oop_float_encode). Clobbers rdx, rdi. */
+ * oop_float_encode: out of the exponent window, the tag comes out wrong).
+ * Clobbers rdx, rdi. */
 static void immediate_or_fall(Compiler *c, X64Label *done)
 {
     X64Buf *b = &c->b;
-    X64Label out_of_range = JIT_X64_LABEL("not an immediate's exponent"), boxed = JIT_X64_LABEL("boxed");
+    X64Label boxed = JIT_X64_LABEL("boxed");
+    jit_x64_mov_ri64(b, RDX, OOP_FLOAT_BIAS);
     jit_x64_movq_rx(b, RDI, JIT_X64_XMM0);
-    jit_x64_rol_ri(b, RDI, 1);
-    jit_x64_mov_ri64(b, RDX, (uint64_t)0 - OOP_FLOAT_EXP_OFFSET);
     jit_x64_add_rr(b, RDI, RDX);
-    jit_x64_mov_rr(b, RDX, RDI);
-    jit_x64_shr_ri(b, RDX, 53);
-    jit_x64_sub_ri(b, RDX, 1);
-    jit_x64_cmp_ri(b, RDX, 254);
-    jit_x64_jcc_label32(b, JIT_X64_CC_A, &out_of_range); /* unsigned: e - 896 outside 1..255 */
-    jit_x64_shl_ri(b, RDI, 3);
-    jit_x64_lea_rm(b, RAX, jit_x64_mem(RDI, OOP_FLOAT_TAG));
-    jit_x64_jmp_label32(b, done);
-    jit_x64_label_bind(b, &out_of_range);
-    jit_x64_movq_rx(b, RDI, JIT_X64_XMM0);
-    jit_x64_add_rr(b, RDI, RDI); /* all but the sign */
+    jit_x64_rol_ri(b, RDI, 4);
+    jit_x64_lea_rm(b, RDX, jit_x64_mem(RDI, -OOP_FLOAT_TAG));
+    jit_x64_test_ri(b, RDX, 7);
     jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &boxed);
-    jit_x64_movq_rx(b, RDI, JIT_X64_XMM0); /* ±0.0: the sign over the tag */
-    jit_x64_shr_ri(b, RDI, 63);
-    jit_x64_shl_ri(b, RDI, 3);
-    jit_x64_lea_rm(b, RAX, jit_x64_mem(RDI, OOP_FLOAT_TAG));
+    jit_x64_mov_rr(b, RAX, RDI);
     jit_x64_jmp_label32(b, done);
     jit_x64_label_bind(b, &boxed);
 }
@@ -248,7 +273,7 @@ void jit_double_send(Compiler *c, JitDoubleSend kind, JitOperandFacts f, X64Labe
     } else {
         VM_ASSERT(kind == JIT_DOUBLE_SEND_SQRT);
         if (f.receiver_double) load_constant(c, JIT_X64_XMM0, f.receiver_value);
-        else number_or(c, RAX, JIT_X64_XMM0, false, slow);
+        else operand_or(c, RAX, f.receiver_xmm, JIT_X64_XMM0, false, slow);
         jit_x64_sqrtsd_xx(b, JIT_X64_XMM0, JIT_X64_XMM0);
     }
     answer_double(c, slow, done);
@@ -408,7 +433,7 @@ static void other_or(Compiler *c, SimEntry e, X64Xmm x, bool ints_too, X64Label 
         return;
     }
     jit_compile_sim_load(c, e, RCX);
-    number_or(c, RCX, x, ints_too, slow);
+    operand_or(c, RCX, jit_double_cached(c, &e), x, ints_too, slow);
 }
 
 /* Measured from the encodings below, with margin: about 250 bytes to test
