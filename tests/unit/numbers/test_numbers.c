@@ -720,7 +720,7 @@ static void integer_division_primitives_follow_som(void **state)
     run_fails(vm_prims_integer, "/", false, small(1), dbl(0.0), "Division by zero.");
     run_fails(vm_prims_integer, "/", false, pow2(2000), dbl(0.0), "Division by zero.");
     run_fails(vm_prims_integer, "/", false, pow2(2000), dbl(1.1), "Can't represent as double.");
-    /* // is IEEE division, by zero too (README: conformance decisions) */
+    /* // is IEEE division, by zero too (docs/conformance.md: the decisions) */
     assert_true(double_of(int_ok("//", small(10), small(0))) == INFINITY);
     assert_true(double_of(int_ok("//", small(-10), small(0))) == -INFINITY);
     assert_true(isnan(double_of(int_ok("//", small(0), small(0)))));
