@@ -34,6 +34,7 @@
 #define BOUND_PER_TEMP 2
 #define BOUND_SIMPLE 24        /* pushes, stores, returns, plain jumps */
 #define BOUND_SEND 40          /* argument registers, call, drop, push */
+#define BOUND_ACCESSOR 112     /* an inline accessor's tests, load or store + barrier test, jumps */
 #define BOUND_FIELD_STORE 80   /* store + inline barrier check + call */
 #define BOUND_SPECIAL 560      /* inline SmallInteger, Double or Array path + generic send */
 #define BOUND_COND_JUMP 96     /* two compares + mustBeBoolean send */
@@ -167,6 +168,7 @@ static size_t scan(Compiler *c, char *why, size_t whylen)
         uint8_t op = c->code[pc];
         if ((op == BC_SEND || op == BC_SEND_W) && jit_double_send_kind(c, pc) != JIT_DOUBLE_SEND_NONE)
             bound += BOUND_SPECIAL;
+        if (op == BC_SEND || op == BC_SEND_W) bound += BOUND_ACCESSOR; /* (if the site has one) */
         if (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) {
             JitDoubleLink links[JIT_DOUBLE_CHAIN_MAX];
             bound += jit_double_chain_bound(jit_double_chain_scan(c, pc, links, JIT_DOUBLE_CHAIN_MAX));
@@ -912,6 +914,57 @@ static void emit_double_send(Compiler *c, size_t pc, JitDoubleSend kind)
 
 static void barrier_unneeded(Compiler *c, X64Label *done);
 
+/* A getter or setter send whose site the interpreter saw run an accessor of
+ * one class (rt->site_accessor): inline behind a test of the receiver's
+ * class, the send otherwise — and also while a tracer holds the method
+ * probes (their semaphores, as the interrupt check tests them), so that
+ * every activation still fires method__entry. A setter whose store would
+ * need the barrier sends too (the method's own code remembers). Answers
+ * false (nothing emitted) when the site has no such hint. */
+static bool emit_inline_accessor(Compiler *c, size_t pc)
+{
+    X64Buf *b = &c->b;
+    const uint8_t *p = c->code + pc;
+    int64_t tag = p[0] == BC_SEND ? p[1] : operand_w(p + 1);
+    int nargs = p[0] == BC_SEND ? p[2] : p[3];
+    uint32_t class_index;
+    bool setter;
+    int field;
+    if (nargs > 1 || !c->rt->site_accessor || !c->rt->site_accessor(p, &class_index, &setter, &field) ||
+        setter != (nargs == 1) || class_index == CLASS_INDEX_SMALLINT || class_index == CLASS_INDEX_DOUBLE)
+        return false;
+    int k = nargs + 1;
+    flush_below(c, k);
+    int d = c->nsim, s = k - d;
+    X64Reg regs[2] = { RAX, RCX };
+    load_operands(c, k, regs);
+    c->nsim = 0;
+    X64Label slow = JIT_X64_LABEL("accessor send"), done = JIT_X64_LABEL("accessor done");
+    jit_x64_test_ri(b, RAX, 7);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &slow);
+    jit_x64_mov_rm32(b, RDX, jit_x64_mem(RAX, 0));
+    jit_x64_and_ri(b, RDX, (int32_t)OBJ_CLASS_MASK);
+    jit_x64_cmp_ri(b, RDX, (int32_t)class_index);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NE, &slow);
+    if (c->rt->method_probe_semaphores) {
+        jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->method_probe_semaphores);
+        jit_x64_cmp_mi(b, jit_x64_mem(R11, 0), 0); /* both semaphores, and 32 bits of 0 */
+        jit_x64_jcc_label32(b, JIT_X64_CC_NE, &slow);
+    }
+    if (setter) {
+        X64Label store = JIT_X64_LABEL("accessor store");
+        barrier_unneeded(c, &store);
+        jit_x64_jmp_label32(b, &slow);
+        jit_x64_label_bind(b, &store);
+        jit_x64_mov_mr(b, field_of_rax(field), RCX); /* and self, in rax, is the answer */
+    } else {
+        jit_x64_mov_rm(b, RAX, field_of_rax(field));
+    }
+    jit_x64_jmp_label32(b, &done);
+    send_and_merge(c, &slow, &done, regs, s, k, tag, nargs, pc);
+    return true;
+}
+
 /* The generational write barrier after rcx was stored into object rax:
  * old object, young pointer, not yet remembered -> the barrier runtime.
  * Clobbers rdx and r11 (and everything when it calls). */
@@ -1337,6 +1390,7 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
             emit_double_send(c, pc, kind);
             break;
         }
+        if (emit_inline_accessor(c, pc)) break;
         flush(c);
         emit_send_rax(c, op == BC_SEND ? p[1] : operand_w(p + 1), op == BC_SEND ? p[2] : p[3], pc);
         sim_push(c, SIM_RAX, 0);

@@ -146,6 +146,13 @@ typedef struct JitCompileRuntime {
      * entry_slow, which hands the activation to the interpreter (it fires
      * the probes). NULL: no such test (probes compiled out, tests). */
     const volatile unsigned short *method_probe_semaphores;
+    /* What the interpreter saw at the send at site (a hint, NULL: none):
+     * true when its sends went to receivers of class_index running an
+     * accessor of their field `field` (a getter `^field`, or when *setter a
+     * setter `field := arg`). Machine code inlines that accessor behind a
+     * class test (classes never change once loaded, so the test makes the
+     * hint always right); other receivers take the send. */
+    bool (*site_accessor)(const uint8_t *site, uint32_t *class_index, bool *setter, int *field);
 } JitCompileRuntime;
 
 /* -- Global sites ----------------------------------------------------------------

@@ -16,6 +16,7 @@
 #include "vm/globals.h"
 #include "vm/loader.h"
 #include "vm/primitive.h"
+#include "vm/sendcache.h"
 #include "vm/special.h"
 #include "vm/stack.h"
 #include "vm/frame.h"
@@ -40,6 +41,18 @@ VmJitStats vm_jit_stats;
 #define JIT_MAX_PRIM_ARGS 8 /* sends to primitives with more arguments take the interpreter's path */
 static JitZone zone;
 static JitCompileRuntime runtime;
+
+/* The interpreter's send-site cache as machine code's hint (jit/compile.h,
+ * site_accessor): only entries that are still this site's. */
+static bool site_accessor(const uint8_t *site, uint32_t *class_index, bool *setter, int *field)
+{
+    const VmSendCacheEntry *e = vm_sendcache_entry(site);
+    if (e->site != site || (e->kind != SENDCACHE_GETTER && e->kind != SENDCACHE_SETTER)) return false;
+    *class_index = e->class_index;
+    *setter = e->kind == SENDCACHE_SETTER;
+    *field = e->field;
+    return true;
+}
 static JitPicRuntime pic_runtime;
 
 /* A primitive's answer on its way back to machine code: the dispatch
@@ -662,6 +675,7 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
         snprintf(err, errlen, "the code zone's trampoline area is too small");
         return false;
     }
+    runtime.site_accessor = site_accessor;
     runtime.globals_epoch = &vm_globals_epoch;
     runtime.double_prims = &vm_double_special_prims;
     runtime.double_divide_inline = &vm_double_divide_is_prim;

@@ -29,7 +29,8 @@
  * class indexes are never reused, so (site, class index) -> method stays
  * true between flushes. The table is C memory, never part of a snapshot.
  *
- * Who may call: vm/interp.c (probe and fill), vm/lookup.c (flush).
+ * Who may call: vm/interp.c (probe and fill), vm/lookup.c (flush),
+ * vm/jitglue.c (read, as a hint for the JIT: which accessor a site ran).
  */
 #ifndef VM_SENDCACHE_H
 #define VM_SENDCACHE_H
