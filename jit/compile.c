@@ -921,6 +921,15 @@ static void barrier_unneeded(Compiler *c, X64Label *done);
  * every activation still fires method__entry. A setter whose store would
  * need the barrier sends too (the method's own code remembers). Answers
  * false (nothing emitted) when the site has no such hint. */
+bool jit_compile_accessor(const Compiler *c, size_t pc, uint32_t *class_index, bool *setter, int *field)
+{
+    const uint8_t *p = c->code + pc;
+    VM_ASSERT(p[0] == BC_SEND || p[0] == BC_SEND_W);
+    int nargs = p[0] == BC_SEND ? p[2] : p[3];
+    return nargs <= 1 && c->rt->site_accessor && c->rt->site_accessor(p, class_index, setter, field) &&
+           *setter == (nargs == 1) && *class_index != CLASS_INDEX_SMALLINT && *class_index != CLASS_INDEX_DOUBLE;
+}
+
 static bool emit_inline_accessor(Compiler *c, size_t pc)
 {
     X64Buf *b = &c->b;
@@ -930,9 +939,7 @@ static bool emit_inline_accessor(Compiler *c, size_t pc)
     uint32_t class_index;
     bool setter;
     int field;
-    if (nargs > 1 || !c->rt->site_accessor || !c->rt->site_accessor(p, &class_index, &setter, &field) ||
-        setter != (nargs == 1) || class_index == CLASS_INDEX_SMALLINT || class_index == CLASS_INDEX_DOUBLE)
-        return false;
+    if (!jit_compile_accessor(c, pc, &class_index, &setter, &field)) return false;
     int k = nargs + 1;
     flush_below(c, k);
     int d = c->nsim, s = k - d;

@@ -86,6 +86,9 @@ void jit_compile_send_call(Compiler *c, int64_t tag, int nargs, size_t bcpc);
  * Boolean, its push at the merge, and its two tests. The next bytecode
  * must be no jump target. */
 long jit_compile_fused_branch(const Compiler *c, size_t next);
+/* Whether the SEND or SEND_W at pc is an accessor send machine code
+ * inlines (jit/compile.h, site_accessor): its receiver class, kind and field. */
+bool jit_compile_accessor(const Compiler *c, size_t pc, uint32_t *class_index, bool *setter, int *field);
 /* rax := true when cc holds after the compare, else false. */
 void jit_compile_set_boolean(Compiler *c, X64Cond cc);
 

@@ -19,9 +19,10 @@
  * SmallInteger or the send path.
  *
  * A region is an innermost loop (head .. its JUMP_BACK) that only pushes,
- * stores temps, computes with special sends that call nothing but their
- * generic send, and jumps within itself; anything else (plain sends, field
- * stores, blocks, outer variables) makes it plain code.
+ * stores temps, computes with special sends and inlined accessors that
+ * call nothing but their generic send, and jumps within itself; anything
+ * else (other sends, field stores, blocks, outer variables) makes it plain
+ * code.
  */
 #include "jit/compile_int.h"
 
@@ -39,9 +40,14 @@ static bool region_op(const Compiler *c, size_t pc)
     case BC_PUSH_FALSE: case BC_PUSH_0: case BC_PUSH_1: case BC_PUSH_LITERAL: case BC_PUSH_LITERAL_W:
     case BC_PUSH_ARG: case BC_PUSH_TEMP: case BC_STORE_TEMP: case BC_POP_TEMP:
     case BC_SEND_ADD: case BC_SEND_SUB: case BC_SEND_MUL: case BC_SEND_LT: case BC_SEND_GT: case BC_SEND_LE:
-    case BC_SEND_GE: case BC_SEND_EQ:
+    case BC_SEND_GE: case BC_SEND_EQ: case BC_SEND_AT:
     case BC_JUMP: case BC_JUMP_IF_TRUE: case BC_JUMP_IF_FALSE: return true;
-    case BC_SEND: case BC_SEND_W: return jit_double_send_kind(c, pc) != JIT_DOUBLE_SEND_NONE;
+    case BC_SEND: case BC_SEND_W: {
+        uint32_t ci;
+        bool setter;
+        int field;
+        return jit_double_send_kind(c, pc) != JIT_DOUBLE_SEND_NONE || jit_compile_accessor(c, pc, &ci, &setter, &field);
+    }
     default: return false;
     }
 }
@@ -50,7 +56,7 @@ static bool double_op(const Compiler *c, size_t pc)
 {
     uint8_t op = c->code[pc];
     if (op >= BC_SEND_ADD && op <= BC_SEND_EQ) return jit_double_inline(c, op);
-    return op == BC_SEND || op == BC_SEND_W; /* region_op let only // and sqrt through */
+    return (op == BC_SEND || op == BC_SEND_W) && jit_double_send_kind(c, pc) != JIT_DOUBLE_SEND_NONE;
 }
 
 /* The region of the JUMP_BACK at back, into r; false when there is none. */
