@@ -23,14 +23,14 @@
 #ifndef PROFILER_CODEEVENTS_H
 #define PROFILER_CODEEVENTS_H
 
-#include "profiler/export.h"
+#include "proto/export.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 typedef struct ProfCodeLoad {
-    uint32_t kind;            /* ProfCodeKind (profiler/export.h) */
+    uint32_t kind;            /* ProfCodeKind (proto/export.h) */
     const char *name;         /* "Class>>sel", "[] in Class>>sel", "sel (closed PIC)", "ceSend" */
     uint64_t start, size;     /* the whole piece, header included for machine code */
     uint64_t code_start;      /* first instruction (start + header) */
@@ -43,7 +43,7 @@ typedef struct ProfCodeLoad {
     uint64_t code_size;       /* bytes of instructions from code_start (the map and literal
                                  table follow them in the piece); 0 = up to start + size */
     /* unwind_count pairs (offset from start, PROF_UNWIND_* rule of
-     * profiler/stackabi.h) by offset: a pc's rule is the last pair at or
+     * proto/stackabi.h) by offset: a pc's rule is the last pair at or
      * below it; none: frameless throughout (PICs, stubs) */
     const uint32_t *unwind;
     uint32_t unwind_count;

@@ -2,7 +2,7 @@
  * profiler/codelog.h — the writer of the export's code event log: records
  * in a ring any number of readers copy from, checkpoints restating the live
  * pieces (the layout, the protocol and why they are correct are in
- * profiler/export.h, "The code event log").
+ * proto/export.h, "The code event log").
  *
  * The writer works on a region of memory it is given (the export segment
  * in stvm, a plain buffer in tests) and keeps, in private memory, a mirror
@@ -25,7 +25,7 @@
 #define PROFILER_CODELOG_H
 
 #include "profiler/codeevents.h"
-#include "profiler/export.h"
+#include "proto/export.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /*
- * profiler/publish.h — stvm writes its export segment (profiler/export.h).
+ * profiler/publish.h — stvm writes its export segment (proto/export.h).
  *
  * prof_publish_open creates /dev/shm/stvm-<pid> (mode 0600) and answers the
  * ProfCounters the VM increments in place; when the segment cannot be
@@ -18,8 +18,8 @@
 #ifndef PROFILER_PUBLISH_H
 #define PROFILER_PUBLISH_H
 
-#include "profiler/export.h"
-#include "profiler/stackabi.h"
+#include "proto/export.h"
+#include "proto/stackabi.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -53,7 +53,7 @@ static uint64_t thread_cpu_ns(void)
 }
 static pid_t vm_pid_for_reads, vm_tid_for_reads;
 
-/* -- Whole stacks (profiler/stackabi.h), walked in the handler ------------- */
+/* -- Whole stacks (proto/stackabi.h), walked in the handler ------------- */
 
 /* Walked stacks are kept packed (their header and only the words they
  * use, ~250 bytes for a stack of a dozen frames) in a byte ring reserved

@@ -54,7 +54,7 @@
 #ifndef PROFILER_SAMPLER_H
 #define PROFILER_SAMPLER_H
 
-#include "profiler/stackabi.h"
+#include "proto/stackabi.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -106,7 +106,7 @@ size_t prof_sampler_count(void);
 size_t prof_sampler_copy(ProfSample *out, size_t max);
 void prof_sampler_stats(ProfSamplerStats *out);
 /* The whole stack the handler walked for the sample taken at time_ns
- * (profiler/stackabi.h), while the ring still holds the sample and its
+ * (proto/stackabi.h), while the ring still holds the sample and its
  * stack; false otherwise (overwritten by newer ones, or the VM published
  * no walk facts). */
 bool prof_sampler_stack(uint64_t time_ns, ProfRawStack *out);

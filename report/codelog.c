@@ -1,6 +1,6 @@
 /*
  * report/codelog.c — the code event log reader (see codelog.h; protocol in
- * profiler/export.h).
+ * proto/export.h).
  *
  * One poll: read the control block, check it, then copy the stream from
  * the cursor to write_end in chunks; after each copy re-read write_begin to

@@ -1,6 +1,6 @@
 /*
  * report/codelog.h — reading the export's code event log (the protocol and
- * the record layouts are in profiler/export.h, "The code event log") into a
+ * the record layouts are in proto/export.h, "The code event log") into a
  * ReportCodeMap.
  *
  * The reader sees the log region only through a read function, so the same
@@ -22,7 +22,7 @@
 #ifndef REPORT_CODELOG_H
 #define REPORT_CODELOG_H
 
-#include "profiler/export.h"
+#include "proto/export.h"
 #include "report/codemap.h"
 
 #include <stdbool.h>

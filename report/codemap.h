@@ -34,7 +34,7 @@
 #ifndef REPORT_CODEMAP_H
 #define REPORT_CODEMAP_H
 
-#include "profiler/export.h"
+#include "proto/export.h"
 #include "report/report.h"
 
 #include <stdbool.h>
@@ -54,7 +54,7 @@ typedef struct ReportCodePiece {
     size_t nlines;
     bool truncated;           /* the log dropped part of its map or lines */
     const uint32_t *unwind;   /* pairs (offset from start, PROF_UNWIND_* rule), by offset */
-    size_t nunwind;           /* 0: frameless throughout (profiler/stackabi.h) */
+    size_t nunwind;           /* 0: frameless throughout (proto/stackabi.h) */
 } ReportCodePiece;
 
 typedef enum ReportCodeStatus {

@@ -22,7 +22,7 @@
 #ifndef REPORT_REPORT_H
 #define REPORT_REPORT_H
 
-#include "profiler/export.h"
+#include "proto/export.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /*
  * vmprofd/export_reader.h — reading stvm's export segment
- * (/dev/shm/stvm-<pid>, layout in profiler/export.h) from outside the VM.
+ * (/dev/shm/stvm-<pid>, layout in proto/export.h) from outside the VM.
  *
  * The segment is written by another process that may be buggy, gone or
  * hostile, so nothing in it is trusted before it is checked: the file must
@@ -22,8 +22,8 @@
 #ifndef VMPROFD_EXPORT_READER_H
 #define VMPROFD_EXPORT_READER_H
 
-#include "profiler/export.h"
-#include "profiler/stackabi.h"
+#include "proto/export.h"
+#include "proto/stackabi.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -11,8 +11,8 @@
  * a corpus afresh.
  */
 #include "profiler/codelog.h"
-#include "profiler/export.h"
-#include "profiler/stackabi.h"
+#include "proto/export.h"
+#include "proto/stackabi.h"
 
 #include <linux/perf_event.h>
 #include <stdio.h>

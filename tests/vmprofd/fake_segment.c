@@ -22,7 +22,7 @@
  * The file is /dev/shm/stvm-PID, mode 0600, like the VM's own.
  */
 #include "profiler/codelog.h"
-#include "profiler/export.h"
+#include "proto/export.h"
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -19,7 +19,7 @@
  */
 #define _GNU_SOURCE
 #include "profiler/codelog.h"
-#include "profiler/export.h"
+#include "proto/export.h"
 
 #include <asm/perf_regs.h>
 #include <fcntl.h>
