@@ -182,8 +182,6 @@ void prof_publish_read_counters(ProfCounters *out)
 
 const ProfWalkFacts *prof_publish_walk_facts(void) { return have_walk_facts ? &walk_facts : NULL; }
 
-const char *prof_publish_path(void) { return shm_name[0] ? shm_path : NULL; }
-
 void prof_publish_interp_ip(const void *interp_fn, unsigned perf_reg)
 {
     if (code_log_open) prof_codelog_set_interp(&code_log, (uint64_t)(uintptr_t)interp_fn, perf_reg);

@@ -47,8 +47,6 @@ void prof_publish_read_counters(ProfCounters *out);
 /* The walk facts given to prof_publish_open (also with --no-export: the
  * in-VM sampler walks with them), or NULL. */
 const ProfWalkFacts *prof_publish_walk_facts(void);
-/* Path of the segment, or NULL when private. */
-const char *prof_publish_path(void);
 /* Tells profilers where the interpreter keeps its bytecode ip
  * (ProfCodeLogControl.interp_fn / interp_ip_reg): inside the function that
  * contains interp_fn, perf_event x86 register perf_reg holds it. */
