@@ -26,12 +26,13 @@
 
 #include "profiler/codeevents.h"
 #include "proto/export.h"
+#include "report/addrtable.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct ProfCodeLogEntry ProfCodeLogEntry; /* a mirror slot (codelog.c) */
+typedef struct ProfCodeLogEntry ProfCodeLogEntry; /* a live piece in the mirror (codelog.c) */
 
 typedef struct ProfCodeLog {
     ProfCodeLogControl *ctl; /* in the region */
@@ -42,9 +43,8 @@ typedef struct ProfCodeLog {
     bool in_checkpoint;
     uint64_t cp_begin_seq, cp_begin_pos, cp_pieces;
     uint64_t zone_start, zone_end; /* machine-code space, for MOVE/FREE of unknown pieces */
-    /* the mirror: open addressing on (space, start), backward-shift deletion */
-    ProfCodeLogEntry *slots;
-    size_t cap, count;
+    /* the mirror: (space, start) -> ProfCodeLogEntry * (report/addrtable.h) */
+    ReportAddrTable mirror;
     uint64_t mirror_bytes;        /* what a checkpoint of it takes in the ring */
     bool mirror_failed;
     uint8_t *scratch;             /* one record being assembled */
