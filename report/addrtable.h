@@ -1,10 +1,10 @@
 /*
  * report/addrtable.h — a hash table from a code address to one 64-bit
- * value: the one table keyed by code address that the writers and readers
- * of the VM's code events share (profiler/codelog_writer.c's mirror of live
- * pieces, profiler/livecode.c's pieces a sink was told about,
- * report/codemap.c's open spans), so lookup, growth and deletion are
- * written once.
+ * value: the one table keyed by code address, shared by the writers and
+ * readers of the VM's code events (profiler/codelog_writer.c's mirror of
+ * live pieces, profiler/livecode.c's pieces a sink was told about,
+ * report/codemap.c's open spans) and report/symbolize.c's address cache,
+ * so lookup, growth and deletion are written once.
  *
  * A key is (space, addr): space is a small tag that keeps address spaces
  * apart (ProfCodeSpace: machine code, bytecodes; 0 when there is one). The

@@ -17,6 +17,7 @@
  */
 #include "report/symbolize.h"
 
+#include "report/addrtable.h"
 #include "report/dwlib.h"
 
 #include <dwarf.h>
@@ -60,13 +61,6 @@ typedef struct SymModule {
     char build_id[2 * SYM_BUILD_ID_MAX_BYTES + 1]; /* "" when none */
 } SymModule;
 
-typedef struct SymCacheSlot {
-    uint64_t addr;
-    int32_t location;
-    uint8_t is_return;
-    uint8_t used;
-} SymCacheSlot;
-
 struct Symbolizer {
     pid_t pid;
     Dwfl_Callbacks callbacks; /* must outlive dwfl */
@@ -83,10 +77,9 @@ struct Symbolizer {
     SymModule *mods;       /* sorted by start */
     size_t nmods, capmods;
 
-    /* address -> location index, valid for cache_profile only */
+    /* (is_return, address) -> location index, valid for cache_profile only */
     Profile *cache_profile;
-    SymCacheSlot *slots;
-    size_t cap, count;
+    ReportAddrTable cache;
 
     /* scratch for SymbolizedAddr strings */
     char namebuf[320];
@@ -98,10 +91,6 @@ struct Symbolizer {
 /* x86-64 canonical kernel half (4-level paging), as the brief for samples
  * with PERF_SAMPLE_IP in the kernel defines it. */
 #define SYM_KERNEL_START 0xffff800000000000ULL
-
-/* First cache size: a 10 s profile of a benchmark touches a few thousand
- * distinct native pcs, so this grows a handful of times at most. */
-#define SYM_CACHE_INITIAL 1024
 
 /* libdw's functions, loaded with the first Symbolizer: every other entry
  * point takes a Symbolizer, so it is set wherever it is used. */
@@ -135,61 +124,20 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
 
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 
-/* splitmix64's finalizer: spreads nearby pcs over the table. */
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-}
-
 /* -- Address cache ---------------------------------------------------- */
 
-static void cache_clear(Symbolizer *s)
-{
-    if (s->slots != NULL)
-        memset(s->slots, 0, s->cap * sizeof *s->slots);
-    s->count = 0;
-}
-
-static size_t cache_slot(const SymCacheSlot *slots, size_t cap, uint64_t addr, bool is_return)
-{
-    size_t i = (size_t)mix64(addr ^ (uint64_t)is_return) & (cap - 1);
-    while (slots[i].used && (slots[i].addr != addr || slots[i].is_return != is_return))
-        i = (i + 1) & (cap - 1);
-    return i;
-}
-
+/* The space of the key is whether the address is a return address: the
+ * two look up different instructions. */
 static int cache_get(const Symbolizer *s, uint64_t addr, bool is_return)
 {
-    if (s->count == 0)
-        return -1;
-    size_t i = cache_slot(s->slots, s->cap, addr, is_return);
-    return s->slots[i].used ? s->slots[i].location : -1;
+    uint64_t v;
+    return report_addrtable_get(&s->cache, is_return, addr, &v) ? (int)v : -1;
 }
 
 static void cache_put(Symbolizer *s, uint64_t addr, bool is_return, int location)
 {
-    /* Keep the load under 70% so probe runs stay short. */
-    if ((s->count + 1) * 10 >= s->cap * 7) {
-        size_t ncap = s->cap ? s->cap * 2 : SYM_CACHE_INITIAL;
-        SymCacheSlot *n = calloc(ncap, sizeof *n);
-        if (n == NULL)
-            return; /* a cache miss costs time, not correctness */
-        for (size_t i = 0; i < s->cap; i++)
-            if (s->slots[i].used)
-                n[cache_slot(n, ncap, s->slots[i].addr, s->slots[i].is_return)] = s->slots[i];
-        free(s->slots);
-        s->slots = n;
-        s->cap = ncap;
-    }
-    size_t i = cache_slot(s->slots, s->cap, addr, is_return);
-    if (!s->slots[i].used)
-        s->count++;
-    s->slots[i] = (SymCacheSlot){.addr = addr, .location = location, .is_return = is_return, .used = 1};
+    /* out of memory: a cache miss costs time, not correctness */
+    (void)report_addrtable_put(&s->cache, is_return, addr, (uint64_t)location);
 }
 
 /* -- Maps and module reporting ---------------------------------------- */
@@ -277,7 +225,7 @@ static void rebuild_modules(Symbolizer *s)
     }
     if (h != s->modules_hash) {
         s->modules_hash = h;
-        cache_clear(s);
+        report_addrtable_clear(&s->cache);
         if (s->unwinder.flush)
             s->unwinder.flush(s->unwinder.state);
     }
@@ -414,7 +362,7 @@ void report_symbolizer_free(Symbolizer *s)
     if (s->dwfl != NULL)
         dw->dwfl_end(s->dwfl);
     free(s->mods);
-    free(s->slots);
+    report_addrtable_free(&s->cache);
     free(s->vm_path);
     free(s);
 }
@@ -749,7 +697,7 @@ int report_symbolize_vm_mapping(Symbolizer *s, Profile *p)
 int report_symbolize(Symbolizer *s, Profile *p, uint64_t addr, bool is_return_address)
 {
     if (p != s->cache_profile) {
-        cache_clear(s);
+        report_addrtable_clear(&s->cache);
         s->cache_profile = p;
     }
     int hit = cache_get(s, addr, is_return_address);
