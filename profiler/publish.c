@@ -5,7 +5,7 @@
 #include "profiler/publish.h"
 
 #include "gc/heap.h"
-#include "profiler/codelog.h"
+#include "profiler/codelog_writer.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,12 +6,11 @@
  * created (or --no-export), the counters live in private memory instead and
  * the VM runs on unchanged. The segment is unlinked at exit.
  *
- * It also opens the segment's code event log (profiler/codelog.h): a sink
- * of the VM's code events is registered and the code already alive is
+ * It also opens the segment's code event log (profiler/codelog_writer.h): a
+ * sink of the VM's code events is registered and the code already alive is
  * replayed into the log's first checkpoint, so open after the JIT has made
  * its trampolines and before any method exists, or the log misses nothing
- * anyway (the replay covers what profiler/codeevents' replay function
- * knows).
+ * anyway (the replay covers what profiler/codeevents' replay function knows).
  *
  * Who may call: vm/ (boot, GC hook). Single writer: the VM thread.
  */

@@ -14,10 +14,10 @@
  *           opens another for the same piece at the new address, a free
  *           closes it
  *
- * Events are fed in the order they happened (report/codelog.c does so from
- * the export's log). Two address spaces are kept apart (ProfCodeSpace):
- * machine code, looked up with instruction pointers, and bytecodes, looked
- * up with the interpreter's ip.
+ * Events are fed in the order they happened (report/codelog_reader.c does so
+ * from the export's log). Two address spaces are kept apart (ProfCodeSpace):
+ * machine code, looked up with instruction pointers, and bytecodes, looked up
+ * with the interpreter's ip.
  *
  * What the map knows about time: nothing before the first state it was
  * given (report_codemap_known), and nothing inside a gap, where the events

@@ -55,7 +55,7 @@ bool vmprofd_export_walk_facts(ExportReader *r, ProfWalkFacts *out, char *why, s
 /* Whether the segment carries a code event log (version >= 2 and a log
  * region). */
 bool vmprofd_export_has_code_log(const ExportReader *r);
-/* A report/codelog.h read function over the log region: reader is the
+/* A report/codelog_reader.h read function over the log region: reader is the
  * ExportReader; offset counts from the region's start. False outside the
  * region or when the file no longer holds those bytes. */
 bool vmprofd_export_read_log(void *reader, uint64_t offset, void *buf, size_t len);

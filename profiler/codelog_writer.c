@@ -1,8 +1,8 @@
 /*
- * profiler/codelog.c — writing the code event log (see codelog.h and
- * export.h, "The code event log").
+ * profiler/codelog_writer.c — writing the code event log (see
+ * codelog_writer.h and proto/export.h, "The code event log").
  */
-#include "profiler/codelog.h"
+#include "profiler/codelog_writer.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /*
- * profiler/codelog.h — the writer of the export's code event log: records
- * in a ring any number of readers copy from, checkpoints restating the live
- * pieces (the layout, the protocol and why they are correct are in
+ * profiler/codelog_writer.h — the writer of the export's code event log:
+ * records in a ring any number of readers copy from, checkpoints restating
+ * the live pieces (the layout, the protocol and why they are correct are in
  * proto/export.h, "The code event log").
  *
  * The writer works on a region of memory it is given (the export segment
@@ -21,8 +21,8 @@
  *
  * Who may call: profiler/publish.c, tests. Single thread: the VM thread.
  */
-#ifndef PROFILER_CODELOG_H
-#define PROFILER_CODELOG_H
+#ifndef PROFILER_CODELOG_WRITER_H
+#define PROFILER_CODELOG_WRITER_H
 
 #include "profiler/codeevents.h"
 #include "proto/export.h"
@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct ProfCodeLogEntry ProfCodeLogEntry; /* a live piece in the mirror (codelog.c) */
+typedef struct ProfCodeLogEntry ProfCodeLogEntry; /* a live piece in the mirror (codelog_writer.c) */
 
 typedef struct ProfCodeLog {
     ProfCodeLogControl *ctl; /* in the region */
