@@ -18,7 +18,7 @@
 #include "jit/map.h"
 #include "jit/sendsite.h"
 #include "jit/x64.h"
-#include "profiler/stackabi.h"
+#include "proto/stackabi.h"
 #include "vm/frame.h"
 #include "vm/universe.h"
 #include "vm/method.h"

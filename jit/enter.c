@@ -5,7 +5,7 @@
 #include "jit/enter.h"
 
 #include "jit/x64.h"
-#include "profiler/stackabi.h"
+#include "proto/stackabi.h"
 #include "vm/vm.h"
 
 #include <stdio.h>

@@ -65,7 +65,7 @@
 
 #include "gc/object.h"
 #include "jit/zone.h"
-#include "profiler/stackabi.h"
+#include "proto/stackabi.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,12 +1,13 @@
 /*
  * profiler/codeevents.h — what happens to the VM's code, told to whoever
  * listens: the export's code event log, the perf map, the jitdump file, the
- * in-VM profiler.
+ * in-VM profiler, the ground-truth file of tests (profiler/codetruth.h).
  *
- * The VM (vm/jitpublish.c for machine code, vm/loader.c for bytecode) calls
- * prof_code_load / _move / _free; each registered sink gets every event in
- * the order it happened. A sink registered late can ask the VM to replay
- * the loads of everything alive (prof_code_replay).
+ * The VM (vm/jitpublish.c for machine code, vm/bytecodepublish.c for the
+ * methods' bytecodes) calls prof_code_load / _move / _free; each registered
+ * sink gets every event in the order it happened. A sink registered late
+ * asks the VM to replay the loads of everything alive (prof_code_replay,
+ * through the function the VM installed with prof_code_set_replay).
  *
  * Every event has one CLOCK_MONOTONIC time, taken as it is fanned out and
  * read by the sinks with prof_code_event_time(), so all sinks (the export's
@@ -17,20 +18,21 @@
  * are (bcpc, source line) in increasing bcpc order. Pointers in a
  * ProfCodeLoad are valid only during the call: a sink copies what it keeps.
  *
- * Who may call: vm/ (the events), profiler/ sinks (registration).
- * Single thread: the VM thread.
+ * Who may call: vm/ (the events, the replay function, and adding the perf
+ * map and jitdump sinks at start-up), profiler/ sinks (registration,
+ * replay). Single thread: the VM thread.
  */
 #ifndef PROFILER_CODEEVENTS_H
 #define PROFILER_CODEEVENTS_H
 
-#include "profiler/export.h"
+#include "proto/export.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 typedef struct ProfCodeLoad {
-    uint32_t kind;            /* ProfCodeKind (profiler/export.h) */
+    uint32_t kind;            /* ProfCodeKind (proto/export.h) */
     const char *name;         /* "Class>>sel", "[] in Class>>sel", "sel (closed PIC)", "ceSend" */
     uint64_t start, size;     /* the whole piece, header included for machine code */
     uint64_t code_start;      /* first instruction (start + header) */
@@ -43,7 +45,7 @@ typedef struct ProfCodeLoad {
     uint64_t code_size;       /* bytes of instructions from code_start (the map and literal
                                  table follow them in the piece); 0 = up to start + size */
     /* unwind_count pairs (offset from start, PROF_UNWIND_* rule of
-     * profiler/stackabi.h) by offset: a pc's rule is the last pair at or
+     * proto/stackabi.h) by offset: a pc's rule is the last pair at or
      * below it; none: frameless throughout (PICs, stubs) */
     const uint32_t *unwind;
     uint32_t unwind_count;

@@ -9,7 +9,7 @@
  *   F <time_ns> <start hex> <size>                              a free
  *
  * space and kind are the numbers of ProfCodeSpace and ProfCodeKind
- * (profiler/export.h); the name runs to the end of the line. Lines are in
+ * (proto/export.h); the name runs to the end of the line. Lines are in
  * event order; the code alive when the file opens comes first, as loads.
  *
  * Who may call: vm/boot.c. Single thread: the VM thread.

@@ -4,7 +4,7 @@
  */
 #include "profiler/ehframe.h"
 
-#include "profiler/stackabi.h"
+#include "proto/stackabi.h"
 
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /*
  * profiler/ehframe.h — DWARF call-frame information (.eh_frame and
  * .eh_frame_hdr, as the x86-64 psABI and LSB describe them) for one piece of
- * machine code, from its unwind pairs (profiler/stackabi.h's PROF_UNWIND_*
+ * machine code, from its unwind pairs (proto/stackabi.h's PROF_UNWIND_*
  * rules): what jitdump's JIT_CODE_UNWINDING_INFO carries, so `perf inject
  * --jit` gives each jitted-*.so an .eh_frame and `perf report` unwinds
  * through JIT'd code as vmprofd does.

@@ -191,7 +191,7 @@ char *prof_inimage_report(const ProfSample *s, size_t n, const ProfInimageReport
         .requested_hz = opt ? opt->requested_hz : 0,
         .mode = "the in-VM sampler (SIGPROF from a timer thread)",
         .lost_samples = opt ? opt->lost_samples : 0,
-        .cpu_weighted = true, /* the sampler's ticks are wall-clock (profiler/sampler.h) */
+        .cpu_weighted = true, /* the sampler's ticks are wall-clock (profiler/invm_sampler.h) */
         .have_sched = opt && opt->have_sched,
         .sched_run_ns = opt ? opt->sched_run_ns : 0,
         .sched_wait_ns = opt ? opt->sched_wait_ns : 0,

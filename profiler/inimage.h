@@ -11,7 +11,7 @@
  *                        time. Needs no export segment (--no-export works).
  *   prof_inimage_end     the counters and time at the end; the timeline
  *                        stops taking events.
- *   prof_inimage_report  samples (profiler/sampler.h) -> report/samples
+ *   prof_inimage_report  samples (profiler/invm_sampler.h) -> report/samples
  *                        store -> report/resolve (code zone against the
  *                        timeline at each sample's time, the interpreter's
  *                        r15 against the methods' bytecodes, native code
@@ -28,7 +28,7 @@
 #ifndef PROFILER_INIMAGE_H
 #define PROFILER_INIMAGE_H
 
-#include "profiler/sampler.h"
+#include "profiler/invm_sampler.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -58,7 +58,7 @@ typedef struct ProfInimageReportOptions {
     double seconds;          /* sampled time; <= 0: from begin to end */
     bool lines;              /* source lines next to bytecode ranges */
     bool folded;             /* folded stacks (one line per distinct whole stack) instead of the text */
-    bool realtime;           /* the sampler's timer thread had SCHED_FIFO (profiler/sampler.h) */
+    bool realtime;           /* the sampler's timer thread had SCHED_FIFO (profiler/invm_sampler.h) */
     bool have_sched;         /* the VM thread's CPU time and run-queue wait while sampled: */
     uint64_t sched_run_ns, sched_wait_ns;
 } ProfInimageReportOptions;

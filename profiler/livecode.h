@@ -14,15 +14,16 @@
  *     moved over), so a stale entry can never answer for new code.
  *   - Entries own their name (a copy).
  *
- * Storage: open addressing with linear probing over a power-of-two array,
- * deletion by backward shift (no tombstones), grown at 1/2 load. A hash
- * because compaction moves every survivor in one go: each move is one
- * lookup, one removal and one insertion, O(1) expected.
+ * Storage: report/addrtable.h's table from start to the entry (one
+ * allocation each). A hash because compaction moves every survivor in one
+ * go: each move is one take and one put, O(1) expected.
  *
  * Who may call: profiler/ sinks. Single thread (the VM thread).
  */
 #ifndef PROFILER_LIVECODE_H
 #define PROFILER_LIVECODE_H
+
+#include "report/addrtable.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -36,10 +37,9 @@ typedef struct ProfLiveEntry {
     char *name;           /* owned copy, or NULL */
 } ProfLiveEntry;
 
+/* Zero-initialised, an empty table. */
 typedef struct ProfLiveCode {
-    ProfLiveEntry *slots; /* start == 0 marks an empty slot (no code lives at 0) */
-    size_t cap;           /* 0 or a power of two */
-    size_t count;
+    ReportAddrTable by_start; /* start -> ProfLiveEntry * (malloc'd; no code lives at 0) */
 } ProfLiveCode;
 
 /* Adds or replaces the entry for e->start; copies e->name. false when out of

@@ -5,7 +5,7 @@
 #include "profiler/publish.h"
 
 #include "gc/heap.h"
-#include "profiler/codelog.h"
+#include "profiler/codelog_writer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -181,8 +181,6 @@ void prof_publish_read_counters(ProfCounters *out)
 }
 
 const ProfWalkFacts *prof_publish_walk_facts(void) { return have_walk_facts ? &walk_facts : NULL; }
-
-const char *prof_publish_path(void) { return shm_name[0] ? shm_path : NULL; }
 
 void prof_publish_interp_ip(const void *interp_fn, unsigned perf_reg)
 {

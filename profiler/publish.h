@@ -1,25 +1,24 @@
 /*
- * profiler/publish.h — stvm writes its export segment (profiler/export.h).
+ * profiler/publish.h — stvm writes its export segment (proto/export.h).
  *
  * prof_publish_open creates /dev/shm/stvm-<pid> (mode 0600) and answers the
  * ProfCounters the VM increments in place; when the segment cannot be
  * created (or --no-export), the counters live in private memory instead and
  * the VM runs on unchanged. The segment is unlinked at exit.
  *
- * It also opens the segment's code event log (profiler/codelog.h): a sink
- * of the VM's code events is registered and the code already alive is
+ * It also opens the segment's code event log (profiler/codelog_writer.h): a
+ * sink of the VM's code events is registered and the code already alive is
  * replayed into the log's first checkpoint, so open after the JIT has made
  * its trampolines and before any method exists, or the log misses nothing
- * anyway (the replay covers what profiler/codeevents' replay function
- * knows).
+ * anyway (the replay covers what profiler/codeevents' replay function knows).
  *
  * Who may call: vm/ (boot, GC hook). Single writer: the VM thread.
  */
 #ifndef PROFILER_PUBLISH_H
 #define PROFILER_PUBLISH_H
 
-#include "profiler/export.h"
-#include "profiler/stackabi.h"
+#include "proto/export.h"
+#include "proto/stackabi.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -47,8 +46,6 @@ void prof_publish_read_counters(ProfCounters *out);
 /* The walk facts given to prof_publish_open (also with --no-export: the
  * in-VM sampler walks with them), or NULL. */
 const ProfWalkFacts *prof_publish_walk_facts(void);
-/* Path of the segment, or NULL when private. */
-const char *prof_publish_path(void);
 /* Tells profilers where the interpreter keeps its bytecode ip
  * (ProfCodeLogControl.interp_fn / interp_ip_reg): inside the function that
  * contains interp_fn, perf_event x86 register perf_reg holds it. */

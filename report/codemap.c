@@ -12,6 +12,7 @@
  */
 #include "report/codemap.h"
 
+#include "report/addrtable.h"
 #include "report/mem.h"
 #include "report/ranges.h"
 
@@ -31,14 +32,6 @@ typedef struct Gap {
     uint64_t from, to; /* [from, to); to = NO_END while lost */
 } Gap;
 
-/* Open spans by (space, start): open addressing with backward-shift
- * deletion, like profiler/codelog.c's mirror. */
-typedef struct OpenSlot {
-    uint64_t start;
-    int64_t span; /* -1: empty */
-    uint8_t space;
-} OpenSlot;
-
 typedef struct SpaceIndex {
     uint32_t *order; /* span numbers sorted by start, then t_begin */
     size_t n, cap;
@@ -51,8 +44,7 @@ struct ReportCodeMap {
     size_t npieces, pieces_cap;
     Span *spans;
     size_t nspans, spans_cap;
-    OpenSlot *open;
-    size_t open_cap, open_count;
+    ReportAddrTable open; /* (space, start) -> its open span's number */
     Gap *gaps;
     size_t ngaps, gaps_cap;
     bool known;
@@ -82,7 +74,7 @@ void report_codemap_free(ReportCodeMap *m)
     }
     free(m->pieces);
     free(m->spans);
-    free(m->open);
+    report_addrtable_free(&m->open);
     free(m->gaps);
     for (int s = 0; s < PROF_CODE_SPACE_COUNT; s++)
         free(m->index[s].order);
@@ -101,80 +93,15 @@ static bool valid_space(ProfCodeSpace s) { return (unsigned)s < PROF_CODE_SPACE_
 
 /* -- Open spans ----------------------------------------------------------------- */
 
-static size_t open_home(const ReportCodeMap *m, uint8_t space, uint64_t start)
-{
-    uint64_t h = (start ^ ((uint64_t)space << 63)) * 0x9e3779b97f4a7c15ull; /* Fibonacci hashing (Knuth 6.4) */
-    return (size_t)(h >> 20) & (m->open_cap - 1);
-}
-
-static OpenSlot *open_find(ReportCodeMap *m, uint8_t space, uint64_t start)
-{
-    if (m->open_cap == 0)
-        return NULL;
-    for (size_t i = open_home(m, space, start);; i = (i + 1) & (m->open_cap - 1)) {
-        OpenSlot *o = &m->open[i];
-        if (o->span < 0)
-            return NULL;
-        if (o->start == start && o->space == space)
-            return o;
-    }
-}
-
-static void open_insert_slot(OpenSlot *slots, size_t cap, size_t home, OpenSlot v)
-{
-    size_t i = home;
-    while (slots[i].span >= 0)
-        i = (i + 1) & (cap - 1);
-    slots[i] = v;
-}
-
-static void open_put(ReportCodeMap *m, uint8_t space, uint64_t start, size_t span)
-{
-    if ((m->open_count + 1) * 4 > m->open_cap * 3) {
-        size_t ncap = m->open_cap ? m->open_cap * 2 : 256;
-        OpenSlot *old = m->open;
-        size_t ocap = m->open_cap;
-        m->open = report_mem_array(ncap, sizeof *m->open);
-        m->open_cap = ncap;
-        for (size_t i = 0; i < ncap; i++)
-            m->open[i].span = -1;
-        for (size_t i = 0; i < ocap; i++)
-            if (old[i].span >= 0)
-                open_insert_slot(m->open, ncap, open_home(m, old[i].space, old[i].start), old[i]);
-        free(old);
-    }
-    open_insert_slot(m->open, m->open_cap, open_home(m, space, start),
-                     (OpenSlot){.start = start, .span = (int64_t)span, .space = space});
-    m->open_count++;
-}
-
-static void open_remove(ReportCodeMap *m, OpenSlot *gone)
-{
-    gone->span = -1;
-    m->open_count--;
-    size_t hole = (size_t)(gone - m->open);
-    for (size_t i = (hole + 1) & (m->open_cap - 1); m->open[i].span >= 0; i = (i + 1) & (m->open_cap - 1)) {
-        size_t home = open_home(m, m->open[i].space, m->open[i].start);
-        bool stays = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
-        if (!stays) {
-            m->open[hole] = m->open[i];
-            m->open[i].span = -1;
-            hole = i;
-        }
-    }
-}
-
 /* Ends the open span at (space, start), if any; answers its piece or -1. */
 static int64_t close_open(ReportCodeMap *m, uint8_t space, uint64_t start, uint64_t t)
 {
-    OpenSlot *o = open_find(m, space, start);
-    if (!o)
+    uint64_t span;
+    if (!report_addrtable_take(&m->open, space, start, &span))
         return -1;
-    Span *s = &m->spans[o->span];
+    Span *s = &m->spans[span];
     s->t_end = t;
-    int64_t piece = s->piece;
-    open_remove(m, o);
-    return piece;
+    return s->piece;
 }
 
 static void open_span(ReportCodeMap *m, uint8_t space, uint64_t start, uint32_t piece, uint64_t t)
@@ -184,7 +111,8 @@ static void open_span(ReportCodeMap *m, uint8_t space, uint64_t start, uint32_t 
     report_mem_reserve(&m->spans, &m->spans_cap, m->nspans + 1, sizeof *m->spans);
     m->spans[m->nspans] = (Span){.start = start, .size = m->pieces[piece].size, .t_begin = t, .t_end = NO_END,
                                  .piece = piece, .space = space};
-    open_put(m, space, start, m->nspans);
+    if (!report_addrtable_put(&m->open, space, start, m->nspans))
+        report_mem_fail(2 * m->open.cap * sizeof *m->open.slots);
     m->nspans++;
     m->index[space].dirty = true;
 }
@@ -208,13 +136,10 @@ void report_codemap_lost(ReportCodeMap *m, uint64_t time)
     if (m->ngaps && m->gaps[m->ngaps - 1].to == NO_END)
         return; /* already lost */
     m->stats.gaps++;
-    for (size_t i = 0; i < m->open_cap; i++) {
-        if (m->open[i].span >= 0) {
-            m->spans[m->open[i].span].t_end = time;
-            m->open[i].span = -1;
-        }
-    }
-    m->open_count = 0;
+    size_t cursor = 0;
+    for (const ReportAddrSlot *o; (o = report_addrtable_next(&m->open, &cursor));)
+        m->spans[o->value].t_end = time;
+    report_addrtable_clear(&m->open);
     report_mem_reserve(&m->gaps, &m->gaps_cap, m->ngaps + 1, sizeof *m->gaps);
     m->gaps[m->ngaps++] = (Gap){time, NO_END};
 }

@@ -14,10 +14,10 @@
  *           opens another for the same piece at the new address, a free
  *           closes it
  *
- * Events are fed in the order they happened (report/codelog.c does so from
- * the export's log). Two address spaces are kept apart (ProfCodeSpace):
- * machine code, looked up with instruction pointers, and bytecodes, looked
- * up with the interpreter's ip.
+ * Events are fed in the order they happened (report/codelog_reader.c does so
+ * from the export's log). Two address spaces are kept apart (ProfCodeSpace):
+ * machine code, looked up with instruction pointers, and bytecodes, looked up
+ * with the interpreter's ip.
  *
  * What the map knows about time: nothing before the first state it was
  * given (report_codemap_known), and nothing inside a gap, where the events
@@ -34,7 +34,7 @@
 #ifndef REPORT_CODEMAP_H
 #define REPORT_CODEMAP_H
 
-#include "profiler/export.h"
+#include "proto/export.h"
 #include "report/report.h"
 
 #include <stdbool.h>
@@ -54,7 +54,7 @@ typedef struct ReportCodePiece {
     size_t nlines;
     bool truncated;           /* the log dropped part of its map or lines */
     const uint32_t *unwind;   /* pairs (offset from start, PROF_UNWIND_* rule), by offset */
-    size_t nunwind;           /* 0: frameless throughout (profiler/stackabi.h) */
+    size_t nunwind;           /* 0: frameless throughout (proto/stackabi.h) */
 } ReportCodePiece;
 
 typedef enum ReportCodeStatus {

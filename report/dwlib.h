@@ -8,8 +8,10 @@
  * every start, ~1.2 ms on the 2-core CI machine class — a third of what a
  * start may cost (scripts/bench-startup). So report/symbolize.c, the only
  * user, calls libdw through this table, which dlopen-s the library when the
- * first Symbolizer is made. vmprofd links libdw anyway (vmprofd/unwind.c);
- * its dlopen then finds the library already loaded.
+ * first Symbolizer is made (the .eh_frame_hdr lookup vmprofd/unwind.c asks
+ * of report/symbolize.h included). vmprofd links libdw anyway
+ * (vmprofd/CMakeLists.txt); its dlopen then finds the library already
+ * loaded.
  *
  * Each member has the type of the function of the same name in the elfutils
  * headers, so a header change is a compile error here, not a wrong call.

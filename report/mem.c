@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static _Noreturn void out_of_memory(size_t bytes)
+_Noreturn void report_mem_fail(size_t bytes)
 {
     fprintf(stderr, "report: out of memory allocating %zu bytes\n", bytes);
     abort();
@@ -16,14 +16,14 @@ void *report_mem_alloc(size_t bytes)
 {
     void *p = calloc(1, bytes ? bytes : 1);
     if (!p)
-        out_of_memory(bytes);
+        report_mem_fail(bytes);
     return p;
 }
 
 void *report_mem_array(size_t count, size_t elem)
 {
     if (elem && count > SIZE_MAX / elem)
-        out_of_memory(SIZE_MAX);
+        report_mem_fail(SIZE_MAX);
     return report_mem_alloc(count * elem);
 }
 
@@ -53,15 +53,15 @@ void report_mem_reserve(void *items, size_t *cap, size_t need, size_t elem)
     size_t n = *cap ? *cap : 16; /* 16: most tables in a small profile never grow */
     while (n < need) {
         if (n > SIZE_MAX / 2)
-            out_of_memory(SIZE_MAX);
+            report_mem_fail(SIZE_MAX);
         n *= 2;
     }
     if (elem && n > SIZE_MAX / elem)
-        out_of_memory(SIZE_MAX);
+        report_mem_fail(SIZE_MAX);
     void **slot = items;
     void *p = realloc(*slot, n * elem);
     if (!p)
-        out_of_memory(n * elem);
+        report_mem_fail(n * elem);
     memset((char *)p + *cap * elem, 0, (n - *cap) * elem);
     *slot = p;
     *cap = n;

@@ -23,4 +23,8 @@ void *report_mem_dup(const void *p, size_t bytes);    /* NULL or 0 bytes answer 
  * capacity doubles, so n appends cost O(n). */
 void report_mem_reserve(void *items, size_t *cap, size_t need, size_t elem);
 
+/* Prints that bytes could not be allocated and aborts: for allocators
+ * that answer failure (report/addrtable.h) used where report/ cannot. */
+_Noreturn void report_mem_fail(size_t bytes);
+
 #endif

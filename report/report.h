@@ -1,28 +1,33 @@
 /*
  * report/report.h — a profile (samples + what they resolve to) and its
- * three renderings: the VMProfiler text report (../shared/design/REPORT.md),
- * pprof's profile.proto (gzipped), and folded stacks.
+ * four renderings: the VMProfiler text report (../shared/design/REPORT.md),
+ * pprof's profile.proto (gzipped), folded stacks, and an SVG flame graph.
  *
- * Producers (vmprofd today, stvm's in-VM profiler later) build a Profile
- * with the report_profile_* functions: they intern mappings, functions and
- * locations (resolved addresses) and add samples whose frames are location
- * indices, leaf first. The report never resolves addresses itself and
- * depends on neither program.
+ * Producers (vmprofd, and stvm's in-VM profiler: profiler/inimage.c) build
+ * a Profile with the report_profile_* functions: they intern mappings,
+ * functions and locations (resolved addresses) and add samples whose
+ * frames are location indices, leaf first. A Profile never resolves an
+ * address itself: its producer does, with report/resolve.h (stored samples
+ * through report/symbolize.h for native code and report/codemap.h for the
+ * VM's code at the sample's time). report/ depends on neither program.
  *
  * Regions (REPORT.md): "generated" = the JIT's code zone (methods, blocks,
  * PICs, trampolines); "vanilla" = the VM executable's own functions; "rest"
  * = every other mapping (libc, the kernel, other libraries, unknown).
  *
- * Bytecode ranges: a generated-code function may carry its machine-code-pc
- * -> bytecode-pc map; the text report then splits that function's samples
- * into ranges by the leaf address (REPORT.md, "Bytecode ranges").
+ * Bytecode ranges: a Smalltalk method or block may carry its
+ * machine-code-pc -> bytecode-pc map; the text report then splits that
+ * function's samples into ranges by the leaf address (REPORT.md, "Bytecode
+ * ranges"). Interpreted methods ("Class>>sel (interpreted)", in the vanilla
+ * region) carry one too, over their bytecodes: addresses there are
+ * bytecode addresses, so each bytecode is a range of its own.
  *
  * Who may call: vmprofd/, profiler/ (in-VM), tests. Not thread-safe.
  */
 #ifndef REPORT_REPORT_H
 #define REPORT_REPORT_H
 
-#include "profiler/export.h"
+#include "proto/export.h" /* ProfCounters */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -54,7 +59,7 @@ typedef struct ReportFunctionInfo {
     uint64_t start;         /* first address; 0 when unknown */
     uint64_t size;          /* bytes; 0 when unknown */
     int mapping;            /* report_profile_add_mapping's index, or -1 */
-    /* generated code only (may be empty): */
+    /* Smalltalk methods and blocks only, JIT'd or interpreted (may be empty): */
     const ReportMapEntry *map; /* sorted by mcpc */
     size_t nmap;
     uint32_t last_bcpc;     /* the method's last bytecode pc (end of the last range) */

@@ -210,7 +210,7 @@ static int interpreted_location(Profile *p, Zone *z, uint64_t time_ns, uint32_t 
     return report_profile_add_location(p, z->interp_fn[hit.span] - 1, addr, (int)hit.line);
 }
 
-/* -- Whole stacks (profiler/stackabi.h) ----------------------------------------------------- */
+/* -- Whole stacks (proto/stackabi.h) ----------------------------------------------------- */
 
 /* "[unknown: why]" rows, one function per reason. */
 static int unknown_frame(Profile *p, Zone *z, const char *why)

@@ -16,7 +16,7 @@
 #ifndef REPORT_SAMPLES_H
 #define REPORT_SAMPLES_H
 
-#include "profiler/stackabi.h"
+#include "proto/stackabi.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -35,7 +35,7 @@ typedef struct StoredSample {
     uint64_t weight;    /* 1; the CPU ns its thread used since its previous sample, where the sampler weighs
                          * samples (report.h: cpu_weighted), set by the producer after adding */
     size_t first;       /* index of the leaf pc in SampleStore.pcs */
-    /* A whole stack walked at the sample (profiler/stackabi.h): then pcs
+    /* A whole stack walked at the sample (proto/stackabi.h): then pcs
      * holds kernel[], leaf[], st[], root[] of the ProfRawStack one after
      * the other (nkernel + nleaf + nst + nroot = npcs) and top its top_pc,
      * top_sp, top_fp, top_bytes and top_words. */

@@ -1,5 +1,5 @@
 /*
- * report/stackcapture.c — profiler/stackabi.h's walk, for user-space
+ * report/stackcapture.c — proto/stackabi.h's walk, for user-space
  * walkers (report/stackcapture.h).
  */
 #include "report/stackcapture.h"

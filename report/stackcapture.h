@@ -1,5 +1,5 @@
 /*
- * report/stackcapture.h — the whole-stack walk of profiler/stackabi.h in C,
+ * report/stackcapture.h — the whole-stack walk of proto/stackabi.h in C,
  * for the walkers that run in user space: vmprofd's ptrace mode (the
  * target stopped, its memory read with process_vm_readv) and the in-VM
  * sampler (in the SIGPROF handler, reading its own memory). The eBPF
@@ -16,7 +16,7 @@
 #ifndef REPORT_STACKCAPTURE_H
 #define REPORT_STACKCAPTURE_H
 
-#include "profiler/stackabi.h"
+#include "proto/stackabi.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -45,7 +45,7 @@ typedef struct StackRegs {
 /* Forgets the cache: the memory changes between samples. */
 void report_stackcapture_reset(StackReader *r, StackReadFn read, void *ctx);
 
-/* Walks as profiler/stackabi.h says; raw's time, pid and tid are the
+/* Walks as proto/stackabi.h says; raw's time, pid and tid are the
  * caller's. f may be NULL (the VM published none): a native walk only. */
 void report_stackcapture(StackReader *r, const ProfWalkFacts *f, const StackRegs *regs, ProfRawStack *raw);
 

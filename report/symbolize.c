@@ -8,9 +8,16 @@
  * libdwfl keeps modules reported again unchanged, with their ELF and DWARF
  * already loaded. The address -> location cache is dropped only when the
  * set of modules itself changes.
+ *
+ * The module table mirrors the Dwfl's modules sorted by start address, so
+ * "which file backs this address" is a binary search and no libdwfl call
+ * (the unwinder asks it for every word it reads). It is rebuilt after every
+ * re-report of /proc/PID/maps; per-module facts (ELF image, .eh_frame_hdr,
+ * vanilla or not, build id) are filled in lazily on first use.
  */
-#include "report/symbolize_internal.h"
+#include "report/symbolize.h"
 
+#include "report/addrtable.h"
 #include "report/dwlib.h"
 
 #include <dwarf.h>
@@ -26,13 +33,64 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Build ids are 20 bytes (SHA-1) in practice; 64 leaves room for any
+ * --build-id style the linker offers. */
+#define SYM_BUILD_ID_MAX_BYTES 64
+
+typedef struct SymModule {
+    Dwfl_Module *mod;
+    const char *name; /* owned by the Dwfl: the path /proc/PID/maps shows */
+    uint64_t start, end;
+
+    /* Lazily: the main ELF file and its bytes (read-only segments of the
+     * target are served from here instead of a syscall). */
+    bool elf_tried;
+    Elf *elf;
+    GElf_Addr bias;
+    const char *image;
+    size_t image_len;
+
+    /* Lazily: .eh_frame_hdr's binary-search table for libunwind. */
+    bool eh_tried, eh_ok;
+    uint64_t eh_segbase, eh_table, eh_fde_count;
+
+    /* Lazily: -1 unknown, 0 no, 1 the VM executable. */
+    int vanilla;
+    bool facts_done;
+    uint64_t file_offset;
+    char build_id[2 * SYM_BUILD_ID_MAX_BYTES + 1]; /* "" when none */
+} SymModule;
+
+struct Symbolizer {
+    pid_t pid;
+    Dwfl_Callbacks callbacks; /* must outlive dwfl */
+    Dwfl *dwfl;
+
+    char *vm_path;  /* canonical path of the vanilla executable */
+    bool vm_stat_ok;
+    dev_t vm_dev;
+    ino_t vm_ino;
+    uint64_t zone_start, zone_end;
+
+    uint64_t maps_hash;    /* of /proc/PID/maps' bytes at the last report */
+    uint64_t modules_hash; /* of the module set (name, start, end) */
+    SymModule *mods;       /* sorted by start */
+    size_t nmods, capmods;
+
+    /* (is_return, address) -> location index, valid for cache_profile only */
+    Profile *cache_profile;
+    ReportAddrTable cache;
+
+    /* scratch for SymbolizedAddr strings */
+    char namebuf[320];
+
+    /* a stack unwinder's state (vmprofd/unwind.c), zero until it sets one */
+    SymUnwinder unwinder;
+};
+
 /* x86-64 canonical kernel half (4-level paging), as the brief for samples
  * with PERF_SAMPLE_IP in the kernel defines it. */
 #define SYM_KERNEL_START 0xffff800000000000ULL
-
-/* First cache size: a 10 s profile of a benchmark touches a few thousand
- * distinct native pcs, so this grows a handful of times at most. */
-#define SYM_CACHE_INITIAL 1024
 
 /* libdw's functions, loaded with the first Symbolizer: every other entry
  * point takes a Symbolizer, so it is set wherever it is used. */
@@ -66,61 +124,20 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
 
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 
-/* splitmix64's finalizer: spreads nearby pcs over the table. */
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-}
-
 /* -- Address cache ---------------------------------------------------- */
 
-static void cache_clear(Symbolizer *s)
-{
-    if (s->slots != NULL)
-        memset(s->slots, 0, s->cap * sizeof *s->slots);
-    s->count = 0;
-}
-
-static size_t cache_slot(const SymCacheSlot *slots, size_t cap, uint64_t addr, bool is_return)
-{
-    size_t i = (size_t)mix64(addr ^ (uint64_t)is_return) & (cap - 1);
-    while (slots[i].used && (slots[i].addr != addr || slots[i].is_return != is_return))
-        i = (i + 1) & (cap - 1);
-    return i;
-}
-
+/* The space of the key is whether the address is a return address: the
+ * two look up different instructions. */
 static int cache_get(const Symbolizer *s, uint64_t addr, bool is_return)
 {
-    if (s->count == 0)
-        return -1;
-    size_t i = cache_slot(s->slots, s->cap, addr, is_return);
-    return s->slots[i].used ? s->slots[i].location : -1;
+    uint64_t v;
+    return report_addrtable_get(&s->cache, is_return, addr, &v) ? (int)v : -1;
 }
 
 static void cache_put(Symbolizer *s, uint64_t addr, bool is_return, int location)
 {
-    /* Keep the load under 70% so probe runs stay short. */
-    if ((s->count + 1) * 10 >= s->cap * 7) {
-        size_t ncap = s->cap ? s->cap * 2 : SYM_CACHE_INITIAL;
-        SymCacheSlot *n = calloc(ncap, sizeof *n);
-        if (n == NULL)
-            return; /* a cache miss costs time, not correctness */
-        for (size_t i = 0; i < s->cap; i++)
-            if (s->slots[i].used)
-                n[cache_slot(n, ncap, s->slots[i].addr, s->slots[i].is_return)] = s->slots[i];
-        free(s->slots);
-        s->slots = n;
-        s->cap = ncap;
-    }
-    size_t i = cache_slot(s->slots, s->cap, addr, is_return);
-    if (!s->slots[i].used)
-        s->count++;
-    s->slots[i] = (SymCacheSlot){.addr = addr, .location = location, .is_return = is_return, .used = 1};
+    /* out of memory: a cache miss costs time, not correctness */
+    (void)report_addrtable_put(&s->cache, is_return, addr, (uint64_t)location);
 }
 
 /* -- Maps and module reporting ---------------------------------------- */
@@ -208,9 +225,9 @@ static void rebuild_modules(Symbolizer *s)
     }
     if (h != s->modules_hash) {
         s->modules_hash = h;
-        cache_clear(s);
-        if (s->unwind_flush)
-            s->unwind_flush(s);
+        report_addrtable_clear(&s->cache);
+        if (s->unwinder.flush)
+            s->unwinder.flush(s->unwinder.state);
     }
 }
 
@@ -340,19 +357,20 @@ void report_symbolizer_free(Symbolizer *s)
 {
     if (s == NULL)
         return;
-    if (s->unwind_release)
-        s->unwind_release(s);
+    if (s->unwinder.release)
+        s->unwinder.release(s->unwinder.state);
     if (s->dwfl != NULL)
         dw->dwfl_end(s->dwfl);
     free(s->mods);
-    free(s->slots);
+    report_addrtable_free(&s->cache);
     free(s->vm_path);
     free(s);
 }
 
 /* -- Modules ---------------------------------------------------------- */
 
-SymModule *report_symbolize_module_at(Symbolizer *s, uint64_t addr)
+/* The module covering addr, or NULL. */
+static SymModule *module_at(Symbolizer *s, uint64_t addr)
 {
     size_t lo = 0, hi = s->nmods;
     while (lo < hi) { /* first module starting above addr */
@@ -368,7 +386,8 @@ SymModule *report_symbolize_module_at(Symbolizer *s, uint64_t addr)
     return addr < m->end ? m : NULL;
 }
 
-bool report_symbolize_module_elf(SymModule *m)
+/* Loads m's main ELF (once); false when there is none. */
+static bool module_elf(SymModule *m)
 {
     if (!m->elf_tried) {
         m->elf_tried = true;
@@ -379,9 +398,10 @@ bool report_symbolize_module_elf(SymModule *m)
     return m->elf != NULL;
 }
 
-bool report_symbolize_read_image(SymModule *m, uint64_t addr, void *dst, size_t n)
+bool report_symbolize_read_image(Symbolizer *s, uint64_t addr, void *dst, size_t n)
 {
-    if (!report_symbolize_module_elf(m) || m->image == NULL)
+    SymModule *m = module_at(s, addr);
+    if (m == NULL || !module_elf(m) || m->image == NULL)
         return false;
     uint64_t vaddr = addr - m->bias;
     size_t nph = 0;
@@ -401,6 +421,95 @@ bool report_symbolize_read_image(SymModule *m, uint64_t addr, void *dst, size_t 
     }
     return false;
 }
+
+/* -- For a stack unwinder --------------------------------------------- */
+
+pid_t report_symbolizer_pid(const Symbolizer *s) { return s->pid; }
+
+void report_symbolizer_set_unwinder(Symbolizer *s, const SymUnwinder *u) { s->unwinder = *u; }
+
+void *report_symbolizer_unwinder(const Symbolizer *s) { return s->unwinder.state; }
+
+static size_t eh_field_size(uint8_t enc)
+{
+    switch (enc & 0x0f) {
+    case DW_EH_PE_absptr: return 8;
+    case DW_EH_PE_udata2:
+    case DW_EH_PE_sdata2: return 2;
+    case DW_EH_PE_udata4:
+    case DW_EH_PE_sdata4: return 4;
+    case DW_EH_PE_udata8:
+    case DW_EH_PE_sdata8: return 8;
+    default: return 0;
+    }
+}
+
+/* Finds m's .eh_frame_hdr (PT_GNU_EH_FRAME) in its file and checks it
+ * holds the sorted search table: version 1, then the encoded eh_frame
+ * pointer and FDE count, then the table. */
+static bool load_eh_table(SymModule *m)
+{
+    if (m->eh_tried)
+        return m->eh_ok;
+    m->eh_tried = true;
+    if (!module_elf(m) || m->image == NULL)
+        return false;
+    size_t nph = 0;
+    if (dw->elf_getphdrnum(m->elf, &nph) != 0)
+        return false;
+    GElf_Phdr ph;
+    bool found = false;
+    for (size_t i = 0; i < nph && !found; i++)
+        found = dw->gelf_getphdr(m->elf, (int)i, &ph) != NULL && ph.p_type == PT_GNU_EH_FRAME;
+    if (!found || ph.p_offset > m->image_len || m->image_len - ph.p_offset < ph.p_filesz || ph.p_filesz < 4)
+        return false;
+    const uint8_t *h = (const uint8_t *)m->image + ph.p_offset;
+    uint8_t ptr_enc = h[1], count_enc = h[2], table_enc = h[3];
+    if (h[0] != 1 || table_enc != (DW_EH_PE_datarel | DW_EH_PE_sdata4) || count_enc == DW_EH_PE_omit)
+        return false;
+    size_t pos = 4;
+    if (ptr_enc != DW_EH_PE_omit) {
+        size_t n = eh_field_size(ptr_enc);
+        if (n == 0)
+            return false;
+        pos += n;
+    }
+    size_t cn = eh_field_size(count_enc);
+    if (cn == 0 || pos + cn > ph.p_filesz)
+        return false;
+    uint64_t count = 0;
+    if (cn == 2) {
+        uint16_t v;
+        memcpy(&v, h + pos, 2);
+        count = v;
+    } else if (cn == 4) {
+        uint32_t v;
+        memcpy(&v, h + pos, 4);
+        count = v;
+    } else {
+        memcpy(&count, h + pos, 8);
+    }
+    pos += cn;
+    if (count == 0 || count > (ph.p_filesz - pos) / REPORT_EH_TABLE_ENTRY_BYTES)
+        return false;
+    m->eh_segbase = ph.p_vaddr + m->bias;
+    m->eh_table = m->eh_segbase + pos;
+    m->eh_fde_count = count;
+    m->eh_ok = true;
+    return true;
+}
+
+bool report_symbolize_eh_table(Symbolizer *s, uint64_t addr, SymEhTable *out)
+{
+    SymModule *m = module_at(s, addr);
+    if (m == NULL || !load_eh_table(m))
+        return false;
+    *out = (SymEhTable){.module_start = m->start, .module_end = m->end, .segbase = m->eh_segbase,
+                        .table = m->eh_table, .fde_count = m->eh_fde_count};
+    return true;
+}
+
+/* -- Module facts ----------------------------------------------------- */
 
 static bool module_is_vanilla(const Symbolizer *s, SymModule *m)
 {
@@ -423,7 +532,7 @@ static void module_facts(SymModule *m)
         return;
     m->facts_done = true;
     m->build_id[0] = '\0';
-    if (!report_symbolize_module_elf(m))
+    if (!module_elf(m))
         return;
     size_t nph = 0;
     if (dw->elf_getphdrnum(m->elf, &nph) == 0) {
@@ -442,8 +551,8 @@ static void module_facts(SymModule *m)
     GElf_Addr vaddr = 0;
     int n = dw->dwfl_module_build_id(m->mod, &bits, &vaddr);
     if (n > 0 && bits != NULL) {
-        if (n > REPORT_BUILD_ID_MAX_BYTES)
-            n = REPORT_BUILD_ID_MAX_BYTES;
+        if (n > SYM_BUILD_ID_MAX_BYTES)
+            n = SYM_BUILD_ID_MAX_BYTES;
         static const char hex[] = "0123456789abcdef";
         for (int i = 0; i < n; i++) {
             m->build_id[2 * i] = hex[bits[i] >> 4];
@@ -521,7 +630,7 @@ void report_symbolize_lookup(Symbolizer *s, uint64_t addr, bool is_return_addres
         out->module_end = s->zone_end;
         return;
     }
-    SymModule *m = report_symbolize_module_at(s, q);
+    SymModule *m = module_at(s, q);
     if (m == NULL)
         return;
     module_facts(m);
@@ -588,7 +697,7 @@ int report_symbolize_vm_mapping(Symbolizer *s, Profile *p)
 int report_symbolize(Symbolizer *s, Profile *p, uint64_t addr, bool is_return_address)
 {
     if (p != s->cache_profile) {
-        cache_clear(s);
+        report_addrtable_clear(&s->cache);
         s->cache_profile = p;
     }
     int hit = cache_get(s, addr, is_return_address);

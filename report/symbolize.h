@@ -11,6 +11,10 @@
  * REPORT_REGION_REST. An address no module covers still gets a location
  * (function "[unknown]" in region rest), never an error.
  *
+ * The module table (the target's modules sorted by start, rebuilt when
+ * /proc/PID/maps changes; each module's ELF image, .eh_frame_hdr and build
+ * id loaded on first use) also serves a stack unwinder: the last section.
+ *
  * Who may call: vmprofd/ (another process, any pid) and stvm's in-VM
  * profiler (its own pid), tests.
  */
@@ -64,5 +68,44 @@ typedef struct SymbolizedAddr {
 } SymbolizedAddr;
 
 void report_symbolize_lookup(Symbolizer *s, uint64_t addr, bool is_return_address, SymbolizedAddr *out);
+
+/* -- For a native stack unwinder (vmprofd/unwind.c) ------------------------ */
+
+pid_t report_symbolizer_pid(const Symbolizer *s);
+
+/* Copies n bytes at target address addr out of the file of the module that
+ * covers it, when they lie in a read-only, file-backed part of a PT_LOAD
+ * segment (code, unwind tables: bytes relocation leaves alone); false
+ * otherwise, and the caller reads the live process instead. */
+bool report_symbolize_read_image(Symbolizer *s, uint64_t addr, void *dst, size_t n);
+
+/* The binary-search table of .eh_frame_hdr (PT_GNU_EH_FRAME) of the module
+ * covering addr, in target addresses, as libunwind's
+ * UNW_INFO_FORMAT_REMOTE_TABLE takes it: fde_count entries of
+ * REPORT_EH_TABLE_ENTRY_BYTES, each (initial location, FDE address) as a
+ * datarel sdata4, the only encoding libunwind's table search reads. false
+ * when no module covers addr or it has no such table (checked once per
+ * module). */
+#define REPORT_EH_TABLE_ENTRY_BYTES 8
+typedef struct SymEhTable {
+    uint64_t module_start, module_end; /* the module's address range */
+    uint64_t segbase;                  /* address of .eh_frame_hdr */
+    uint64_t table;                    /* address of its search table */
+    uint64_t fde_count;
+} SymEhTable;
+bool report_symbolize_eh_table(Symbolizer *s, uint64_t addr, SymEhTable *out);
+
+/* An unwinder's state for one target, kept with its Symbolizer: flush runs
+ * whenever the set of modules changes (unwind tables it cached may be
+ * stale), release once, at report_symbolizer_free. Hooks, not calls:
+ * report/ does not link vmprofd/. */
+typedef struct SymUnwinder {
+    void *state;
+    void (*flush)(void *state);
+    void (*release)(void *state);
+} SymUnwinder;
+void report_symbolizer_set_unwinder(Symbolizer *s, const SymUnwinder *u);
+/* The state set with report_symbolizer_set_unwinder, or NULL. */
+void *report_symbolizer_unwinder(const Symbolizer *s);
 
 #endif

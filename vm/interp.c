@@ -49,7 +49,7 @@ register unsigned long *vm_ifp asm("r14"); /* an Oop *; VM_INTERP_FP_PERF_REG in
 #include "vm/interp.h"
 
 #include "jit/enter.h"
-#include "profiler/stackabi.h"
+#include "proto/stackabi.h"
 
 #include "jit/compile.h"
 #include "vm/jitglue.h"

@@ -32,7 +32,7 @@
 #include "jit/zone.h"
 #include "profiler/inimage.h"
 #include "profiler/publish.h"
-#include "profiler/sampler.h"
+#include "profiler/invm_sampler.h"
 #include "vm/interp.h"
 #include "vm/jitglue.h"
 #include "vm/jitpublish.h"

@@ -16,7 +16,7 @@
 #define VM_PROBES_H
 
 #include "gc/object.h"
-#include "profiler/probes.h"
+#include "profiler/usdt.h"
 
 #include <stdbool.h>
 #include <stddef.h>

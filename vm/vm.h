@@ -9,7 +9,7 @@
 #define VM_VM_H
 
 #include "gc/object.h"
-#include "profiler/export.h"
+#include "proto/export.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -9,7 +9,7 @@
 #ifndef VM_WALKFACTS_H
 #define VM_WALKFACTS_H
 
-#include "profiler/stackabi.h"
+#include "proto/stackabi.h"
 
 /* Fills f from the booted VM (stack pages made, JIT initialised or not). */
 void vm_walk_facts(ProfWalkFacts *f);

@@ -1,6 +1,6 @@
 /*
  * vmprofd/export_reader.h — reading stvm's export segment
- * (/dev/shm/stvm-<pid>, layout in profiler/export.h) from outside the VM.
+ * (/dev/shm/stvm-<pid>, layout in proto/export.h) from outside the VM.
  *
  * The segment is written by another process that may be buggy, gone or
  * hostile, so nothing in it is trusted before it is checked: the file must
@@ -22,8 +22,8 @@
 #ifndef VMPROFD_EXPORT_READER_H
 #define VMPROFD_EXPORT_READER_H
 
-#include "profiler/export.h"
-#include "profiler/stackabi.h"
+#include "proto/export.h"
+#include "proto/stackabi.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -55,7 +55,7 @@ bool vmprofd_export_walk_facts(ExportReader *r, ProfWalkFacts *out, char *why, s
 /* Whether the segment carries a code event log (version >= 2 and a log
  * region). */
 bool vmprofd_export_has_code_log(const ExportReader *r);
-/* A report/codelog.h read function over the log region: reader is the
+/* A report/codelog_reader.h read function over the log region: reader is the
  * ExportReader; offset counts from the region's start. False outside the
  * region or when the file no longer holds those bytes. */
 bool vmprofd_export_read_log(void *reader, uint64_t offset, void *buf, size_t len);

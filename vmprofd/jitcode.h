@@ -1,8 +1,8 @@
 /*
- * vmprofd/jitcode.h — the target's code over time, read while sampling:
- * the export's code event log (report/codelog.h) replayed into a timeline
- * (report/codemap.h), so that samples, resolved only when sampling ends,
- * meet the code as it was when each was taken.
+ * vmprofd/jitcode.h — the target's code over time, read while sampling: the
+ * export's code event log (report/codelog_reader.h) replayed into a timeline
+ * (report/codemap.h), so that samples, resolved only when sampling ends, meet
+ * the code as it was when each was taken.
  *
  * Polled every few tens of milliseconds by session.c (a poll with nothing
  * new costs one pread of the control block) and once more after the
@@ -15,7 +15,7 @@
 #ifndef VMPROFD_JITCODE_H
 #define VMPROFD_JITCODE_H
 
-#include "report/codelog.h"
+#include "report/codelog_reader.h"
 #include "report/codemap.h"
 #include "report/report.h"
 #include "vmprofd/export_reader.h"

@@ -11,7 +11,7 @@
  * it is that file's (`--format X -o F` = `-o F --format X`). No output
  * option at all: text on stdout.
  *
- * Who may call: vmprofd/main.c (parse), vmprofd/session.c (read).
+ * Who may call: vmprofd/vmprofd_main.c (parse), vmprofd/session.c (read).
  */
 #ifndef VMPROFD_OPTIONS_H
 #define VMPROFD_OPTIONS_H

@@ -2,7 +2,7 @@
  * vmprofd/sample_bpf.h — the eBPF stack walker (vmprofd/bpf/stackwalk.bpf.c)
  * for perf_event mode: loaded once, attached to every cpu-clock event
  * vmprofd opens, it walks each sample's whole stack in the kernel
- * (profiler/stackabi.h) and hands ProfRawStack records through a BPF ring
+ * (proto/stackabi.h) and hands ProfRawStack records through a BPF ring
  * buffer. Why eBPF: profiler/STACKS.md.
  *
  * Who may call: vmprofd/sample_perf.c, tests.
@@ -10,7 +10,7 @@
 #ifndef VMPROFD_SAMPLE_BPF_H
 #define VMPROFD_SAMPLE_BPF_H
 
-#include "profiler/stackabi.h"
+#include "proto/stackabi.h"
 
 #include <stdbool.h>
 #include <stddef.h>

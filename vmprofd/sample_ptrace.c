@@ -530,7 +530,7 @@ static uint64_t sample_thread(Sampler *s, size_t idx, SampleSink sink, void *ctx
         if ((s->cfg.regs_mask >> bit) & 1)
             rs.regs.regs[k++] = perf_reg(&regs, bit);
     if (s->cfg.facts && __atomic_load_n(&s->cfg.facts->size, __ATOMIC_ACQUIRE)) {
-        /* the whole stack, read while the thread stands still (profiler/stackabi.h) */
+        /* the whole stack, read while the thread stands still (proto/stackabi.h) */
         StackRegs sr = {regs.rip, regs.rsp, regs.rbp, regs.r14, regs.r15};
         s->reading = tid;
         report_stackcapture_reset(&s->reader, read_target, s);

@@ -23,7 +23,7 @@
 #ifndef VMPROFD_SAMPLER_H
 #define VMPROFD_SAMPLER_H
 
-#include "profiler/stackabi.h"
+#include "proto/stackabi.h"
 #include "vmprofd/unwind.h"
 
 #include <stdbool.h>
@@ -38,7 +38,7 @@ typedef struct RawSample {
     UnwindRegs regs;      /* user-space registers; regs.mask == 0: only ip/sp/bp */
     const uint8_t *stack; /* user stack from regs.sp upward */
     size_t stack_len;
-    /* The whole stack, walked at the sample (profiler/stackabi.h); NULL when
+    /* The whole stack, walked at the sample (proto/stackabi.h); NULL when
      * the sampler could not walk it (no facts, eBPF refused): then regs and
      * the stack copy above are all there is. */
     const ProfRawStack *raw;

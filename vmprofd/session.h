@@ -9,7 +9,7 @@
  *
  * Whatever ends the sampling, what was collected is written.
  *
- * Who may call: vmprofd/main.c.
+ * Who may call: vmprofd/vmprofd_main.c.
  */
 #ifndef VMPROFD_SESSION_H
 #define VMPROFD_SESSION_H

@@ -140,21 +140,6 @@ pid_t *vmprofd_target_threads(pid_t pid, size_t *n)
     return tids;
 }
 
-uint64_t vmprofd_target_cpu_ns(pid_t pid)
-{
-    size_t n;
-    pid_t *tids = vmprofd_target_threads(pid, &n);
-    uint64_t sum = 0;
-    for (size_t i = 0; i < n; i++) {
-        char path[96], buf[128];
-        snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", (int)pid, (int)tids[i]);
-        if (read_proc(path, buf, sizeof buf))
-            sum += strtoull(buf, NULL, 10); /* first field: time on the cpu, ns */
-    }
-    free(tids);
-    return sum;
-}
-
 /* -- Attach and exit ---------------------------------------------------- */
 
 static int open_pidfd(pid_t pid)

@@ -55,9 +55,6 @@ void vmprofd_target_close(Target *t);
 /* Thread ids of pid from /proc/PID/task, malloc'd (caller frees);
  * NULL with *n == 0 when the process is gone. */
 pid_t *vmprofd_target_threads(pid_t pid, size_t *n);
-/* Sum of the CPU time of pid's live threads (schedstat of each /proc/PID/task entry,
- * nanoseconds); 0 when unknown. */
-uint64_t vmprofd_target_cpu_ns(pid_t pid);
 /* Real uid of pid (/proc/PID/status). */
 bool vmprofd_target_uid(pid_t pid, uid_t *uid);
 /* The executable (/proc/PID/exe), "" when unreadable. */

@@ -16,11 +16,8 @@
  */
 #define _GNU_SOURCE /* process_vm_readv */
 #include "vmprofd/unwind.h"
-#include "report/symbolize_internal.h"
 
 #include <asm/perf_regs.h>
-#include <dwarf.h>
-#include <gelf.h>
 #include <libunwind.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -43,13 +40,9 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip
 
 #define UNWIND_PAGE 4096u
 
-/* .eh_frame_hdr table entries: (initial location, FDE address), each a
- * datarel sdata4, the only encoding libunwind's table search reads. */
-#define EH_TABLE_ENCODING (DW_EH_PE_datarel | DW_EH_PE_sdata4)
-#define EH_TABLE_ENTRY_BYTES 8
-
 typedef struct UnwindCtx {
     Symbolizer *s;
+    pid_t pid;
     const UnwindRegs *regs;
     const uint8_t *stack;
     size_t stack_len;
@@ -142,15 +135,14 @@ static bool read_word(UnwindCtx *c, uint64_t addr, uint64_t *out)
     }
     if (!is_user_addr(addr) || addr > UNWIND_USER_END - 8)
         return false;
-    SymModule *m = report_symbolize_module_at(c->s, addr);
-    if (m != NULL && report_symbolize_read_image(m, addr, out, 8))
+    if (report_symbolize_read_image(c->s, addr, out, 8))
         return true;
     uint64_t page = addr & ~(uint64_t)(UNWIND_PAGE - 1);
     if (addr - page > UNWIND_PAGE - 8)
-        return remote_read(c->s->pid, addr, out, 8); /* straddles two pages */
+        return remote_read(c->pid, addr, out, 8); /* straddles two pages */
     if (c->page_addr != page || (!c->page_valid && !c->page_failed)) {
         c->page_addr = page;
-        c->page_valid = remote_read(c->s->pid, page, c->page, UNWIND_PAGE);
+        c->page_valid = remote_read(c->pid, page, c->page, UNWIND_PAGE);
         c->page_failed = !c->page_valid;
     }
     if (!c->page_valid)
@@ -161,90 +153,21 @@ static bool read_word(UnwindCtx *c, uint64_t addr, uint64_t *out)
 
 /* -- libunwind accessors ---------------------------------------------- */
 
-static size_t eh_field_size(uint8_t enc)
-{
-    switch (enc & 0x0f) {
-    case DW_EH_PE_absptr: return 8;
-    case DW_EH_PE_udata2:
-    case DW_EH_PE_sdata2: return 2;
-    case DW_EH_PE_udata4:
-    case DW_EH_PE_sdata4: return 4;
-    case DW_EH_PE_udata8:
-    case DW_EH_PE_sdata8: return 8;
-    default: return 0;
-    }
-}
-
-/* Finds m's .eh_frame_hdr (PT_GNU_EH_FRAME) in its file and checks it
- * holds the sorted search table: version 1, then the encoded eh_frame
- * pointer and FDE count, then the table. */
-static bool load_eh_table(SymModule *m)
-{
-    if (m->eh_tried)
-        return m->eh_ok;
-    m->eh_tried = true;
-    if (!report_symbolize_module_elf(m) || m->image == NULL)
-        return false;
-    size_t nph = 0;
-    if (elf_getphdrnum(m->elf, &nph) != 0)
-        return false;
-    GElf_Phdr ph;
-    bool found = false;
-    for (size_t i = 0; i < nph && !found; i++)
-        found = gelf_getphdr(m->elf, (int)i, &ph) != NULL && ph.p_type == PT_GNU_EH_FRAME;
-    if (!found || ph.p_offset > m->image_len || m->image_len - ph.p_offset < ph.p_filesz || ph.p_filesz < 4)
-        return false;
-    const uint8_t *h = (const uint8_t *)m->image + ph.p_offset;
-    uint8_t ptr_enc = h[1], count_enc = h[2], table_enc = h[3];
-    if (h[0] != 1 || table_enc != EH_TABLE_ENCODING || count_enc == DW_EH_PE_omit)
-        return false;
-    size_t pos = 4;
-    if (ptr_enc != DW_EH_PE_omit) {
-        size_t n = eh_field_size(ptr_enc);
-        if (n == 0)
-            return false;
-        pos += n;
-    }
-    size_t cn = eh_field_size(count_enc);
-    if (cn == 0 || pos + cn > ph.p_filesz)
-        return false;
-    uint64_t count = 0;
-    if (cn == 2) {
-        uint16_t v;
-        memcpy(&v, h + pos, 2);
-        count = v;
-    } else if (cn == 4) {
-        uint32_t v;
-        memcpy(&v, h + pos, 4);
-        count = v;
-    } else {
-        memcpy(&count, h + pos, 8);
-    }
-    pos += cn;
-    if (count == 0 || count > (ph.p_filesz - pos) / EH_TABLE_ENTRY_BYTES)
-        return false;
-    m->eh_segbase = ph.p_vaddr + m->bias;
-    m->eh_table = m->eh_segbase + pos;
-    m->eh_fde_count = count;
-    m->eh_ok = true;
-    return true;
-}
-
 static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi, int need_unwind_info,
                               void *arg)
 {
     UnwindCtx *c = arg;
-    SymModule *m = report_symbolize_module_at(c->s, ip);
-    if (m == NULL || !load_eh_table(m))
+    SymEhTable eh;
+    if (!report_symbolize_eh_table(c->s, ip, &eh))
         return -UNW_ENOINFO; /* libunwind then tries its frame-chain heuristic */
     unw_dyn_info_t di;
     memset(&di, 0, sizeof di);
     di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
-    di.start_ip = m->start;
-    di.end_ip = m->end;
-    di.u.rti.segbase = m->eh_segbase;
-    di.u.rti.table_data = m->eh_table;
-    di.u.rti.table_len = m->eh_fde_count * EH_TABLE_ENTRY_BYTES / sizeof(unw_word_t);
+    di.start_ip = eh.module_start;
+    di.end_ip = eh.module_end;
+    di.u.rti.segbase = eh.segbase;
+    di.u.rti.table_data = eh.table;
+    di.u.rti.table_len = eh.fde_count * REPORT_EH_TABLE_ENTRY_BYTES / sizeof(unw_word_t);
     return dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
 }
 
@@ -319,19 +242,12 @@ static unw_accessors_t accessors = {
     .get_proc_name = NULL, /* names come from symbolize.c */
 };
 
-static void unwind_flush(Symbolizer *s)
-{
-    if (s->unwind_as != NULL)
-        unw_flush_cache(s->unwind_as, 0, 0);
-}
+/* The Symbolizer keeps our libunwind address space (its unwinder state),
+ * made on the first walk, and calls these when its modules change and when
+ * it is freed. */
+static void unwind_flush(void *as) { unw_flush_cache((unw_addr_space_t)as, 0, 0); }
 
-static void unwind_release(Symbolizer *s)
-{
-    if (s->unwind_as != NULL) {
-        unw_destroy_addr_space(s->unwind_as);
-        s->unwind_as = NULL;
-    }
-}
+static void unwind_release(void *as) { unw_destroy_addr_space((unw_addr_space_t)as); }
 
 /* -- Walks ------------------------------------------------------------ */
 
@@ -365,17 +281,18 @@ static size_t walk_frame_pointers(UnwindCtx *c, uint64_t bp, uint64_t sp, uint64
 static size_t walk_dwarf(UnwindCtx *c, uint64_t *pcs, size_t limit, Frame *last, bool *clean)
 {
     *clean = false;
-    if (c->s->unwind_as == NULL) {
-        c->s->unwind_as = unw_create_addr_space(&accessors, 0);
-        if (c->s->unwind_as == NULL)
+    unw_addr_space_t as = report_symbolizer_unwinder(c->s);
+    if (as == NULL) {
+        as = unw_create_addr_space(&accessors, 0);
+        if (as == NULL)
             return 1;
         /* tables are per module, not per sample: share them across walks */
-        unw_set_caching_policy(c->s->unwind_as, UNW_CACHE_GLOBAL);
-        c->s->unwind_flush = unwind_flush;
-        c->s->unwind_release = unwind_release;
+        unw_set_caching_policy(as, UNW_CACHE_GLOBAL);
+        report_symbolizer_set_unwinder(c->s, &(SymUnwinder){.state = as, .flush = unwind_flush,
+                                                            .release = unwind_release});
     }
     unw_cursor_t cur;
-    if (unw_init_remote(&cur, c->s->unwind_as, c) < 0)
+    if (unw_init_remote(&cur, as, c) < 0)
         return 1;
     size_t n = 1;
     uint64_t prev_sp = c->regs->sp, prev_ip = c->regs->ip;
@@ -418,6 +335,7 @@ size_t vmprofd_unwind(Symbolizer *s, const UnwindRegs *regs, const uint8_t *stac
      * default 8 MiB stack, so no heap allocation per sample. */
     UnwindCtx c = {
         .s = s,
+        .pid = report_symbolizer_pid(s),
         .regs = regs,
         .stack = stack,
         .stack_len = stack != NULL ? stack_len : 0,

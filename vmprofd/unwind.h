@@ -1,8 +1,8 @@
 /*
  * vmprofd/unwind.h — user-stack unwinding of a sample taken from another
  * process: sampled registers + a copy of the stack (libunwind over the
- * Symbolizer's module table, report/symbolize_internal.h), frame pointers
- * as the fallback.
+ * Symbolizer's module table: report/symbolize.h, "For a native stack
+ * unwinder"), frame pointers as the fallback.
  *
  * Who may call: vmprofd/, tests.
  */

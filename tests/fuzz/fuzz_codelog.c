@@ -1,6 +1,6 @@
 /*
  * tests/fuzz/fuzz_codelog.c — the replay of the export's code event log
- * (report/codelog.c) into a code map (report/codemap.c), then lookups in
+ * (report/codelog_reader.c) into a code map (report/codemap.c), then lookups in
  * the map.
  *
  * The input is up to FUZZ_CODELOG_MAX_POLLS snapshots of the log region,
@@ -16,7 +16,7 @@
  * snapshot's bytes, at times spread over what the log said.
  */
 #include "tests/fuzz/fuzz.h"
-#include "report/codelog.h"
+#include "report/codelog_reader.h"
 #include "report/codemap.h"
 
 #include <string.h>

@@ -5,7 +5,7 @@
  * vmprofd_export_validate runs on the header as given; then the bytes go
  * into a file of ours and the whole reader runs on it as on
  * /dev/shm/stvm-PID: open (checks), counters, walk facts, and the code
- * event log replayed through vmprofd/jitcode.c (report/codelog.c into
+ * event log replayed through vmprofd/jitcode.c (report/codelog_reader.c into
  * report/codemap.c) as vmprofd does while sampling, with its notes.
  *
  * Two liberties, both so the fuzzer spends its time past the checks that

@@ -1,7 +1,7 @@
 /*
  * tests/fuzz/fuzz_seedgen.c — writes seed inputs for the harnesses whose
  * input is a binary format: the code event log and export segments made
- * by the VM's own writer (profiler/codelog.c), perf ring data areas and
+ * by the VM's own writer (profiler/codelog_writer.c), perf ring data areas and
  * Profile programs in the layouts the harnesses document.
  *
  *   fuzz_seedgen DIR      writes DIR/<harness>/seed-*
@@ -10,9 +10,9 @@
  * and were minimised with libFuzzer's -merge=1; rerun this only to start
  * a corpus afresh.
  */
-#include "profiler/codelog.h"
-#include "profiler/export.h"
-#include "profiler/stackabi.h"
+#include "profiler/codelog_writer.h"
+#include "proto/export.h"
+#include "proto/stackabi.h"
 
 #include <linux/perf_event.h>
 #include <stdio.h>

@@ -372,7 +372,7 @@ static void livecode_agrees_with_a_shadow_model_through_puts_moves_and_takes(voi
             snprintf(name, sizeof name, "piece %llu", (unsigned long long)shadow[k]);
             assert_string_equal(e->name, name);
         }
-        assert_int_equal(t.count, live);
+        assert_int_equal(t.by_start.count, live);
     }
     prof_livecode_clear(&t);
     assert_null(prof_livecode_get(&t, 16));

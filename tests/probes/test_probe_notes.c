@@ -1,6 +1,6 @@
 /*
  * tests/probes/test_probe_notes.c — the stvm binary carries exactly the
- * probes profiler/probes.h documents: every probe of STVM_PROBE_LIST has
+ * probes profiler/usdt.h documents: every probe of STVM_PROBE_LIST has
  * notes, each with the documented argument count, a semaphore in section
  * .probes shared by all its sites, and a site that is a nop in executable
  * code; no undocumented stvm probe exists; the two method probes'
@@ -8,7 +8,7 @@
  *
  *   test_probe_notes PATH-TO-STVM
  */
-#include "profiler/probes.h"
+#include "profiler/usdt.h"
 #include "stapsdt.h"
 
 #include <setjmp.h>
@@ -54,10 +54,10 @@ static void every_documented_probe_has_notes_with_its_argument_count(void **stat
             if (!is_stvm(p) || strcmp(p->name, documented[d].name)) continue;
             sites++;
             if (p->nargs != documented[d].nargs)
-                fail_msg("stvm:%s at %#llx has %d arguments (\"%s\"), profiler/probes.h documents %d", p->name,
+                fail_msg("stvm:%s at %#llx has %d arguments (\"%s\"), profiler/usdt.h documents %d", p->name,
                          (unsigned long long)p->pc, p->nargs, p->args, documented[d].nargs);
         }
-        if (!sites) fail_msg("stvm:%s is documented in profiler/probes.h but %s has no note for it", documented[d].name, binary);
+        if (!sites) fail_msg("stvm:%s is documented in profiler/usdt.h but %s has no note for it", documented[d].name, binary);
     }
 }
 
@@ -69,7 +69,7 @@ static void no_stvm_probe_is_undocumented(void **state)
         if (!is_stvm(p)) continue;
         bool known = false;
         for (size_t d = 0; d < NDOCUMENTED; d++) known |= !strcmp(p->name, documented[d].name);
-        if (!known) fail_msg("stvm:%s is in %s but not in profiler/probes.h's STVM_PROBE_LIST", p->name, binary);
+        if (!known) fail_msg("stvm:%s is in %s but not in profiler/usdt.h's STVM_PROBE_LIST", p->name, binary);
     }
 }
 
@@ -110,7 +110,7 @@ static void the_method_semaphores_open_one_aligned_quadword(void **state)
     uint64_t entry = semaphore_of("method__entry"), ret = semaphore_of("method__return");
     if (entry % 8 != 0 || ret != entry + 2)
         fail_msg("method__entry's semaphore is at %#llx and method__return's at %#llx: not the first two 16-bit "
-                 "words of an aligned 64-bit word (profiler/probes.c), which compiled prologues read at once",
+                 "words of an aligned 64-bit word (profiler/usdt.c), which compiled prologues read at once",
                  (unsigned long long)entry, (unsigned long long)ret);
 }
 

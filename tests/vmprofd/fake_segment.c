@@ -7,7 +7,7 @@
  *
  * KIND: valid        a well-formed version-2 segment (eden 1,234,567 bytes,
  *                    7 stack pages) whose code event log, written by the
- *                    VM's own writer (profiler/codelog.c), holds a few
+ *                    VM's own writer (profiler/codelog_writer.c), holds a few
  *                    methods, moves and frees over a wrapped 64 KiB ring
  *       v1           a version-1 segment: counters, no code event log
  *       bad_log      the code event log's control block is broken
@@ -21,8 +21,8 @@
  *
  * The file is /dev/shm/stvm-PID, mode 0600, like the VM's own.
  */
-#include "profiler/codelog.h"
-#include "profiler/export.h"
+#include "profiler/codelog_writer.h"
+#include "proto/export.h"
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -5,21 +5,21 @@
  *
  *   interp_fake SECONDS
  *
- * It publishes an export segment /dev/shm/stvm-<pid> as stvm does (version
- * 2, its code event log written by profiler/codelog.c) with two "methods"
+ * It publishes an export segment /dev/shm/stvm-<pid> as stvm does (version 2,
+ * its code event log written by profiler/codelog_writer.c) with two "methods"
  * of 16 bytecodes each, Fake>>light and Fake>>heavy, loaded as
- * PROF_CODE_BYTECODES, and says that inside fake_interpret register R12
- * holds the ip. fake_interpret steps R12 over a method's bytecodes,
- * spinning the same number of iterations on each; heavy is run three times
- * for each run of light, so a profiler must give light 25% and heavy 75% of
- * the interpreted samples and each bytecode 1/16 of its method. Halfway
- * through, heavy's bytecodes move (as the old-space compactor moves a
- * method), and the mover logs it: heavy must be found at both places.
- * Prints "interp_fake: ok" at the end and removes its segment.
+ * PROF_CODE_BYTECODES, and says that inside fake_interpret register R12 holds
+ * the ip. fake_interpret steps R12 over a method's bytecodes, spinning the
+ * same number of iterations on each; heavy is run three times for each run of
+ * light, so a profiler must give light 25% and heavy 75% of the interpreted
+ * samples and each bytecode 1/16 of its method. Halfway through, heavy's
+ * bytecodes move (as the old-space compactor moves a method), and the mover
+ * logs it: heavy must be found at both places. Prints "interp_fake: ok" at
+ * the end and removes its segment.
  */
 #define _GNU_SOURCE
-#include "profiler/codelog.h"
-#include "profiler/export.h"
+#include "profiler/codelog_writer.h"
+#include "proto/export.h"
 
 #include <asm/perf_regs.h>
 #include <fcntl.h>

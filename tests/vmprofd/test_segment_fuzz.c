@@ -1,10 +1,10 @@
 /*
  * tests/vmprofd/test_segment_fuzz.c — a version-2 export segment, its code
- * event log written by the VM's own writer (profiler/codelog.c), damaged
- * byte by byte and at random (fixed seed), then read the way vmprofd reads
- * a live one: vmprofd_export_open_file, vmprofd_jitcode_open and _poll
- * (pread on the file, report/codelog.c, report/codemap.c), and resolved at
- * a few hundred (time, address) probes.
+ * event log written by the VM's own writer (profiler/codelog_writer.c),
+ * damaged byte by byte and at random (fixed seed), then read the way vmprofd
+ * reads a live one: vmprofd_export_open_file, vmprofd_jitcode_open and _poll
+ * (pread on the file, report/codelog_reader.c, report/codemap.c), and
+ * resolved at a few hundred (time, address) probes.
  *
  * Always: no crash (the sanitizer build runs this too), and a refused
  * segment or log comes with a reason. Where the reader's trust is total,
@@ -13,7 +13,7 @@
  * read (ring bytes outside the stream it replays) changes nothing and
  * raises no warning.
  */
-#include "profiler/codelog.h"
+#include "profiler/codelog_writer.h"
 #include "vmprofd/export_reader.h"
 #include "vmprofd/jitcode.h"
 

@@ -7,7 +7,7 @@
 #ifndef VMPROFD_BPF_CONFIG_H
 #define VMPROFD_BPF_CONFIG_H
 
-#include "profiler/stackabi.h"
+#include "proto/stackabi.h"
 
 struct vmprofd_bpf_config {
     prof_u32 tgid;     /* the target, as vmprofd's pid namespace numbers it */

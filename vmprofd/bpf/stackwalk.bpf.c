@@ -1,5 +1,5 @@
 /*
- * vmprofd/bpf/stackwalk.bpf.c — the whole-stack walk of profiler/stackabi.h
+ * vmprofd/bpf/stackwalk.bpf.c — the whole-stack walk of proto/stackabi.h
  * in the kernel, at the sample: an eBPF program on each of vmprofd's
  * cpu-clock perf events. It is report/stackcapture.c's algorithm, step for
  * step (keep the two in step); the loops run under bpf_loop so the verifier

@@ -1,6 +1,6 @@
 /*
- * The export's code event log end to end in memory: profiler/codelog.c
- * writes into a buffer, report/codelog.c reads it (through the same read
+ * The export's code event log end to end in memory: profiler/codelog_writer.c
+ * writes into a buffer, report/codelog_reader.c reads it (through the same read
  * function shape vmprofd uses) into a report/codemap.c timeline, and the
  * answers are checked against a shadow model of the zone kept here.
  *
@@ -11,8 +11,8 @@
  * record, a sequence gap, a bad control block, positions going back, and
  * the writer's limits (truncated loads, a checkpoint too big for the ring).
  */
-#include "profiler/codelog.h"
-#include "report/codelog.h"
+#include "profiler/codelog_writer.h"
+#include "report/codelog_reader.h"
 #include "report/codemap.h"
 
 #include <setjmp.h>

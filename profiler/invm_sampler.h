@@ -1,5 +1,5 @@
 /*
- * profiler/sampler.h — the in-VM sampler: where the VM thread is, about
+ * profiler/invm_sampler.h — the in-VM sampler: where the VM thread is, about
  * 1400 times a second, kept in a circular buffer until Smalltalk collects
  * it (Cog's VMProfiler, reference 004 section 2.2: a separate thread
  * collecting the VM thread's pc into a large circular buffer).
@@ -51,10 +51,10 @@
  * Who may call: the VM thread (start, stop, clear, copy, stats), through
  * the VMProfiler primitives (vm/prim_profiler.c), and tests.
  */
-#ifndef PROFILER_SAMPLER_H
-#define PROFILER_SAMPLER_H
+#ifndef PROFILER_INVM_SAMPLER_H
+#define PROFILER_INVM_SAMPLER_H
 
-#include "profiler/stackabi.h"
+#include "proto/stackabi.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -88,7 +88,7 @@ typedef struct ProfSamplerStats {
      * between the last start and stop (or now), from schedstat. */
     bool have_sched;
     uint64_t sched_run_ns, sched_wait_ns;
-    bool realtime;        /* the timer thread ran at SCHED_FIFO (see sampler.c) */
+    bool realtime;        /* the timer thread ran at SCHED_FIFO (see invm_sampler.c) */
 } ProfSamplerStats;
 
 /* Starts sampling the calling thread at hz (1..PROF_SAMPLER_MAX_HZ) into
@@ -106,7 +106,7 @@ size_t prof_sampler_count(void);
 size_t prof_sampler_copy(ProfSample *out, size_t max);
 void prof_sampler_stats(ProfSamplerStats *out);
 /* The whole stack the handler walked for the sample taken at time_ns
- * (profiler/stackabi.h), while the ring still holds the sample and its
+ * (proto/stackabi.h), while the ring still holds the sample and its
  * stack; false otherwise (overwritten by newer ones, or the VM published
  * no walk facts). */
 bool prof_sampler_stack(uint64_t time_ns, ProfRawStack *out);

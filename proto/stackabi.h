@@ -1,5 +1,5 @@
 /*
- * profiler/stackabi.h — whole stacks read at the moment of a sample: the
+ * proto/stackabi.h — whole stacks read at the moment of a sample: the
  * facts the VM publishes so a walker outside it can find every Smalltalk
  * frame (ProfWalkFacts, in the export segment from version 3), the raw
  * record a walker captures (ProfRawStack), and the unwind rules of machine
@@ -11,11 +11,17 @@
  * SIGPROF handler, on the VM thread). None of them needs the code
  * timeline: what depends on which code was where (the unwind rule of a
  * frameless piece, the method of a pc) is decided afterwards, from the raw
- * record and the code event log (report/stackwalk.h). The walkers record
+ * record and the code event log (report/resolve.c). The walkers record
  * addresses, never object identities: addresses resolve against the code
  * as it was at the sample's time, objects move.
  *
  * Plain fixed-width C types only: the BPF program includes this header.
+ * Part of the export's wire format (proto/export.h): header-only, target
+ * proto_export.
+ *
+ * Who may include: vm/ and jit/ (the layouts they publish and pin),
+ * profiler/ (the facts' writer, the in-VM walker), report/ and vmprofd/
+ * (walkers and readers; vmprofd/bpf/ too), tests.
  *
  * -- The algorithm (every walker) ---------------------------------------------
  *
@@ -110,8 +116,8 @@
  * bpf_get_stack without BPF_F_USER_STACK, and the user registers from
  * bpf_task_pt_regs.
  */
-#ifndef PROFILER_STACKABI_H
-#define PROFILER_STACKABI_H
+#ifndef PROTO_STACKABI_H
+#define PROTO_STACKABI_H
 
 #ifdef __BPF__
 typedef unsigned long long prof_u64;

@@ -1,6 +1,6 @@
 /*
- * report/codelog.h — reading the export's code event log (the protocol and
- * the record layouts are in profiler/export.h, "The code event log") into a
+ * report/codelog_reader.h — reading the export's code event log (the protocol
+ * and the record layouts are in proto/export.h, "The code event log") into a
  * ReportCodeMap.
  *
  * The reader sees the log region only through a read function, so the same
@@ -19,10 +19,10 @@
  *
  * Who may call: vmprofd/, stvm's in-VM profiler, tests. Not thread-safe.
  */
-#ifndef REPORT_CODELOG_H
-#define REPORT_CODELOG_H
+#ifndef REPORT_CODELOG_READER_H
+#define REPORT_CODELOG_READER_H
 
-#include "profiler/export.h"
+#include "proto/export.h"
 #include "report/codemap.h"
 
 #include <stdbool.h>

@@ -1,21 +1,20 @@
 /*
- * profiler/codelog.c — writing the code event log (see codelog.h and
- * export.h, "The code event log").
+ * profiler/codelog_writer.c — writing the code event log (see
+ * codelog_writer.h and proto/export.h, "The code event log").
  */
-#include "profiler/codelog.h"
+#include "profiler/codelog_writer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* A live piece: the body of its LOAD record (ProfCodeLoadRecord and what
- * follows it), the record's flags, and its key. */
+/* A live piece, the value of its key (space, start) in log->mirror: the
+ * body of its LOAD record (ProfCodeLoadRecord and what follows it) and the
+ * record's flags. One allocation. */
 struct ProfCodeLogEntry {
-    uint64_t start;  /* key, with space; mirrors body->start */
-    uint8_t *body;   /* NULL: empty slot */
     uint32_t body_len;
     uint16_t flags;  /* PROF_CODE_REC_F_TRUNCATED survives into checkpoints */
-    uint8_t space;
+    uint8_t body[];  /* body_len bytes; its start field mirrors the key */
 };
 
 #define HEADER_BYTES ((uint64_t)sizeof(ProfCodeRecord))
@@ -60,13 +59,13 @@ bool prof_codelog_init(ProfCodeLog *log, void *region, size_t region_bytes, uint
 
 void prof_codelog_release(ProfCodeLog *log)
 {
-    for (size_t i = 0; i < log->cap; i++)
-        free(log->slots[i].body);
-    free(log->slots);
+    size_t cursor = 0;
+    for (const ReportAddrSlot *s; (s = report_addrtable_next(&log->mirror, &cursor));)
+        free((ProfCodeLogEntry *)(uintptr_t)s->value);
+    report_addrtable_free(&log->mirror);
     free(log->scratch);
-    log->slots = NULL;
     log->scratch = NULL;
-    log->cap = log->count = log->scratch_cap = 0;
+    log->scratch_cap = 0;
 }
 
 static void warn_once(ProfCodeLog *log, bool *warned, const char *msg)
@@ -122,76 +121,26 @@ static void commit(ProfCodeLog *log, uint8_t *rec, uint32_t size, uint16_t type,
 
 /* -- The mirror -------------------------------------------------------------- */
 
-static size_t slot_of(const ProfCodeLog *log, uint8_t space, uint64_t start)
-{
-    uint64_t h = (start ^ ((uint64_t)space << 63)) * 0x9e3779b97f4a7c15ull; /* Fibonacci hashing (Knuth 6.4) */
-    return (size_t)(h >> 20) & (log->cap - 1);
-}
+static ProfCodeLogEntry *entry_of(uint64_t value) { return (ProfCodeLogEntry *)(uintptr_t)value; }
 
 static ProfCodeLogEntry *mirror_find(ProfCodeLog *log, uint8_t space, uint64_t start)
 {
-    if (log->cap == 0)
-        return NULL;
-    for (size_t i = slot_of(log, space, start);; i = (i + 1) & (log->cap - 1)) {
-        ProfCodeLogEntry *e = &log->slots[i];
-        if (!e->body)
-            return NULL;
-        if (e->start == start && e->space == space)
-            return e;
-    }
+    uint64_t v;
+    return report_addrtable_get(&log->mirror, space, start, &v) ? entry_of(v) : NULL;
 }
 
 static uint64_t entry_ring_bytes(const ProfCodeLogEntry *e) { return HEADER_BYTES + e->body_len; }
 
-/* Takes the entry out of its slot and shifts the entries after it that
- * probed past it (linear probing without tombstones); answers its body,
- * now the caller's. */
-static uint8_t *mirror_detach(ProfCodeLog *log, ProfCodeLogEntry *gone)
+/* Takes the piece at (space, start) out of the mirror and answers it, now
+ * the caller's; NULL when there is none. */
+static ProfCodeLogEntry *mirror_detach(ProfCodeLog *log, uint8_t space, uint64_t start)
 {
-    uint8_t *body = gone->body;
-    log->mirror_bytes -= entry_ring_bytes(gone);
-    gone->body = NULL;
-    log->count--;
-    size_t hole = (size_t)(gone - log->slots);
-    for (size_t i = (hole + 1) & (log->cap - 1); log->slots[i].body; i = (i + 1) & (log->cap - 1)) {
-        size_t home = slot_of(log, log->slots[i].space, log->slots[i].start);
-        /* the entry at i may fill the hole unless its home lies cyclically in (hole, i] */
-        bool stays = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
-        if (!stays) {
-            log->slots[hole] = log->slots[i];
-            log->slots[i].body = NULL;
-            hole = i;
-        }
-    }
-    return body;
-}
-
-static void mirror_remove(ProfCodeLog *log, ProfCodeLogEntry *gone) { free(mirror_detach(log, gone)); }
-
-static bool mirror_grow(ProfCodeLog *log)
-{
-    /* 256 slots (6 KiB) to start: a start of stvm announces ~200 pieces
-     * (the core's methods, the trampolines), and each page of an empty
-     * table calloc clears is a page fault (scripts/bench-startup). */
-    size_t ncap = log->cap ? log->cap * 2 : 256;
-    ProfCodeLogEntry *old = log->slots;
-    size_t ocap = log->cap;
-    log->slots = calloc(ncap, sizeof *log->slots);
-    if (!log->slots) {
-        log->slots = old;
-        return false;
-    }
-    log->cap = ncap;
-    for (size_t i = 0; i < ocap; i++) {
-        if (!old[i].body)
-            continue;
-        size_t j = slot_of(log, old[i].space, old[i].start);
-        while (log->slots[j].body)
-            j = (j + 1) & (ncap - 1);
-        log->slots[j] = old[i];
-    }
-    free(old);
-    return true;
+    uint64_t v;
+    if (!report_addrtable_take(&log->mirror, space, start, &v))
+        return NULL;
+    ProfCodeLogEntry *e = entry_of(v);
+    log->mirror_bytes -= entry_ring_bytes(e);
+    return e;
 }
 
 static void mirror_failed(ProfCodeLog *log)
@@ -202,41 +151,29 @@ static void mirror_failed(ProfCodeLog *log)
                        "profilers that join later or fall behind will miss code");
 }
 
-/* Takes over body (malloc'd). */
-static void mirror_put(ProfCodeLog *log, uint8_t space, uint64_t start, uint8_t *body, uint32_t len, uint16_t flags)
+/* Takes over e (malloc'd). */
+static void mirror_put(ProfCodeLog *log, uint8_t space, uint64_t start, ProfCodeLogEntry *e)
 {
     if (log->mirror_failed) {
-        free(body);
+        free(e);
         return;
     }
-    ProfCodeLogEntry *e = mirror_find(log, space, start);
-    if (e)
-        mirror_remove(log, e); /* a piece at the same start was never freed: it is gone now */
-    if ((log->count + 1) * 4 > log->cap * 3 && !mirror_grow(log)) {
-        free(body);
+    free(mirror_detach(log, space, start)); /* a piece at the same start was never freed: it is gone now */
+    if (!report_addrtable_put(&log->mirror, space, start, (uintptr_t)e)) {
+        free(e);
         mirror_failed(log);
         return;
     }
-    size_t i = slot_of(log, space, start);
-    while (log->slots[i].body)
-        i = (i + 1) & (log->cap - 1);
-    log->slots[i] = (ProfCodeLogEntry){.start = start, .body = body, .body_len = len, .flags = flags, .space = space};
-    log->count++;
-    log->mirror_bytes += entry_ring_bytes(&log->slots[i]);
+    log->mirror_bytes += entry_ring_bytes(e);
 }
 
-/* The live piece at start, in the space its address says when unknown. */
-static ProfCodeLogEntry *mirror_lookup(ProfCodeLog *log, uint64_t start, uint8_t *space)
+/* The space of the live piece at start, else the one its address says. */
+static uint8_t space_of(ProfCodeLog *log, uint64_t start)
 {
-    for (uint8_t s = 0; s < PROF_CODE_SPACE_COUNT; s++) {
-        ProfCodeLogEntry *e = mirror_find(log, s, start);
-        if (e) {
-            *space = s;
-            return e;
-        }
-    }
-    *space = start >= log->zone_start && start < log->zone_end ? PROF_CODE_SPACE_MACHINE : PROF_CODE_SPACE_BYTECODES;
-    return NULL;
+    for (uint8_t s = 0; s < PROF_CODE_SPACE_COUNT; s++)
+        if (mirror_find(log, s, start))
+            return s;
+    return start >= log->zone_start && start < log->zone_end ? PROF_CODE_SPACE_MACHINE : PROF_CODE_SPACE_BYTECODES;
 }
 
 /* -- Checkpoints ------------------------------------------------------------- */
@@ -306,9 +243,9 @@ void prof_codelog_checkpoint(ProfCodeLog *log, uint64_t time_ns)
         return;
     }
     write_begin_record(log, time_ns);
-    for (size_t i = 0; i < log->cap; i++)
-        if (log->slots[i].body)
-            write_entry(log, &log->slots[i], time_ns);
+    size_t cursor = 0;
+    for (const ReportAddrSlot *s; (s = report_addrtable_next(&log->mirror, &cursor));)
+        write_entry(log, entry_of(s->value), time_ns);
     prof_codelog_checkpoint_end(log, time_ns);
 }
 
@@ -395,49 +332,45 @@ void prof_codelog_load(ProfCodeLog *log, uint64_t time_ns, const ProfCodeLoad *e
         log->cp_pieces++;
     if (log->mirror_failed)
         return;
-    uint8_t *keep = malloc(body);
+    ProfCodeLogEntry *keep = malloc(sizeof *keep + body);
     if (!keep) {
         mirror_failed(log);
         return;
     }
-    memcpy(keep, rec + HEADER_BYTES, body);
-    mirror_put(log, bytecodes ? PROF_CODE_SPACE_BYTECODES : PROF_CODE_SPACE_MACHINE, e->start, keep, (uint32_t)body,
-               flags);
+    keep->body_len = (uint32_t)body;
+    keep->flags = flags;
+    memcpy(keep->body, rec + HEADER_BYTES, body);
+    mirror_put(log, bytecodes ? PROF_CODE_SPACE_BYTECODES : PROF_CODE_SPACE_MACHINE, e->start, keep);
 }
 
 void prof_codelog_move(ProfCodeLog *log, uint64_t time_ns, uint64_t from, uint64_t to, uint64_t size)
 {
     maybe_checkpoint(log, time_ns);
-    uint8_t space;
-    ProfCodeLogEntry *e = mirror_lookup(log, from, &space);
+    uint8_t space = space_of(log, from);
     uint8_t rec[HEADER_BYTES + sizeof(ProfCodeMoveRecord)];
     ProfCodeMoveRecord body = {.from = from, .to = to, .size = size, .space = space};
     memcpy(rec + HEADER_BYTES, &body, sizeof body);
     commit(log, rec, sizeof rec, PROF_CODE_REC_MOVE, 0, time_ns);
-    if (e && from != to) {
-        uint32_t len = e->body_len;
-        uint16_t flags = e->flags;
-        uint8_t *b = mirror_detach(log, e);
+    ProfCodeLogEntry *e = from != to ? mirror_detach(log, space, from) : NULL;
+    if (e) {
         uint64_t cs;
-        memcpy(&cs, b + offsetof(ProfCodeLoadRecord, code_start), sizeof cs);
+        memcpy(&cs, e->body + offsetof(ProfCodeLoadRecord, code_start), sizeof cs);
         cs = cs - from + to;
-        memcpy(b + offsetof(ProfCodeLoadRecord, start), &to, sizeof to);
-        memcpy(b + offsetof(ProfCodeLoadRecord, code_start), &cs, sizeof cs);
-        mirror_put(log, space, to, b, len, flags);
+        memcpy(e->body + offsetof(ProfCodeLoadRecord, start), &to, sizeof to);
+        memcpy(e->body + offsetof(ProfCodeLoadRecord, code_start), &cs, sizeof cs);
+        mirror_put(log, space, to, e);
     }
 }
 
 void prof_codelog_free(ProfCodeLog *log, uint64_t time_ns, uint64_t start, uint64_t size)
 {
     maybe_checkpoint(log, time_ns);
-    uint8_t space;
-    ProfCodeLogEntry *e = mirror_lookup(log, start, &space);
+    uint8_t space = space_of(log, start);
     uint8_t rec[HEADER_BYTES + sizeof(ProfCodeFreeRecord)];
     ProfCodeFreeRecord body = {.start = start, .size = size, .space = space};
     memcpy(rec + HEADER_BYTES, &body, sizeof body);
     commit(log, rec, sizeof rec, PROF_CODE_REC_FREE, 0, time_ns);
-    if (e)
-        mirror_remove(log, e);
+    free(mirror_detach(log, space, start));
 }
 
 void prof_codelog_set_interp(ProfCodeLog *log, uint64_t interp_fn, uint32_t perf_reg)

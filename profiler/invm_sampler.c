@@ -1,10 +1,10 @@
 /*
- * profiler/sampler.c — the in-VM sampler: a timer thread, SIGPROF on the VM
- * thread, a ring of (time, pc, r15, CPU time since the last). See sampler.h
- * for why.
+ * profiler/invm_sampler.c — the in-VM sampler: a timer thread, SIGPROF on
+ * the VM thread, a ring of (time, pc, r15, CPU time since the last). See
+ * invm_sampler.h for why.
  */
 #define _GNU_SOURCE /* gettid/tgkill through syscall, REG_RIP and REG_R15 in ucontext */
-#include "profiler/sampler.h"
+#include "profiler/invm_sampler.h"
 
 #include "profiler/codeevents.h"
 #include "profiler/publish.h"
@@ -53,7 +53,7 @@ static uint64_t thread_cpu_ns(void)
 }
 static pid_t vm_pid_for_reads, vm_tid_for_reads;
 
-/* -- Whole stacks (profiler/stackabi.h), walked in the handler ------------- */
+/* -- Whole stacks (proto/stackabi.h), walked in the handler ------------- */
 
 /* Walked stacks are kept packed (their header and only the words they
  * use, ~250 bytes for a stack of a dozen frames) in a byte ring reserved
@@ -238,7 +238,7 @@ static _Atomic bool timer_realtime;
 static void *timer_main(void *arg)
 {
     (void)arg;
-    /* the lowest real-time priority beats every normal task (sampler.h
+    /* the lowest real-time priority beats every normal task (invm_sampler.h
      * says why it matters); refused without CAP_SYS_NICE, and said */
     struct sched_param rt = {.sched_priority = sched_get_priority_min(SCHED_FIFO)};
     atomic_store(&timer_realtime, pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt) == 0);

@@ -1,8 +1,8 @@
 /*
- * profiler/codelog.h — the writer of the export's code event log: records
- * in a ring any number of readers copy from, checkpoints restating the live
- * pieces (the layout, the protocol and why they are correct are in
- * profiler/export.h, "The code event log").
+ * profiler/codelog_writer.h — the writer of the export's code event log:
+ * records in a ring any number of readers copy from, checkpoints restating
+ * the live pieces (the layout, the protocol and why they are correct are in
+ * proto/export.h, "The code event log").
  *
  * The writer works on a region of memory it is given (the export segment
  * in stvm, a plain buffer in tests) and keeps, in private memory, a mirror
@@ -21,17 +21,18 @@
  *
  * Who may call: profiler/publish.c, tests. Single thread: the VM thread.
  */
-#ifndef PROFILER_CODELOG_H
-#define PROFILER_CODELOG_H
+#ifndef PROFILER_CODELOG_WRITER_H
+#define PROFILER_CODELOG_WRITER_H
 
 #include "profiler/codeevents.h"
-#include "profiler/export.h"
+#include "proto/export.h"
+#include "report/addrtable.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct ProfCodeLogEntry ProfCodeLogEntry; /* a mirror slot (codelog.c) */
+typedef struct ProfCodeLogEntry ProfCodeLogEntry; /* a live piece in the mirror (codelog_writer.c) */
 
 typedef struct ProfCodeLog {
     ProfCodeLogControl *ctl; /* in the region */
@@ -42,9 +43,8 @@ typedef struct ProfCodeLog {
     bool in_checkpoint;
     uint64_t cp_begin_seq, cp_begin_pos, cp_pieces;
     uint64_t zone_start, zone_end; /* machine-code space, for MOVE/FREE of unknown pieces */
-    /* the mirror: open addressing on (space, start), backward-shift deletion */
-    ProfCodeLogEntry *slots;
-    size_t cap, count;
+    /* the mirror: (space, start) -> ProfCodeLogEntry * (report/addrtable.h) */
+    ReportAddrTable mirror;
     uint64_t mirror_bytes;        /* what a checkpoint of it takes in the ring */
     bool mirror_failed;
     uint8_t *scratch;             /* one record being assembled */

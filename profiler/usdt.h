@@ -1,5 +1,5 @@
 /*
- * profiler/probes.h — the `stvm` USDT provider: statically defined tracing
+ * profiler/usdt.h — the `stvm` USDT provider: statically defined tracing
  * probes that bpftrace, perf and SystemTap attach to in a running stvm
  * (<sys/sdt.h> markers from Debian's systemtap-sdt-dev). The set follows the
  * reference documents: Squeak's DTrace provider (000: method entry/return,
@@ -90,8 +90,8 @@
  * Who may call: vm/ (through vm/probes.h, which turns heap objects into the
  * probes' arguments) and the tests that read the notes (STVM_PROBE_LIST).
  */
-#ifndef PROFILER_PROBES_H
-#define PROFILER_PROBES_H
+#ifndef PROFILER_USDT_H
+#define PROFILER_USDT_H
 
 #ifndef STVM_PROBES
 #error "STVM_PROBES must be defined to 0 or 1 (the top-level CMakeLists.txt does)"
@@ -99,7 +99,7 @@
 
 /* Every probe: X(name, argument count, semaphore storage: OWN, or PAIRED
  * for the two method probes, whose semaphores share one quadword). One
- * table: the semaphores (profiler/probes.c) and the notes test
+ * table: the semaphores (profiler/usdt.c) and the notes test
  * (tests/probes) come from it. */
 #define STVM_PROBE_LIST(X)         \
     X(rt__init, 0, OWN)            \
@@ -135,7 +135,7 @@ STVM_PROBE_LIST(STVM_PROBE_SEMAPHORE_DECLARE)
 #undef STVM_PROBE_SEMAPHORE_DECLARE
 
 /* The method probes' quadword: method__entry's semaphore, method__return's,
- * then 32 bits that stay 0 (profiler/probes.c lays them out). */
+ * then 32 bits that stay 0 (profiler/usdt.c lays them out). */
 extern volatile unsigned short stvm_method_probe_semaphores[4];
 
 /* A semaphore's test: one compare of the word in memory and the branch

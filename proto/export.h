@@ -1,5 +1,5 @@
 /*
- * profiler/export.h — the ABI between stvm and its profilers.
+ * proto/export.h — the ABI between stvm and its profilers.
  *
  * stvm publishes, in a POSIX shared-memory object named "/stvm-<pid>"
  * (so /dev/shm/stvm-<pid>), mode 0600 so only its user can open it:
@@ -25,15 +25,19 @@
  * version-1 segment (JIT'd code then stays one anonymous zone).
  *
  * Version 3 adds what a profiler needs to walk whole stacks at a sample
- * (profiler/stackabi.h): the walk facts (header.walk_offset, walk_size)
+ * (proto/stackabi.h): the walk facts (header.walk_offset, walk_size)
  * and, in each LOAD, the piece's unwind pairs (after its source string).
  * A reader of version 3 that meets an older segment has no walk facts and
  * says so in its stacks; it never guesses.
  *
- * Who may include: profiler/ (writer), vmprofd/ and report/ (readers).
+ * A wire format (proto/): header-only, it depends on nothing, and stvm and
+ * vmprofd share it at build time through the CMake target proto_export.
+ *
+ * Who may include: profiler/ (writer), vm/ (the counters it increments in
+ * place), vmprofd/ and report/ (readers), tests.
  */
-#ifndef PROFILER_EXPORT_H
-#define PROFILER_EXPORT_H
+#ifndef PROTO_EXPORT_H
+#define PROTO_EXPORT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -101,7 +105,7 @@ typedef struct ProfExportHeader {
     uint64_t code_zone_start;  /* machine-code zone bounds; 0 without a JIT */
     uint64_t code_zone_end;
     char vm_path[PROF_EXPORT_PATH_MAX]; /* the VM executable (/proc/self/exe) */
-    uint64_t walk_offset;      /* version >= 3: ProfWalkFacts (profiler/stackabi.h); 0 = absent */
+    uint64_t walk_offset;      /* version >= 3: ProfWalkFacts (proto/stackabi.h); 0 = absent */
     uint64_t walk_size;
 } ProfExportHeader;
 
@@ -205,7 +209,7 @@ _Static_assert(sizeof(ProfExportHeader) == 104 + PROF_EXPORT_PATH_MAX, "ProfExpo
  *            source source_len bytes and a NUL (the .som file; may be relative
  *                   to the VM's working directory; empty when unknown)
  *            unwind unwind_count × (u32 offset from start, u32 PROF_UNWIND_* rule),
- *                   by offset (version 3; profiler/stackabi.h)
+ *                   by offset (version 3; proto/stackabi.h)
  *            zeros up to the record's size
  *   MOVE   ProfCodeMoveRecord: the piece at `from` now starts at `to`
  *   FREE   ProfCodeFreeRecord: the piece at `start` is gone

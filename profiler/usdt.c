@@ -1,11 +1,11 @@
 /*
- * profiler/probes.c — the storage of the `stvm` provider's semaphores
- * (profiler/probes.h): 16-bit counters in section .probes, where tracers
+ * profiler/usdt.c — the storage of the `stvm` provider's semaphores
+ * (profiler/usdt.h): 16-bit counters in section .probes, where tracers
  * look for them (the address is in each probe's note). Written only by
  * tracers (the kernel's uprobe reference counter, or a tool poking
  * /proc/PID/mem); the VM only reads them.
  */
-#include "profiler/probes.h"
+#include "profiler/usdt.h"
 
 #if STVM_PROBES
 
@@ -17,7 +17,7 @@ STVM_PROBE_LIST(STVM_PROBE_SEMAPHORE_DEFINE)
 
 /* The method probes' semaphores are the first two 16-bit words of one
  * aligned 64-bit word whose other half stays 0, so compiled code tests both
- * with the one OR of a quadword (profiler/probes.h, jit/compile.h). C
+ * with the one OR of a quadword (profiler/usdt.h, jit/compile.h). C
  * cannot name elements of an array as variables of their own: the
  * assembler does, as symbols at offsets 0 and 2 of it. */
 volatile unsigned short stvm_method_probe_semaphores[4] __attribute__((section(".probes"), aligned(8), used));

@@ -1,6 +1,6 @@
 /*
- * vmprofd/main.c — the vmprofd command: parse the command line, run one
- * profiling session. Everything else lives in session.c and below.
+ * vmprofd/vmprofd_main.c — the vmprofd command: parse the command line,
+ * run one profiling session. Everything else lives in session.c and below.
  */
 #include "vmprofd/options.h"
 #include "vmprofd/session.h"

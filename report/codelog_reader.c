@@ -1,6 +1,6 @@
 /*
- * report/codelog.c — the code event log reader (see codelog.h; protocol in
- * profiler/export.h).
+ * report/codelog_reader.c — the code event log reader (see
+ * codelog_reader.h; protocol in proto/export.h).
  *
  * One poll: read the control block, check it, then copy the stream from
  * the cursor to write_end in chunks; after each copy re-read write_begin to
@@ -10,7 +10,7 @@
  * (a gap from the last good record on) and the reader waits for a
  * checkpoint past the damage, which it then applies onto an empty map.
  */
-#include "report/codelog.h"
+#include "report/codelog_reader.h"
 
 #include "report/mem.h"
 
