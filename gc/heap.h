@@ -119,7 +119,7 @@ Oop gc_alloc_old(uint32_t class_index, uint32_t format, size_t slots);
  * limit, large objects, old space. Call gc_alloc or gc_alloc_fast. */
 Oop gc_alloc_slow(uint32_t class_index, uint32_t format, size_t slots);
 
-/* Allocation observer: how the USDT probe object__alloc (profiler/probes.h)
+/* Allocation observer: how the USDT probe object__alloc (profiler/usdt.h)
  * sees every allocation without gc/ knowing probes or class names. While
  * *gc_alloc_watch is nonzero (the VM points it at the probe's semaphore,
  * which a tracer raises), each allocation calls the observer with the new

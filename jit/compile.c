@@ -182,7 +182,7 @@ static size_t scan(Compiler *c, char *why, size_t whylen)
 static uint32_t mcpc(const Compiler *c) { return (uint32_t)jit_x64_size(&c->b); }
 
 /* From the next instruction on, a profiler finds this piece's caller by
- * `rule` (profiler/stackabi.h). Called right after the instruction that
+ * `rule` (proto/stackabi.h). Called right after the instruction that
  * changes where the return address is (push rbp, mov rbp, rsp, pop rbp,
  * ret), so every pc has the rule of the state it runs in. */
 static void unwind_from_here(Compiler *c, uint32_t rule)

@@ -140,7 +140,7 @@ typedef struct JitCompileRuntime {
     int headroom_words;                  /* the interpreter's stack headroom */
     Oop nil, true_obj, false_obj;        /* never move */
     /* The USDT method probes' two 16-bit semaphores, the first half of an
-     * aligned 64-bit word whose second half is 0 (profiler/probes.h), within
+     * aligned 64-bit word whose second half is 0 (profiler/usdt.h), within
      * 2 GiB of *collect_wanted: the interrupt check ORs that word into its
      * test, so that while a tracer holds either probe every entry takes
      * entry_slow, which hands the activation to the interpreter (it fires

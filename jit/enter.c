@@ -94,7 +94,7 @@ static void emit_save_c(X64Buf *b)
     emit_load_cstate(b);
     jit_x64_mov_mr(b, cstate(offsetof(JitCState, c_sp)), RSP);
     /* machine code owns the thread until the interpreter says otherwise
-     * (profiler/stackabi.h: a profiler reads the state from jit_cstate now) */
+     * (proto/stackabi.h: a profiler reads the state from jit_cstate now) */
     jit_x64_mov_mi32(b, cstate(offsetof(JitCState, mode)), PROF_STATE_MACHINE);
     jit_x64_mov_mr(b, cstate(offsetof(JitCState, regs)), RDI);
     jit_x64_mov_rm(b, RSP, jit_x64_mem(RDI, offsetof(JitRegs, sp)));

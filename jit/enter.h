@@ -94,7 +94,7 @@ typedef struct JitCState {
     JitRegs *regs;       /* the enilopmart's argument, written on the way out */
     Oop *st_sp, *st_fp;  /* Smalltalk rsp/rbp at the latest runtime call */
     uint64_t exit_status; /* a JitStatus; NONE except between a request and the exit */
-    /* Who owns the thread, for profilers (profiler/stackabi.h's state block,
+    /* Who owns the thread, for profilers (proto/stackabi.h's state block,
      * PROF_STATE_*): the enilopmarts set MACHINE, the interpreter INTERP
      * once its frame and ip registers are right again. */
     uint64_t mode;
@@ -107,11 +107,11 @@ _Static_assert(offsetof(JitCState, st_sp) == 16, "generated code: st_sp at 16");
 _Static_assert(offsetof(JitCState, st_fp) == 24, "generated code: st_fp at 24");
 _Static_assert(offsetof(JitCState, exit_status) == 32, "generated code: exit_status at 32");
 _Static_assert(offsetof(JitCState, mode) == 40, "generated code: mode at 40");
-_Static_assert(offsetof(JitCState, c_sp) == PROF_CSTATE_C_SP, "profiler/stackabi.h reads c_sp");
-_Static_assert(offsetof(JitCState, st_sp) == PROF_CSTATE_ST_SP, "profiler/stackabi.h reads st_sp");
-_Static_assert(offsetof(JitCState, st_fp) == PROF_CSTATE_ST_FP, "profiler/stackabi.h reads st_fp");
+_Static_assert(offsetof(JitCState, c_sp) == PROF_CSTATE_C_SP, "proto/stackabi.h reads c_sp");
+_Static_assert(offsetof(JitCState, st_sp) == PROF_CSTATE_ST_SP, "proto/stackabi.h reads st_sp");
+_Static_assert(offsetof(JitCState, st_fp) == PROF_CSTATE_ST_FP, "proto/stackabi.h reads st_fp");
 _Static_assert(offsetof(JitCState, interp_bp) - offsetof(JitCState, mode) == PROF_STATE_INTERP_BP,
-               "profiler/stackabi.h's state block is jit_cstate.mode onward");
+               "proto/stackabi.h's state block is jit_cstate.mode onward");
 
 extern JitCState jit_cstate;
 

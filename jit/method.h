@@ -28,7 +28,7 @@
  *
  *   The unwind table (at lits_offset + 4 * lit_count): a u32 count n, then n
  *   pairs (u32 offset from the header, u32 PROF_UNWIND_* rule of
- *   profiler/stackabi.h) by offset: how a profiler finds the caller of a pc
+ *   proto/stackabi.h) by offset: how a profiler finds the caller of a pc
  *   in this piece (a pc's rule is the last pair at or below it). n = 0:
  *   frameless throughout (PICs, stubs).
  *

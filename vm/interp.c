@@ -16,7 +16,7 @@
  * any instruction of the VM's own code — the interpreter or the C it calls
  * — a profiler that samples the thread's registers reads the innermost
  * interpreted frame and the bytecode it runs, and walks every frame from
- * there (profiler/stackabi.h). Frame switches keep that exact: r15 is 0
+ * there (proto/stackabi.h). Frame switches keep that exact: r15 is 0
  * while r14 changes (the frame at r14 is then right and only its bytecode
  * unknown), r14 is set only once the new frame's header is written, and
  * both are 0 while frames are being unwound or copied (IP_CLEAR, FP_SET,
@@ -925,7 +925,7 @@ activate_method : {
             }
             obj_slots(m)[METHOD_COUNTER] = oop_from_int(cv);
         }
-        if (cv <= -2 && fp && !VM_PROBE_METHODS_TRACED()) { /* traced: see profiler/probes.h */
+        if (cv <= -2 && fp && !VM_PROBE_METHODS_TRACED()) { /* traced: see profiler/usdt.h */
             intptr_t hdr = vm_method_hdr(m);
             int need = FRAME_HEADER_WORDS + (int)((hdr >> 24) & 0xffff) + (int)((hdr >> 40) & 0xffff) + 1;
             /* machine code never changes pages: run it only where its frame fits */
@@ -961,7 +961,7 @@ enter_machine_code:
 machine_code_status:
     limit = vm_page->base + HEADROOM;
     /* r14/r15 are the interpreter's again only from the IP_SET on: until
-     * then the mode stays machine code's (profiler/stackabi.h) */
+     * then the mode stays machine code's (proto/stackabi.h) */
     if (jst == JIT_STATUS_RETURNED) {
         /* back in the interpreter frame that entered machine code */
         IP_CLEAR();

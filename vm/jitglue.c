@@ -271,7 +271,7 @@ static uint64_t rt_open_pic_miss(uint64_t unused, JitMethod *pic)
 }
 
 /* The unchecked entry's checks failed: a GC is wanted, a tracer holds the
- * method probes (profiler/probes.h: the interpreter runs the activation and
+ * method probes (profiler/usdt.h: the interpreter runs the activation and
  * fires them), or the frame does not fit the page (the interpreter then
  * activates the method on a new page). */
 static uint64_t rt_entry_slow(uint64_t unused, uint8_t *resume)

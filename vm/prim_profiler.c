@@ -1,7 +1,7 @@
 /*
  * vm/prim_profiler.c — the VMProfiler primitives (class side of
  * smalltalk/core/VMProfiler.som): the code zone's constituents (reference
- * 004, 3.1), the in-VM sampler (profiler/sampler.h), the VM counters, and
+ * 004, 3.1), the in-VM sampler (profiler/invm_sampler.h), the VM counters, and
  * the in-VM profile whose report is vmprofd's (profiler/inimage.h).
  *
  * Answers (all addresses and times are SmallIntegers: user addresses and

@@ -1,5 +1,5 @@
 /*
- * vm/probes.c — firing the `stvm` USDT probes (profiler/probes.h) with what
+ * vm/probes.c — firing the `stvm` USDT probes (profiler/usdt.h) with what
  * only vm/ knows: class and selector names copied out of the heap into C
  * strings, the heap's byte counts, the frames a non-local return unwinds.
  *

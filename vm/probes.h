@@ -1,6 +1,6 @@
 /*
  * vm/probes.h — the VM's side of the `stvm` USDT provider
- * (profiler/probes.h, which documents every probe and its arguments): the
+ * (profiler/usdt.h, which documents every probe and its arguments): the
  * hooks that turn heap objects and VM state into probe arguments.
  *
  * The VM_PROBE_* macros are what hot paths write: each tests the probe's
@@ -68,7 +68,7 @@ bool vm_probe_jit_init(struct JitCompileRuntime *rt, char *err, size_t errlen);
 void vm_probe_code_compact(const struct JitZone *zone, const struct JitZoneStats *before);
 
 /* True while a tracer holds method__entry or method__return: machine code
- * must not run new activations then (profiler/probes.h). */
+ * must not run new activations then (profiler/usdt.h). */
 #define VM_PROBE_METHODS_TRACED() STVM_METHOD_PROBES_ENABLED()
 
 #if STVM_PROBES

@@ -50,7 +50,7 @@ typedef struct VmOptions {
 
 extern VmOptions vm_options;
 /* The VM's event counters live in the profiler export segment
- * (profiler/export.h), so profilers read them as they change. */
+ * (proto/export.h), so profilers read them as they change. */
 extern ProfCounters *vm_counters;
 extern uint64_t vm_contexts_resumed; /* divorced contexts copied back onto a page */
 extern double vm_start_seconds;

@@ -1,6 +1,6 @@
 /*
  * vm/walkfacts.h — what a profiler must know to walk stvm's stacks at a
- * sample (profiler/stackabi.h's ProfWalkFacts): where the interpreter's
+ * sample (proto/stackabi.h's ProfWalkFacts): where the interpreter's
  * code is, where the stack pages and their descriptors are, the frame,
  * context and method layouts, and where machine code saves its state.
  *
