@@ -57,9 +57,9 @@ static inline Oop oop_from_int(intptr_t v) { return ((Oop)v << 1) | 1; }
 static inline bool oop_int_fits(intptr_t v) { return v >= OOP_INT_MIN && v <= OOP_INT_MAX; }
 
 /* -- Immediate Doubles -------------------------------------------------------
- * As Spur's SmallFloat64, a double whose biased exponent e lies in 896..1151
- * (magnitudes 2^-127 .. just under 2^129, ~5.9e-39 .. ~6.8e38) is an
- * immediate; every other double (zeros, larger, smaller, denormal,
+ * As Spur's SmallFloat64, a double whose biased exponent e lies in 897..1151
+ * (magnitudes 2^-126 .. just under 2^129, ~1.2e-38 .. ~6.8e38), and ±0.0,
+ * is an immediate; every other double (larger, smaller, denormal,
  * infinite, NaN) is a boxed Double (class index CLASS_INDEX_DOUBLE, format
  * FMT_WORDS, one slot). Every Double is made by one constructor that picks
  * the form from the value, so a value has one form.
@@ -67,12 +67,13 @@ static inline bool oop_int_fits(intptr_t v) { return v >= OOP_INT_MIN && v <= OO
  * Adding 128 to the exponent field puts such an e's top three bits at 100;
  * rotating the word left by 4 brings them down as the tag, the sign above
  * it: encoding is an add and a rotate, decoding a rotate and a subtract.
- * Unlike Spur, ±0.0 stays boxed: a zero's exponent is outside the window,
- * and special-casing it would cost every decode a compare and a move (in
- * machine code, on the critical path of Double arithmetic). */
+ * e's low 8 bits then lie above bit 56 and are never 0 (e >= 897), so the
+ * two words below 16 with the tag are free for the zeros: 4 is +0.0, 12 is
+ * -0.0 (the sign at bit 3 as for the others). */
 
 #define OOP_FLOAT_TAG 4
 #define OOP_FLOAT_BIAS ((uint64_t)128 << 52)
+#define OOP_FLOAT_ZEROS 16 /* immediates below this are ±0.0 */
 
 static inline bool oop_is_float(Oop o) { return (o & 7) == OOP_FLOAT_TAG; }
 static inline bool oop_is_imm(Oop o) { return (o & 7) != 0; }
@@ -84,12 +85,15 @@ static inline Oop oop_float_encode(double d)
     memcpy(&bits, &d, 8);
     uint64_t t = bits + OOP_FLOAT_BIAS;
     Oop o = (Oop)(t << 4 | t >> 60);
-    return oop_is_float(o) ? o : 0;
+    if (oop_is_float(o) && o >> 56 != 0) return o;
+    if (bits << 1 == 0) return (Oop)(bits >> 63 << 3 | OOP_FLOAT_TAG);
+    return 0;
 }
 
 static inline double oop_float(Oop o)
 {
-    uint64_t bits = ((uint64_t)o >> 4 | (uint64_t)o << 60) - OOP_FLOAT_BIAS;
+    uint64_t bits = o < OOP_FLOAT_ZEROS ? (uint64_t)o >> 3 << 63
+                                        : ((uint64_t)o >> 4 | (uint64_t)o << 60) - OOP_FLOAT_BIAS;
     double d;
     memcpy(&d, &bits, 8);
     return d;

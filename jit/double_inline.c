@@ -26,15 +26,26 @@ static void load_constant(Compiler *c, X64Xmm x, double d)
 }
 
 /* x := the value of the immediate Double in r (gc/object.h: rotate the
- * tag back up, take the exponent's bias off). Keeps r; clobbers rdx, r11. */
+ * tag back up, take the exponent's bias off; a zero is its sign). Keeps r;
+ * clobbers rdx, r11. */
 void jit_double_decode_immediate(Compiler *c, X64Reg r, X64Xmm x)
 {
     X64Buf *b = &c->b;
-    jit_x64_mov_ri64(b, RDX, OOP_FLOAT_BIAS); /* independent of r: off the value's path */
+    X64Label zero = JIT_X64_LABEL("a zero"), done = JIT_X64_LABEL("decoded");
+    jit_x64_cmp_ri(b, r, OOP_FLOAT_ZEROS);
+    jit_x64_jcc_label32(b, JIT_X64_CC_B, &zero); /* predicted: off the value's path */
+    jit_x64_mov_ri64(b, RDX, OOP_FLOAT_BIAS);
     jit_x64_mov_rr(b, R11, r);
     jit_x64_ror_ri(b, R11, 4);
     jit_x64_sub_rr(b, R11, RDX);
     jit_x64_movq_xr(b, x, R11);
+    jit_x64_jmp_label32(b, &done);
+    jit_x64_label_bind(b, &zero);
+    jit_x64_mov_rr(b, R11, r);
+    jit_x64_shr_ri(b, R11, 3);
+    jit_x64_shl_ri(b, R11, 63);
+    jit_x64_movq_xr(b, x, R11);
+    jit_x64_label_bind(b, &done);
 }
 
 /* x := the value of the Oop in r: a Double, immediate or boxed, or a
@@ -199,15 +210,27 @@ static void box_at_rdi(Compiler *c)
 static void immediate_or_fall(Compiler *c, X64Label *done)
 {
     X64Buf *b = &c->b;
-    X64Label boxed = JIT_X64_LABEL("boxed");
+    X64Label out_of_window = JIT_X64_LABEL("exponent out of the window"), boxed = JIT_X64_LABEL("boxed");
     jit_x64_mov_ri64(b, RDX, OOP_FLOAT_BIAS);
     jit_x64_movq_rx(b, RDI, JIT_X64_XMM0);
     jit_x64_add_rr(b, RDI, RDX);
     jit_x64_rol_ri(b, RDI, 4);
     jit_x64_lea_rm(b, RDX, jit_x64_mem(RDI, -OOP_FLOAT_TAG));
     jit_x64_test_ri(b, RDX, 7);
-    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &boxed);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &out_of_window);
+    jit_x64_mov_rr(b, RDX, RDI);
+    jit_x64_shr_ri(b, RDX, 56);
+    jit_x64_jcc_label32(b, JIT_X64_CC_Z, &out_of_window); /* e = 896: below the window */
     jit_x64_mov_rr(b, RAX, RDI);
+    jit_x64_jmp_label32(b, done);
+    jit_x64_label_bind(b, &out_of_window);
+    jit_x64_movq_rx(b, RDI, JIT_X64_XMM0);
+    jit_x64_add_rr(b, RDI, RDI); /* all but the sign */
+    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &boxed);
+    jit_x64_movq_rx(b, RDI, JIT_X64_XMM0); /* ±0.0: the sign over the tag */
+    jit_x64_shr_ri(b, RDI, 63);
+    jit_x64_shl_ri(b, RDI, 3);
+    jit_x64_lea_rm(b, RAX, jit_x64_mem(RDI, OOP_FLOAT_TAG));
     jit_x64_jmp_label32(b, done);
     jit_x64_label_bind(b, &boxed);
 }
