@@ -115,6 +115,12 @@ void jit_double_cache_answer(Compiler *c);
 
 /* x := the value of the immediate Double in r; keeps r, clobbers rdx, r11. */
 void jit_double_decode_immediate(Compiler *c, X64Reg r, X64Xmm x);
+/* x := the value of the Oop in r when it is a Double, immediate or boxed
+ * (taken from xmm `cached` instead when cached >= 0: a cached temp,
+ * jit/double_cache.c), or a SmallInteger converted when ints_too (as C's
+ * (double) in vm_int_to_double); anything else goes to other. Keeps r;
+ * clobbers rdx, r11. */
+void jit_double_load(Compiler *c, X64Reg r, X64Xmm x, int cached, bool ints_too, X64Label *other);
 
 /* Whether a Double receiver of special send op may take its fast path:
  * Double's method for it is the VM's primitive (vm/special.h). */

@@ -140,22 +140,9 @@ int jit_double_cached(const Compiler *c, const SimEntry *e)
  * otherwise. Clobbers rdx, r11. */
 static void value_of_r11(Compiler *c, X64Xmm x)
 {
-    X64Buf *b = &c->b;
-    X64Label done = JIT_X64_LABEL("cached"), not_immediate = JIT_X64_LABEL("not an immediate Double");
-    jit_x64_lea_rm(b, RDX, jit_x64_mem(R11, -OOP_FLOAT_TAG));
-    jit_x64_test_ri(b, RDX, 7);
-    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &not_immediate);
-    jit_double_decode_immediate(c, R11, x);
-    jit_x64_jmp_label32(b, &done);
-    jit_x64_label_bind(b, &not_immediate);
-    jit_x64_test_ri(b, R11, 7);
-    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &done);
-    jit_x64_mov_rm(b, RDX, jit_x64_mem(R11, 0));
-    jit_x64_and_ri(b, RDX, (int32_t)OBJ_CLASS_MASK);
-    jit_x64_cmp_ri(b, RDX, CLASS_INDEX_DOUBLE);
-    jit_x64_jcc_label32(b, JIT_X64_CC_NE, &done);
-    jit_x64_movsd_xm(b, x, jit_x64_mem(R11, 8));
-    jit_x64_label_bind(b, &done);
+    X64Label done = JIT_X64_LABEL("cached");
+    jit_double_load(c, R11, x, -1, false, &done);
+    jit_x64_label_bind(&c->b, &done);
 }
 
 static X64Mem temp_slot(int t) { return jit_x64_mem(RBP, 8 * (FRAME_FIRST_TEMP - t)); }

@@ -48,10 +48,7 @@ void jit_double_decode_immediate(Compiler *c, X64Reg r, X64Xmm x)
     jit_x64_label_bind(b, &done);
 }
 
-/* x := the value of the Oop in r: a Double, immediate or boxed, or a
- * SmallInteger converted when ints_too (as C's (double) in
- * vm_int_to_double), else to slow. Keeps r; clobbers rdx, r11. */
-static void number_or(Compiler *c, X64Reg r, X64Xmm x, bool ints_too, X64Label *slow)
+void jit_double_load(Compiler *c, X64Reg r, X64Xmm x, int cached, bool ints_too, X64Label *other)
 {
     X64Buf *b = &c->b;
     X64Label have = JIT_X64_LABEL("operand loaded"), not_immediate = JIT_X64_LABEL("not an immediate Double"),
@@ -60,16 +57,18 @@ static void number_or(Compiler *c, X64Reg r, X64Xmm x, bool ints_too, X64Label *
     jit_x64_lea_rm(b, RDX, jit_x64_mem(r, -OOP_FLOAT_TAG));
     jit_x64_test_ri(b, RDX, 7);
     jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &not_immediate);
-    jit_double_decode_immediate(c, r, x);
+    if (cached >= 0) jit_x64_movsd_xx(b, x, (X64Xmm)cached);
+    else jit_double_decode_immediate(c, r, x);
     jit_x64_jmp_label32(b, &have);
     jit_x64_label_bind(b, &not_immediate);
     jit_x64_test_ri(b, r, 7); /* now a SmallInteger or an object */
-    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, ints_too ? &integer : slow);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, ints_too ? &integer : other);
     jit_x64_mov_rm(b, RDX, jit_x64_mem(r, 0));
     jit_x64_and_ri(b, RDX, (int32_t)OBJ_CLASS_MASK);
     jit_x64_cmp_ri(b, RDX, CLASS_INDEX_DOUBLE);
-    jit_x64_jcc_label32(b, JIT_X64_CC_NE, slow);
-    jit_x64_movsd_xm(b, x, jit_x64_mem(r, 8));
+    jit_x64_jcc_label32(b, JIT_X64_CC_NE, other);
+    if (cached >= 0) jit_x64_movsd_xx(b, x, (X64Xmm)cached);
+    else jit_x64_movsd_xm(b, x, jit_x64_mem(r, 8));
     if (ints_too) {
         jit_x64_jmp_label32(b, &have);
         jit_x64_label_bind(b, &integer);
@@ -80,42 +79,15 @@ static void number_or(Compiler *c, X64Reg r, X64Xmm x, bool ints_too, X64Label *
     jit_x64_label_bind(b, &have);
 }
 
-/* x := the value of the Oop in r, a cached temp whose value xmm `cached`
- * holds when it is a Double (jit/double_cache.c): the same tests as
- * number_or's, but no decoding on the value's path. Keeps r; clobbers rdx,
- * r11. */
-static void cached_or(Compiler *c, X64Reg r, X64Xmm cached, X64Xmm x, bool ints_too, X64Label *slow)
+static void number_or(Compiler *c, X64Reg r, X64Xmm x, bool ints_too, X64Label *slow)
 {
-    X64Buf *b = &c->b;
-    X64Label have = JIT_X64_LABEL("cached operand"), value = JIT_X64_LABEL("a Double"),
-             integer = JIT_X64_LABEL("SmallInteger operand");
-    jit_x64_lea_rm(b, RDX, jit_x64_mem(r, -OOP_FLOAT_TAG));
-    jit_x64_test_ri(b, RDX, 7);
-    jit_x64_jcc_label32(b, JIT_X64_CC_Z, &value);
-    jit_x64_test_ri(b, r, 7);
-    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, ints_too ? &integer : slow);
-    jit_x64_mov_rm(b, RDX, jit_x64_mem(r, 0));
-    jit_x64_and_ri(b, RDX, (int32_t)OBJ_CLASS_MASK);
-    jit_x64_cmp_ri(b, RDX, CLASS_INDEX_DOUBLE);
-    jit_x64_jcc_label32(b, JIT_X64_CC_NE, slow);
-    if (ints_too) {
-        jit_x64_jmp_label32(b, &value);
-        jit_x64_label_bind(b, &integer);
-        jit_x64_mov_rr(b, R11, r);
-        jit_x64_sar_ri(b, R11, 1);
-        jit_x64_cvtsi2sd_xr(b, x, R11);
-        jit_x64_jmp_label32(b, &have);
-    }
-    jit_x64_label_bind(b, &value);
-    jit_x64_movsd_xx(b, x, cached);
-    jit_x64_label_bind(b, &have);
+    jit_double_load(c, r, x, -1, ints_too, slow);
 }
 
-/* number_or, or cached_or when the operand is a cached temp (cached >= 0). */
+/* number_or, or for a cached temp (cached >= 0) its register's value. */
 static void operand_or(Compiler *c, X64Reg r, int cached, X64Xmm x, bool ints_too, X64Label *slow)
 {
-    if (cached >= 0) cached_or(c, r, (X64Xmm)cached, x, ints_too, slow);
-    else number_or(c, r, x, ints_too, slow);
+    jit_double_load(c, r, x, cached, ints_too, slow);
 }
 
 static bool lit_double(const Compiler *c, const SimEntry *e, double *d)
