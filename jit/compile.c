@@ -536,8 +536,8 @@ static void emit_prologue(Compiler *c, X64Label *header, X64Label *slow, X64Labe
     jit_x64_mov_ri(b, R11, (int64_t)c->rt->nil);
     jit_x64_push_r(b, R11); /* fp[-2] context */
     int64_t flags = (int64_t)oop_from_int(FRAME_FLAGS_MAKE(c->nargs, c->ntemps, c->is_block) |
-                                          JIT_FRAME_FLAG_MACHINE_CODE |
-                                          (intptr_t)c->nargs << JIT_FRAME_CALLER_NARGS_SHIFT);
+                                          FRAME_FLAG_MACHINE_CODE |
+                                          (intptr_t)c->nargs << FRAME_FLAG_CALLER_NARGS_SHIFT);
     jit_x64_mov_ri(b, RAX, flags);
     jit_x64_push_r(b, RAX); /* fp[-3] flags */
     jit_x64_mov_rm(b, RAX, jit_x64_mem(RBP, 8 * (2 + c->nargs)));

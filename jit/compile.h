@@ -15,7 +15,7 @@
  *   [rbp - 8]             heap method, loaded from the JitMethod header
  *   [rbp - 16]            context: nil
  *   [rbp - 24]            flags: FRAME_FLAGS_MAKE(nargs, ntemps, 0) |
- *                         JIT_FRAME_FLAG_MACHINE_CODE, as a SmallInteger
+ *                         FRAME_FLAG_MACHINE_CODE, as a SmallInteger
  *   [rbp - 32]            self
  *   [rbp - 40 - 8*t]      temp t, nil on entry
  *   ...                   operand stack, rsp -> top
@@ -59,10 +59,11 @@
  * move, so the code embeds them; every other Oop is read through the frame's
  * method slot (literals) or the stack. The literal-site table is empty.
  *
- * Declined (answer NULL, reason in why): block methods, methods with blocks
- * or outer variables (PUSH_BLOCK*, *_OUTER, RETURN_NONLOCAL), SUPER_SEND*,
- * unquickened *_VAR, HALT, sends of more than JIT_SENDSITE_MAX_NARGS
- * arguments, malformed bytecode, a full zone. Primitive methods get a stub
+ * Declined (answer NULL, reason in why): unquickened *_VAR, HALT, malformed
+ * bytecode (a truncated operand, a jump out of the method, a literal index
+ * past the literals), a full zone. Methods and blocks with blocks, outer
+ * variables, non-local returns and super sends are compiled (the last two
+ * through runtime routines); primitive methods get a stub
  * (jit_compile_primitive).
  *
  * Who may call: the VM's JIT glue (when a method's counter trips) and tests.
@@ -79,14 +80,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Flags bit of a machine-code frame (jit/DESIGN.md); above ntemps (10..25). */
-#define JIT_FRAME_FLAG_MACHINE_CODE ((intptr_t)1 << 26)
-_Static_assert(JIT_FRAME_FLAG_MACHINE_CODE > ((intptr_t)0xffff << 10), "above the ntemps field");
-
-/* Flags bits 35..42 of every machine-code frame: its caller pushed nargs
- * arguments (vm/jitglue.h's caller-nargs field; the interpreter reads it
- * when it returns from a frame it took over from machine code). */
-#define JIT_FRAME_CALLER_NARGS_SHIFT 35
 
 #define JIT_SEND_MUST_BE_BOOLEAN ((int64_t)-1)
 #define JIT_SEND_SPECIAL_BASE ((int64_t)-2) /* tag of BC_SEND_ADD's generic path; others count down */

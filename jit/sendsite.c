@@ -195,14 +195,14 @@ JitMethod *jit_sendsite_open_pic_new(JitZone *z, const JitPicRuntime *rt, Oop se
     X64Buf *b = &p.b;
     X64Label miss = JIT_X64_LABEL("miss");
     jit_sendsite_emit_receiver_class(b, receiver_disp(nargs));
-    /* vm_lookup_cached's hash: ((selector >> 3) ^ class_index * 2654435761) & (size - 1).
+    /* vm_lookup_hash (vm/class.h): ((selector >> 3) ^ class_index * multiplier) & (size - 1).
      * Only the low bits survive the mask, and they do not depend on the
      * product's width, so a 64-bit imul with the sign-extended constant agrees. */
     jit_x64_lea_rl(b, RAX, &p.header);
     jit_x64_mov_rm(b, RAX, jit_x64_mem(RAX, offsetof(JitMethod, method)));
     jit_x64_mov_rr(b, RDX, RAX);
     jit_x64_shr_ri(b, RDX, 3);
-    jit_x64_imul_rri(b, R11, RCX, (int32_t)2654435761u);
+    jit_x64_imul_rri(b, R11, RCX, (int32_t)VM_LOOKUP_HASH_MULTIPLIER);
     jit_x64_xor_rr(b, R11, RDX);
     jit_x64_and_ri(b, R11, VM_LOOKUP_CACHE_SIZE - 1);
     jit_x64_lea_rm(b, R11, jit_x64_mem_index(R11, R11, 2, 0)); /* * 3 */

@@ -1,8 +1,9 @@
 /*
  * vm/bytecodes.h — the one bytecode table.
  *
- * The compiler, the interpreter's dispatch table, the disassembler and (later)
- * the JIT all expand BYTECODE_LIST, so they cannot drift apart.
+ * The compiler, the interpreter's dispatch table and the disassembler expand
+ * BYTECODE_LIST, so they cannot drift apart; the JIT reads the tables made
+ * from it (lengths, names) and has a template per bytecode.
  *
  *   X(NAME, length, stack_effect, mapped, operands)
  *

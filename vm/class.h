@@ -50,8 +50,15 @@ static inline uint32_t vm_class_instance_index(Oop cls) { return (uint32_t)oop_i
 Oop vm_lookup(Oop cls, Oop selector);
 void vm_lookup_cache_flush(void);
 
-#define VM_LOOKUP_CACHE_SIZE 4096 /* power of two; Cog's method cache has 1024 entries,
-                                     we have more room and no PICs yet */
+#define VM_LOOKUP_CACHE_SIZE 4096 /* power of two; Cog's method cache has 1024 entries.
+                                     Machine code probes it too (open PICs, jit/sendsite.c) */
+/* The cache's hash, the one home of it: machine code computes the same with
+ * VM_LOOKUP_HASH_MULTIPLIER (jit/sendsite.c, open PICs). */
+#define VM_LOOKUP_HASH_MULTIPLIER 2654435761u
+static inline size_t vm_lookup_hash(uint32_t class_index, Oop selector)
+{
+    return ((selector >> 3) ^ (class_index * VM_LOOKUP_HASH_MULTIPLIER)) & (VM_LOOKUP_CACHE_SIZE - 1);
+}
 typedef struct VmCacheEntry {
     Oop selector;
     uintptr_t class_index;
@@ -63,8 +70,7 @@ Oop vm_lookup_cache_miss(uint32_t class_index, Oop selector);
 
 static inline Oop vm_lookup_cached(uint32_t class_index, Oop selector)
 {
-    size_t h = ((selector >> 3) ^ (class_index * 2654435761u)) & (VM_LOOKUP_CACHE_SIZE - 1);
-    const VmCacheEntry *e = &vm_lookup_cache[h];
+    const VmCacheEntry *e = &vm_lookup_cache[vm_lookup_hash(class_index, selector)];
     if (__builtin_expect(e->selector == selector && e->class_index == class_index, 1)) return e->method;
     return vm_lookup_cache_miss(class_index, selector);
 }

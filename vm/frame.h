@@ -58,13 +58,34 @@ enum {
     FRAME_HEADER_WORDS = 6, /* fp[1] … fp[-4] */
 };
 
-/* flags: bits 0..7 nargs, bit 8 is-block, bit 9 has-context, 10..24 ntemps
- * (the compiler allows 256 variables), bit 25 traced: the interpreter fired
- * method__entry for this activation and owes it method__return (checked on
- * return together with has-context, so an untraced return pays nothing) */
+/* The flags word, every field of it (the interpreter's, machine code's and
+ * the JIT glue's):
+ *   0..7    nargs
+ *   8       is-block
+ *   9       has-context
+ *   10..24  ntemps (the compiler allows 256 variables)
+ *   25      traced: the interpreter fired method__entry for this activation
+ *           and owes it method__return (checked on return together with
+ *           has-context, so an untraced return pays nothing)
+ *   26      machine code: the frame runs machine code (jit/DESIGN.md)
+ *   27..34  pending: an interpreter frame that entered machine code keeps
+ *           the argument count of that send …
+ *   43..61  … and its resume bcpc (vm/jitglue.c)
+ *   35..42  caller nargs: a frame activated by the interpreter for machine
+ *           code, and every machine-code frame, keeps how many arguments its
+ *           caller pushed (different when the send was rewritten: DNU,
+ *           perform:); the interpreter reads it when it returns from a
+ *           frame it took over from machine code */
 #define FRAME_FLAG_BLOCK (1 << 8)
 #define FRAME_FLAG_CONTEXT (1 << 9)
 #define FRAME_FLAG_TRACED (1 << 25)
+#define FRAME_FLAG_MACHINE_CODE ((intptr_t)1 << 26)
+#define FRAME_FLAG_PENDING_SHIFT 27
+#define FRAME_FLAG_CALLER_NARGS_SHIFT 35
+#define FRAME_FLAG_BCPC_SHIFT 43
+#define FRAME_FLAG_PENDING_MASK (((intptr_t)0xff << FRAME_FLAG_PENDING_SHIFT) | ((intptr_t)0x7ffff << FRAME_FLAG_BCPC_SHIFT))
+_Static_assert(FRAME_FLAG_MACHINE_CODE > ((intptr_t)0x7fff << 10), "above the ntemps field");
+_Static_assert(FRAME_FLAG_MACHINE_CODE > FRAME_FLAG_TRACED, "above the traced bit");
 _Static_assert(VM_COMPILE_MAX_VARS < 0x7fff, "ntemps fits below the traced bit");
 #define FRAME_FLAGS_MAKE(nargs, ntemps, is_block) \
     ((intptr_t)(nargs) | ((is_block) ? FRAME_FLAG_BLOCK : 0) | ((intptr_t)(ntemps) << 10))

@@ -952,8 +952,8 @@ enter_machine_code:
         jregs = (JitRegs){sp, fp, 0};
         jst = vm_jit_enter.return_to(&jregs, jit_method_unchecked_entry(jm));
     } else {
-        fp[FRAME_FLAGS] = oop_from_int(frame_flags(fp) | ((intptr_t)n << VM_JIT_FLAG_PENDING_SHIFT) |
-                                       ((intptr_t)(ip - bytes) << VM_JIT_FLAG_BCPC_SHIFT));
+        fp[FRAME_FLAGS] = oop_from_int(frame_flags(fp) | ((intptr_t)n << FRAME_FLAG_PENDING_SHIFT) |
+                                       ((intptr_t)(ip - bytes) << FRAME_FLAG_BCPC_SHIFT));
         jregs = (JitRegs){sp, fp, 0};
         jst = vm_jit_enter.enter(&jregs, jit_method_unchecked_entry(jm));
     }
@@ -967,9 +967,9 @@ machine_code_status:
         IP_CLEAR();
         FP_SET(jregs_fp(&jregs));
         intptr_t fl = frame_flags(fp);
-        int pn = (int)((fl >> VM_JIT_FLAG_PENDING_SHIFT) & 0xff);
-        size_t bc = (size_t)((fl >> VM_JIT_FLAG_BCPC_SHIFT) & 0x7ffff);
-        fp[FRAME_FLAGS] = oop_from_int(fl & ~VM_JIT_FLAG_PENDING_MASK);
+        int pn = (int)((fl >> FRAME_FLAG_PENDING_SHIFT) & 0xff);
+        size_t bc = (size_t)((fl >> FRAME_FLAG_BCPC_SHIFT) & 0x7ffff);
+        fp[FRAME_FLAGS] = oop_from_int(fl & ~FRAME_FLAG_PENDING_MASK);
         sp = jregs.sp + pn;
         *sp = jregs.result;
         LOAD_METHOD();
@@ -1056,7 +1056,7 @@ push_frame : {
         limit = nlimit;
         link = NULL;
     }
-    intptr_t caller_nargs = mc_retaddr ? (intptr_t)(mc_nargs & 0xff) << VM_JIT_FLAG_CALLER_SHIFT : 0;
+    intptr_t caller_nargs = mc_retaddr ? (intptr_t)(mc_nargs & 0xff) << FRAME_FLAG_CALLER_NARGS_SHIFT : 0;
     sp[-1] = mc_retaddr ? mc_retaddr : oop_from_int(ip - bytes);
     mc_retaddr = 0;
     sp[-2] = (Oop)link;
@@ -1239,7 +1239,7 @@ do_return : {
         IP_SET(bytes + rbcpc);
         DISPATCH();
     }
-    int caller_n = (int)((frame_flags(fp) >> VM_JIT_FLAG_CALLER_SHIFT) & 0xff);
+    int caller_n = (int)((frame_flags(fp) >> FRAME_FLAG_CALLER_NARGS_SHIFT) & 0xff);
     if (caller_n == VM_JIT_CALLER_PUSHED_NOTHING) caller_n = -1;
     if (UNLIKELY(vm_jit_is_code_address(saved_ip)) && caller) {
         /* the caller is machine code: return as its `ret` would, its own

@@ -718,17 +718,17 @@ uint8_t *vm_jit_osr_entry(Oop *fp, size_t jump_bcpc)
     Oop saved = fp[FRAME_SAVED_IP];
     if (vm_jit_is_code_address(saved)) {
         /* a machine-code caller: its `ret` must find the arguments it pushed */
-        if ((int)((fl >> VM_JIT_FLAG_CALLER_SHIFT) & 0xff) != n) return NULL;
+        if ((int)((fl >> FRAME_FLAG_CALLER_NARGS_SHIFT) & 0xff) != n) return NULL;
     } else {
         /* an interpreted caller: resumed as when it sends to machine code */
         intptr_t rbcpc = oop_int(saved);
         if (rbcpc < 0 || rbcpc >= (1 << 19)) return NULL;
-        caller[FRAME_FLAGS] = oop_from_int(frame_flags(caller) | ((intptr_t)n << VM_JIT_FLAG_PENDING_SHIFT) |
-                                           (rbcpc << VM_JIT_FLAG_BCPC_SHIFT));
+        caller[FRAME_FLAGS] = oop_from_int(frame_flags(caller) | ((intptr_t)n << FRAME_FLAG_PENDING_SHIFT) |
+                                           (rbcpc << FRAME_FLAG_BCPC_SHIFT));
         fp[FRAME_SAVED_IP] = (Oop)vm_jit_enter.return_to_interpreter;
-        fl |= (intptr_t)n << VM_JIT_FLAG_CALLER_SHIFT;
+        fl |= (intptr_t)n << FRAME_FLAG_CALLER_NARGS_SHIFT;
     }
-    fp[FRAME_FLAGS] = oop_from_int(fl | JIT_FRAME_FLAG_MACHINE_CODE);
+    fp[FRAME_FLAGS] = oop_from_int(fl | FRAME_FLAG_MACHINE_CODE);
     jit_zone_touch(&zone, jm);
     return jit_method_at(jm, e.mcpc);
 }
@@ -737,7 +737,7 @@ intptr_t vm_jit_resume_bcpc(Oop saved, Oop *frame)
 {
     if (!vm_jit_is_code_address(saved)) return oop_int(saved);
     if ((uint8_t *)saved == vm_jit_enter.return_to_interpreter)
-        return (oop_int(frame[FRAME_FLAGS]) >> VM_JIT_FLAG_BCPC_SHIFT) & 0x7ffff;
+        return (oop_int(frame[FRAME_FLAGS]) >> FRAME_FLAG_BCPC_SHIFT) & 0x7ffff;
     JitMethod *jm = jit_zone_find(&zone, (void *)saved);
     VM_ASSERT(jm != NULL);
     JitMapEntry e;

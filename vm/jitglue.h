@@ -24,19 +24,8 @@
 
 #define VM_JIT_THRESHOLD_DEFAULT 2 /* Cog compiles a method the second time it runs */
 
-/* Flags word bits beyond vm/frame.h's 0..25 (the JIT marks its frames with
- * bit 26):
- *   27..34  pending: an interpreter frame that entered machine code keeps
- *           the argument count of that send …
- *   43..61  … and its resume bcpc
- *   35..42  caller nargs: a frame activated by the interpreter for machine
- *           code keeps how many arguments its machine-code caller pushed
- *           (different when the send was rewritten: DNU, perform:) */
-#define VM_JIT_FLAG_PENDING_SHIFT 27
-#define VM_JIT_FLAG_CALLER_SHIFT 35
-_Static_assert(VM_JIT_FLAG_CALLER_SHIFT == JIT_FRAME_CALLER_NARGS_SHIFT, "machine-code frames fill the caller field");
-#define VM_JIT_FLAG_BCPC_SHIFT 43
-#define VM_JIT_FLAG_PENDING_MASK (((intptr_t)0xff << VM_JIT_FLAG_PENDING_SHIFT) | ((intptr_t)0x7ffff << VM_JIT_FLAG_BCPC_SHIFT))
+/* The frame flags fields the JIT glue uses (pending, caller nargs, bcpc)
+ * are vm/frame.h's. */
 
 extern bool vm_jit_enabled;
 extern int vm_jit_threshold;

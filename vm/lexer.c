@@ -327,28 +327,3 @@ void vm_lexer_next(Lexer *lx, Token *t)
     t->text = vm_arena_strndup(lx->arena, lx->src + start, t->len);
 }
 
-const char *vm_token_kind_name(TokenKind k)
-{
-    switch (k) {
-    case TK_EOF: return "end of file";
-    case TK_IDENT: return "identifier";
-    case TK_KEYWORD: return "keyword";
-    case TK_KEYWORD_SEQ: return "keyword sequence";
-    case TK_OPERATOR: return "operator";
-    case TK_SEPARATOR: return "separator";
-    case TK_INTEGER: return "integer";
-    case TK_DOUBLE: return "double";
-    case TK_STRING: return "string";
-    case TK_SYMBOL: return "symbol";
-    case TK_POUND: return "'#('";
-    case TK_ASSIGN: return "':='";
-    case TK_COLON: return "':'";
-    case TK_LPAREN: return "'('";
-    case TK_RPAREN: return "')'";
-    case TK_LBRACKET: return "'['";
-    case TK_RBRACKET: return "']'";
-    case TK_CARET: return "'^'";
-    case TK_PERIOD: return "'.'";
-    }
-    return "token";
-}

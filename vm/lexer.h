@@ -98,7 +98,5 @@ void vm_lexer_init(Lexer *lx, const char *src, size_t len, Arena *arena, Compile
 void vm_lexer_next(Lexer *lx, Token *t);
 /* Continue lexing from an earlier position (the parser splits "||" this way). */
 void vm_lexer_rewind(Lexer *lx, size_t pos, int line, int col);
-/* "identifier", "end of file" … for messages. */
-const char *vm_token_kind_name(TokenKind k);
 
 #endif

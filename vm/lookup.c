@@ -40,7 +40,7 @@ Oop vm_lookup(Oop cls, Oop selector)
 
 Oop vm_lookup_cache_miss(uint32_t class_index, Oop selector)
 {
-    size_t h = ((selector >> 3) ^ (class_index * 2654435761u)) & (VM_LOOKUP_CACHE_SIZE - 1);
+    size_t h = vm_lookup_hash(class_index, selector);
     Oop m = vm_lookup(vm_class_table[class_index], selector);
     if (m) {
         vm_lookup_cache[h] = (VmCacheEntry){selector, class_index, m};

@@ -43,7 +43,7 @@ void vm_walk_facts(ProfWalkFacts *f)
     f->page_caller_fp = offsetof(StackPage, caller_fp);
     f->page_caller_context = offsetof(StackPage, caller_context);
     f->frame_flags_offset = 8 * (uint32_t)-FRAME_FLAGS;
-    f->flags_bcpc_shift = VM_JIT_FLAG_BCPC_SHIFT;
+    f->flags_bcpc_shift = FRAME_FLAG_BCPC_SHIFT;
     f->flags_bcpc_mask = 0x7ffff; /* vm/jitglue.h: the resume bcpc field is 19 bits */
     f->nil = (uint64_t)vm_nil;
     f->ctx_sender_slot = CTX_SENDER;

@@ -612,9 +612,9 @@ static void plain_send_reaches_the_runtime(void **state)
     assert_int_equal(seen.frame_self, rcvr);
     assert_true(oop_is_int(seen.frame_flags));
     intptr_t flags = oop_int(seen.frame_flags);
-    assert_true(flags & JIT_FRAME_FLAG_MACHINE_CODE);
-    assert_int_equal((flags >> JIT_FRAME_CALLER_NARGS_SHIFT) & 0xff, 1); /* its caller pushed its one arg */
-    assert_int_equal(flags & ~JIT_FRAME_FLAG_MACHINE_CODE & ~((intptr_t)0xff << JIT_FRAME_CALLER_NARGS_SHIFT),
+    assert_true(flags & FRAME_FLAG_MACHINE_CODE);
+    assert_int_equal((flags >> FRAME_FLAG_CALLER_NARGS_SHIFT) & 0xff, 1); /* its caller pushed its one arg */
+    assert_int_equal(flags & ~FRAME_FLAG_MACHINE_CODE & ~((intptr_t)0xff << FRAME_FLAG_CALLER_NARGS_SHIFT),
                      FRAME_FLAGS_MAKE(1, 1, false));
     JitMapKind kind;
     assert_int_equal(bcpc_of_last_send(jm, &kind), 5);
