@@ -183,6 +183,18 @@ static int selector_arity(Oop sel)
     return n;
 }
 
+Oop vm_interp_special_selector(int bc)
+{
+    VM_ASSERT(bc >= BC_SEND_ADD && bc <= BC_SEND_LAST_SPECIAL && special_sel[bc - BC_SEND_ADD]);
+    return special_sel[bc - BC_SEND_ADD];
+}
+
+Oop vm_interp_symbol_must_be_boolean(void)
+{
+    VM_ASSERT(sym_must_be_boolean);
+    return sym_must_be_boolean;
+}
+
 static void init_symbols(void)
 {
     static const char *const names[N_SPECIAL] = {BC_SPECIAL_SELECTORS};

@@ -29,6 +29,11 @@ uintptr_t vm_interp_code_start(void);
 uintptr_t vm_interp_code_end(void);
 
 void vm_interp_visit_roots(GcVisitFn visit, void *ctx);
+/* The selectors the VM sends by itself, interned once by the interpreter
+ * (its GC roots), for machine code's generic sends too: special send bc's,
+ * and #mustBeBoolean. Valid once the interpreter has run. */
+Oop vm_interp_special_selector(int bc);
+Oop vm_interp_symbol_must_be_boolean(void);
 /* The frame the GC walks from while machine code runs a runtime routine. */
 void vm_interp_set_saved_frame(Oop *sp, Oop *fp);
 /* The frame the last write-back or vm_interp_set_saved_frame recorded. */

@@ -60,10 +60,6 @@ static JitPicRuntime pic_runtime;
  * caller (whose return address is on top of the stack). */
 static Oop prim_answer;
 static uint8_t *prim_return;
-/* The special sends' selectors (GC roots: symbols move in a full GC). */
-#define N_SPECIAL (BC_N_SPECIAL)
-static Oop special_selectors[N_SPECIAL];
-static Oop sym_must_be_boolean;
 
 _Static_assert(offsetof(StackPage, base) == 0, "the prologue's stack check reads the page base at 0");
 
@@ -81,8 +77,8 @@ static uint64_t exit_to_interpreter(VmJitPending kind, Oop oop, int nargs)
 static Oop selector_of_tag(int64_t tag, Oop *fp)
 {
     if (tag >= 0) return vm_method_literals(fp[FRAME_METHOD])[tag];
-    if (tag == JIT_SEND_MUST_BE_BOOLEAN) return sym_must_be_boolean;
-    return special_selectors[jit_send_tag_bytecode(tag) - BC_SEND_ADD];
+    if (tag == JIT_SEND_MUST_BE_BOOLEAN) return vm_interp_symbol_must_be_boolean();
+    return vm_interp_special_selector(jit_send_tag_bytecode(tag));
 }
 
 static uint32_t receiver_class(int nargs) { return vm_class_index_of(jit_cstate.st_sp[1 + nargs]); }
@@ -646,9 +642,6 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     if (!jit_enter_init(&vm_jit_enter, &zone, err, errlen)) return false;
     vm_jit_zone_start = (uintptr_t)jit_zone_base(&zone);
     vm_jit_zone_end = (uintptr_t)jit_zone_end(&zone);
-    static const char *const names[N_SPECIAL] = {BC_SPECIAL_SELECTORS};
-    for (int i = 0; i < N_SPECIAL; i++) special_selectors[i] = vm_symbol_from_cstr(names[i]);
-    sym_must_be_boolean = vm_symbol_from_cstr("mustBeBoolean");
     prim_return = jit_enter_answer_trampoline(&zone, &prim_answer);
     runtime.send = jit_enter_dispatch_trampoline(&zone, (const void *)rt_send_unlinked, 1);
     runtime.method_abort = jit_enter_dispatch_trampoline(&zone, (const void *)rt_method_abort, 2);
@@ -753,8 +746,6 @@ static bool collecting_full;
 void vm_jit_visit_roots(GcVisitFn visit, void *ctx)
 {
     if (!vm_jit_enabled) return;
-    for (int i = 0; i < N_SPECIAL; i++) visit(&special_selectors[i], ctx);
-    visit(&sym_must_be_boolean, ctx);
     if (vm_jit_pending_oop) visit(&vm_jit_pending_oop, ctx);
     /* methods' heap methods and PICs' selectors; in a full GC every
      * literal in machine code, in a scavenge those of the young referrers
