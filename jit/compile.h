@@ -72,7 +72,7 @@
 #define JIT_COMPILE_H
 
 #include "gc/object.h"
-#include "jit/method.h"
+#include "jit/jitmethod.h"
 #include "jit/zone.h"
 #include "vm/bytecodes.h"
 

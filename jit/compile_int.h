@@ -51,7 +51,7 @@ typedef struct Compiler {
     uint32_t *lits;   /* buffer offsets of the literal sites' imm64s (global caches) */
     uint32_t nlits, lits_cap;
     bool lits_failed;
-    uint32_t *unwind; /* pairs (offset, PROF_UNWIND_* rule): jit/method.h's unwind table */
+    uint32_t *unwind; /* pairs (offset, PROF_UNWIND_* rule): jit/jitmethod.h's unwind table */
     uint32_t nunwind, unwind_cap;
     struct SimEntry *sim; /* [len + 2]: the simulated stack (see "The simulated stack") */
     int nsim;

@@ -21,7 +21,7 @@
  *     0x7f0000001072 +114   06                                 .byte   0x06
  *
  *   - Offsets are from the header's first byte, as every offset in
- *     jit/method.h and every mcpc in jit/map.h.
+ *     jit/jitmethod.h and every mcpc in jit/map.h.
  *   - Up to JIT_DISASM_MAX_HEX_BYTES bytes are shown, then "…".
  *   - A map entry is shown on the instruction that ends at its mcpc (for a
  *     send: the call whose return address it is); an entry at the first
@@ -51,7 +51,7 @@
 #ifndef JIT_DISASM_H
 #define JIT_DISASM_H
 
-#include "jit/method.h"
+#include "jit/jitmethod.h"
 
 #include <stdbool.h>
 #include <stddef.h>

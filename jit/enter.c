@@ -44,7 +44,7 @@ void jit_enter_request_exit(JitStatus status)
 typedef struct Piece {
     JitMethod *m;
     X64Buf buf;
-    uint32_t unwind[2 * PIECE_MAX_UNWIND]; /* jit/method.h's unwind table */
+    uint32_t unwind[2 * PIECE_MAX_UNWIND]; /* jit/jitmethod.h's unwind table */
     uint32_t nunwind;
 } Piece;
 

@@ -15,7 +15,7 @@
  *
  * An mcpc is a byte offset, not an address, so a map survives the method
  * moving: stvm counts it from the start of the JitMethod header (as every
- * other offset in jit/method.h), and an entry's mcpc is the address *just
+ * other offset in jit/jitmethod.h), and an entry's mcpc is the address *just
  * past* its instruction — for a send, the call's return address.
  *
  * Encoding (stored after the code; the count lives in the JitMethod header):

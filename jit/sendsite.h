@@ -49,7 +49,7 @@
 #define JIT_SENDSITE_H
 
 #include "gc/object.h"
-#include "jit/method.h"
+#include "jit/jitmethod.h"
 #include "jit/x64.h"
 #include "jit/zone.h"
 

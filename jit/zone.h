@@ -14,7 +14,7 @@
  *   CCEnd = young (the last address before the young referrers).
  *
  * Invariants:
- *   - Every piece starts with a JitMethod header (jit/method.h) and is a
+ *   - Every piece starts with a JitMethod header (jit/jitmethod.h) and is a
  *     multiple of 16 bytes; walking by header sizes from `methods` reaches
  *     exactly `free`. Trampolines live in their own area and are never
  *     freed, moved or counted in the LRU.
@@ -48,7 +48,7 @@
 #ifndef JIT_ZONE_H
 #define JIT_ZONE_H
 
-#include "jit/method.h"
+#include "jit/jitmethod.h"
 
 #include <stdbool.h>
 #include <stddef.h>

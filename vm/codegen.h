@@ -1,7 +1,7 @@
 /*
  * vm/codegen.h — what the bytecode vm/codegen.c emits looks like.
  *
- * vm/codegen.c implements vm_compile_class() (declared in vm/compile.h): it
+ * vm/codegen.c implements vm_compile_class() (declared in vm/classdesc.h): it
  * parses with vm/parser.c, resolves names and emits bytecodes per method and
  * block. This header holds no declarations beyond compile.h's; it records the
  * conventions the interpreter and the JIT may rely on.
@@ -69,11 +69,11 @@
  * a send's line is that of its (first) selector token, a jump's that of the
  * inlined selector, RETURN_SELF at a method's end that of its closing ')'.
  *
- * Who may call: nobody; include vm/compile.h.
+ * Who may call: nobody; include vm/classdesc.h.
  */
 #ifndef VM_CODEGEN_H
 #define VM_CODEGEN_H
 
-#include "vm/compile.h"
+#include "vm/classdesc.h"
 
 #endif

@@ -41,7 +41,7 @@
 #define VM_FRAME_H
 
 #include "gc/object.h"
-#include "vm/compile.h"
+#include "vm/classdesc.h"
 
 #include <stdbool.h>
 #include <stddef.h>

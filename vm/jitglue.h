@@ -14,7 +14,7 @@
 #include "gc/heap.h"
 #include "jit/compile.h"
 #include "jit/enter.h"
-#include "jit/method.h"
+#include "jit/jitmethod.h"
 #include "vm/method.h"
 
 #include <stdbool.h>

@@ -6,7 +6,7 @@
 #include "vm/jitpublish.h"
 
 #include "jit/map.h"
-#include "jit/method.h"
+#include "jit/jitmethod.h"
 #include "jit/zone.h"
 #include "profiler/codeevents.h"
 #include "vm/bytecodepublish.h"

@@ -12,7 +12,7 @@
 #ifndef VM_JITPUBLISH_H
 #define VM_JITPUBLISH_H
 
-#include "jit/method.h"
+#include "jit/jitmethod.h"
 
 #include <stddef.h>
 

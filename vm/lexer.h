@@ -25,7 +25,7 @@
 #ifndef VM_LEXER_H
 #define VM_LEXER_H
 
-#include "vm/compile.h"
+#include "vm/classdesc.h"
 
 #include <setjmp.h>
 #include <stdbool.h>

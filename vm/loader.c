@@ -12,7 +12,7 @@
 #include "vm/bytecodepublish.h"
 #include "vm/bytecodes.h"
 #include "vm/class.h"
-#include "vm/compile.h"
+#include "vm/classdesc.h"
 #include "vm/globals.h"
 #include "vm/method.h"
 #include "vm/primitive.h"

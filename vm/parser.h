@@ -21,7 +21,7 @@
 #ifndef VM_PARSER_H
 #define VM_PARSER_H
 
-#include "vm/compile.h"
+#include "vm/classdesc.h"
 #include "vm/lexer.h"
 
 /* Deepest nesting of parentheses, blocks, literal arrays and assignments, and

@@ -1,9 +1,9 @@
 /*
  * tests/fuzz/fuzz_som_compile.c — the SOM compiler (vm/lexer.c,
  * vm/parser.c, vm/codegen.c) on arbitrary bytes as a class file, then the
- * disassembler (vm/disasm.c) over every method it produced.
+ * disassembler (vm/bytecode_listing.c) over every method it produced.
  *
- * The compiler is heap-free (vm/compile.h): it needs no booted universe,
+ * The compiler is heap-free (vm/classdesc.h): it needs no booted universe,
  * only a field resolver, so the input reaches it as from vm/loader.c
  * without the VM around it (which the clang fuzz build cannot compile:
  * see the top CMakeLists.txt). The resolver below plays a small class
@@ -12,7 +12,7 @@
  * start with '$' as the loader's do.
  */
 #include "tests/fuzz/fuzz.h"
-#include "vm/compile.h"
+#include "vm/classdesc.h"
 
 #include <stdio.h>
 #include <string.h>

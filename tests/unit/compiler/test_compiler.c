@@ -1,5 +1,5 @@
 /* Unit tests for the SOM compiler (vm/lexer.c, vm/parser.c, vm/codegen.c,
- * vm/bytecodes.c, vm/disasm.c): source in, ClassDesc out, bytes checked. */
+ * vm/bytecodes.c, vm/bytecode_listing.c): source in, ClassDesc out, bytes checked. */
 #define _GNU_SOURCE
 
 #include <dirent.h>
@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "vm/bytecodes.h"
-#include "vm/compile.h"
+#include "vm/classdesc.h"
 
 /* -- Fixtures -------------------------------------------------------------- */
 

@@ -22,7 +22,7 @@
 
 #include "jit/disasm.h"
 #include "jit/map.h"
-#include "jit/method.h"
+#include "jit/jitmethod.h"
 #include "jit/x64.h"
 
 #define ARENA_BYTES 4096

@@ -19,7 +19,7 @@
 #include "tests/unit/jit/panics.h"
 
 #include "jit/map.h"
-#include "jit/method.h"
+#include "jit/jitmethod.h"
 
 #define GUARD 0xA5
 #define ROUNDS 300

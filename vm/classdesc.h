@@ -1,5 +1,5 @@
 /*
- * vm/compile.h — SOM source to bytecode, as plain C descriptions.
+ * vm/classdesc.h — SOM source to bytecode, as plain C descriptions.
  *
  * The compiler (vm/lexer.c, vm/parser.c, vm/codegen.c) turns one class file
  * into a ClassDesc: names, fields and methods whose bytecodes follow
@@ -16,8 +16,8 @@
  *
  * Who may call: vm/loader.c, vm/main.c, tests.
  */
-#ifndef VM_COMPILE_H
-#define VM_COMPILE_H
+#ifndef VM_CLASSDESC_H
+#define VM_CLASSDESC_H
 
 #include <stdbool.h>
 #include <stddef.h>

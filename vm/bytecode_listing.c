@@ -1,5 +1,5 @@
 /*
- * vm/disasm.c — readable listings of compiled methods and their blocks.
+ * vm/bytecode_listing.c — readable listings of compiled methods and their blocks.
  *
  *   method at:put: (args 2, temps 1, max stack 3, line 12)
  *     vars: 0 i, 1 v, 2 t
@@ -14,7 +14,7 @@
  * without changes here. Truncated code is reported, never read past.
  */
 #include "vm/bytecodes.h"
-#include "vm/compile.h"
+#include "vm/classdesc.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /*
- * jit/method.h — the JitMethod header that starts every piece of machine
+ * jit/jitmethod.h — the JitMethod header that starts every piece of machine
  * code in the code zone: compiled methods and blocks, closed and open PICs,
  * trampolines, and the free holes they leave.
  *
@@ -59,8 +59,8 @@
  * Who may call: jit/ and the GC glue the JIT registers (through
  * jit_method_visit_oops; gc/ itself never includes this header).
  */
-#ifndef JIT_METHOD_H
-#define JIT_METHOD_H
+#ifndef JIT_JITMETHOD_H
+#define JIT_JITMETHOD_H
 
 #include "gc/object.h"
 #include "jit/map.h"
