@@ -1723,20 +1723,14 @@ JitMethod *jit_compile_block_value(JitZone *z, const JitCompileRuntime *rt, Oop 
     X64Buf *b = &s.b;
     int nargs = s.nargs;
     X64Label miss = JIT_X64_LABEL("block not compiled");
-    /* closure -> block method -> its counter: -(JitMethod) once compiled (vm/jitglue.h) */
+    /* closure -> block method -> its JitMethod */
     jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 8 * (1 + nargs)));
     jit_x64_mov_rm(b, RAX, field_of_rax(BLOCK_METHOD));
-    jit_x64_mov_rm(b, RAX, field_of_rax(METHOD_COUNTER));
-    jit_x64_sar_ri(b, RAX, 1);
-    jit_x64_cmp_ri(b, RAX, -2);
-    jit_x64_jcc_label32(b, JIT_X64_CC_G, &miss);
-    jit_x64_neg_r(b, RAX);
+    jit_sendsite_emit_compiled_or(b, &miss);
     jit_x64_movzx_rm8(b, RCX, jit_x64_mem(RAX, offsetof(JitMethod, nargs)));
     jit_x64_cmp_ri(b, RCX, nargs);
     jit_x64_jcc_label32(b, JIT_X64_CC_NE, &miss); /* the interpreter reports the wrong count */
-    jit_x64_mov_rm32(b, RCX, jit_x64_mem(RAX, offsetof(JitMethod, unchecked_entry)));
-    jit_x64_add_rr(b, RAX, RCX);
-    jit_x64_jmp_r(b, RAX);
+    jit_sendsite_emit_jump_unchecked(b);
     jit_x64_label_bind(b, &miss);
     jit_x64_lea_rl(b, RSI, &s.header);
     jit_x64_jmp_rel32(b, rt->block_value_miss);

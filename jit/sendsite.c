@@ -55,6 +55,23 @@ bool jit_sendsite_write(uint8_t *ra, uint32_t tag, const void *target)
     return jit_sendsite_read(ra, &back) && back.tag == tag && back.target == (const uint8_t *)target;
 }
 
+void jit_sendsite_emit_compiled_or(X64Buf *b, X64Label *miss)
+{
+    /* the method's counter slot: -(JitMethod address) once compiled (vm/jitglue.h) */
+    jit_x64_mov_rm(b, RAX, jit_x64_mem(RAX, (int32_t)(8 + 8 * METHOD_COUNTER)));
+    jit_x64_sar_ri(b, RAX, 1);
+    jit_x64_cmp_ri(b, RAX, -2);
+    jit_x64_jcc_label32(b, JIT_X64_CC_G, miss);
+    jit_x64_neg_r(b, RAX);
+}
+
+void jit_sendsite_emit_jump_unchecked(X64Buf *b)
+{
+    jit_x64_mov_rm32(b, RCX, jit_x64_mem(RAX, offsetof(JitMethod, unchecked_entry)));
+    jit_x64_add_rr(b, RAX, RCX);
+    jit_x64_jmp_r(b, RAX);
+}
+
 void jit_sendsite_emit_receiver_class(X64Buf *b, int32_t receiver_disp)
 {
     X64Label done = JIT_X64_LABEL("class known"), object = JIT_X64_LABEL("an object");
@@ -212,16 +229,9 @@ JitMethod *jit_sendsite_open_pic_new(JitZone *z, const JitPicRuntime *rt, Oop se
     jit_x64_jcc_label32(b, JIT_X64_CC_NE, &miss);
     jit_x64_cmp_rm(b, RCX, jit_x64_mem(RDX, offsetof(VmCacheEntry, class_index)));
     jit_x64_jcc_label32(b, JIT_X64_CC_NE, &miss);
-    /* the method's counter slot: -(JitMethod address) once compiled (vm/jitglue.h) */
     jit_x64_mov_rm(b, RAX, jit_x64_mem(RDX, offsetof(VmCacheEntry, method)));
-    jit_x64_mov_rm(b, RAX, jit_x64_mem(RAX, (int32_t)(8 + 8 * METHOD_COUNTER)));
-    jit_x64_sar_ri(b, RAX, 1);
-    jit_x64_cmp_ri(b, RAX, -2);
-    jit_x64_jcc_label32(b, JIT_X64_CC_G, &miss);
-    jit_x64_neg_r(b, RAX);
-    jit_x64_mov_rm32(b, RCX, jit_x64_mem(RAX, offsetof(JitMethod, unchecked_entry)));
-    jit_x64_add_rr(b, RAX, RCX);
-    jit_x64_jmp_r(b, RAX);
+    jit_sendsite_emit_compiled_or(b, &miss);
+    jit_sendsite_emit_jump_unchecked(b);
     jit_x64_label_bind(b, &miss);
     jit_x64_lea_rl(b, RSI, &p.header);
     jit_x64_jmp_rel32(b, rt->open_miss);

@@ -86,6 +86,13 @@ void jit_sendsite_emit(X64Buf *b, uint32_t tag, const void *target);
 bool jit_sendsite_read(const uint8_t *ra, JitSendSite *out);
 bool jit_sendsite_write(uint8_t *ra, uint32_t tag, const void *target);
 
+/* rax := the JitMethod of the method object in rax, read through its
+ * counter slot (-(JitMethod address) once compiled, vm/jitglue.h), or to
+ * miss while it has none. The one home of that read: open PICs and block
+ * value stubs. */
+void jit_sendsite_emit_compiled_or(X64Buf *b, X64Label *miss);
+/* Jumps to the unchecked entry of the JitMethod in rax; clobbers rcx. */
+void jit_sendsite_emit_jump_unchecked(X64Buf *b);
 /* ecx := class index of the receiver at [rsp + receiver_disp]; clobbers rax. */
 void jit_sendsite_emit_receiver_class(X64Buf *b, int32_t receiver_disp);
 
