@@ -19,7 +19,9 @@
  * itself cannot grow within --heap-size does allocation fail: the caller
  * gets 0 and must report out-of-memory.
  *
- * Who may call: vm/ (and later jit/, profiler/). gc/ knows nothing of
+ * Who may call: vm/, and profiler/publish.c (the heap's counters in the
+ * export). jit/ reaches eden's top and limit only through the addresses the
+ * VM hands it (jit/compile.h, JitCompileRuntime). gc/ knows nothing of
  * bytecodes or frames: the VM hands it roots through GcClient.
  */
 #ifndef GC_HEAP_H

@@ -1,5 +1,5 @@
 /*
- * tests/perf/jitdump_read.h — reading and checking a jitdump file, for the
+ * tests/perfsinks/jitdump_read.h — reading and checking a jitdump file, for the
  * tests of stvm's writer (profiler/jitdump.c).
  *
  * Written from perf's jitdump specification

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/perf/perf_test.sh — end-to-end tests of stvm's perf map and jitdump:
+# tests/perfsinks/perf_test.sh — end-to-end tests of stvm's perf map and jitdump:
 # real stvm runs checked by perfmap_check and jitdump_check, and by perf
 # itself where perf works here.
 #

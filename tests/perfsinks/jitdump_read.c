@@ -1,7 +1,7 @@
 /*
- * tests/perf/jitdump_read.c — a jitdump reader and checker for the tests.
+ * tests/perfsinks/jitdump_read.c — a jitdump reader and checker for the tests.
  */
-#include "tests/perf/jitdump_read.h"
+#include "tests/perfsinks/jitdump_read.h"
 
 #include <errno.h>
 #include <stdarg.h>

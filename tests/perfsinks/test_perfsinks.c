@@ -1,5 +1,5 @@
 /*
- * tests/perf/test_perfsinks.c — the perf map and jitdump sinks fed by hand
+ * tests/perfsinks/test_perfsinks.c — the perf map and jitdump sinks fed by hand
  * through profiler/codeevents: the exact lines and records they write, the
  * placement of source-line rows, moves keyed to their load, frees, and the
  * live-code table against a shadow model.
@@ -9,7 +9,7 @@
 #include "profiler/jitdump.h"
 #include "profiler/livecode.h"
 #include "profiler/perfmap.h"
-#include "tests/perf/jitdump_read.h"
+#include "tests/perfsinks/jitdump_read.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /*
- * tests/perf/perfmap_check.c — checks a perf map stvm wrote (end-to-end tests).
+ * tests/perfsinks/perfmap_check.c — checks a perf map stvm wrote (end-to-end tests).
  *
  *   perfmap_check MAP [--zone LO-HI] [--name NAME]... [--jitdump FILE] [--moves] [--empty]
  *
@@ -14,7 +14,7 @@
  *   --empty         no line at all (a --no-jit run)
  * Prints a one-line summary; exit 0 when every check holds, 1 otherwise.
  */
-#include "tests/perf/jitdump_read.h"
+#include "tests/perfsinks/jitdump_read.h"
 
 #include <ctype.h>
 #include <inttypes.h>

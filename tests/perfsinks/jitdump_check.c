@@ -1,5 +1,5 @@
 /*
- * tests/perf/jitdump_check.c — checks a jitdump stvm wrote (end-to-end tests).
+ * tests/perfsinks/jitdump_check.c — checks a jitdump stvm wrote (end-to-end tests).
  *
  *   jitdump_check FILE [--zone LO-HI] [--name NAME]... [--debug-for NAME]...
  *                 [--moves] [--close] [--no-code] [--disassemble] [--sources DIR:DIR…]
@@ -29,7 +29,7 @@
  *                    wrong one (to measure the perf map after compaction)
  * Prints a one-line summary; exit 0 when every check holds, 1 otherwise.
  */
-#include "tests/perf/jitdump_read.h"
+#include "tests/perfsinks/jitdump_read.h"
 
 #include <capstone/capstone.h>
 #include <inttypes.h>
