@@ -1314,6 +1314,7 @@ static void emit_back_jump(Compiler *c, size_t pc)
     jit_double_cache_load(c); /* after the call; and OSR enters here */
     jit_x64_label_bind(b, &go);
     jit_x64_jmp_label32(b, &c->labels[jit_compile_jump_target(c->code, pc)]);
+    jit_double_cache_refill(c);
 }
 
 /* Emits the template of the bytecode at pc; answers the bytes consumed.
@@ -1538,7 +1539,7 @@ static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *che
     for (size_t pc = 0; pc < c->len;) {
         c->pc = pc;
         if (c->target[pc]) flush(c); /* a merge point: every path arrives with the real stack */
-        if (c->region_of[pc] && c->regions[c->region_of[pc] - 1].lo == pc) jit_double_cache_load(c);
+        if (c->region_of[pc] && c->regions[c->region_of[pc] - 1].lo == pc) jit_double_cache_enter(c);
         if (c->loop_head[pc]) {
             /* loop heads 16-aligned (pieces start and move 16-aligned): the
              * same loop body then runs at the same speed wherever it sits;

@@ -33,6 +33,7 @@ typedef struct JitDoubleRegion {
     size_t lo, hi;
     int n;
     uint8_t temp[JIT_DOUBLE_CACHED_MAX];
+    X64Label refill; /* its one copy of the loads, emitted after its JUMP_BACK */
 } JitDoubleRegion;
 
 typedef struct Compiler {
@@ -101,9 +102,15 @@ size_t jit_double_cache_bound(const Compiler *c);
 /* The xmm register that holds descriptor e's value when it is a Double
  * (a cached temp of the region at c->pc), or -1. */
 int jit_double_cached(const Compiler *c, const SimEntry *e);
-/* Makes the invariant: at a region's head (fall-through), after a call in
- * it. Keeps rax and rcx; clobbers rdx, r11. */
+/* Makes the invariant at a region's head (the fall-through into it): the
+ * loads in line. Clobbers rdx, r11. */
+void jit_double_cache_enter(Compiler *c);
+/* Makes it again after a call in the region, through the region's one
+ * out-of-line copy of the loads (rsi holds the way back). Keeps rax and
+ * rcx; clobbers rdx, rsi, r11. */
 void jit_double_cache_load(Compiler *c);
+/* That copy, after the region's JUMP_BACK (nothing falls into it). */
+void jit_double_cache_refill(Compiler *c);
 /* Keeps it after temp t was stored (from xmm0 when the value came from rax
  * and c->xmm0_pc == c->pc). */
 void jit_double_cache_stored(Compiler *c, int t, bool from_rax);

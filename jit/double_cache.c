@@ -29,6 +29,7 @@
 #include "vm/bytecodes.h"
 #include "vm/frame.h"
 #include "vm/method.h"
+#include "vm/vm.h"
 
 /* Bytecodes a region may hold: none calls anything but a send through
  * jit_compile_send_call (the special sends' generic send, mustBeBoolean)
@@ -99,14 +100,14 @@ void jit_double_cache_plan(Compiler *c)
         if (c->code[pc] != BC_JUMP_BACK) continue;
         JitDoubleRegion r;
         if (!region_at(c, pc, &r)) continue;
+        r.refill = JIT_X64_LABEL("Double temps refill");
         c->regions[c->nregions++] = r;
         for (size_t q = r.lo; q <= r.hi; q++) c->region_of[q] = (uint8_t)c->nregions;
     }
 }
 
-/* Measured from the encodings, with margin: loading one temp's value is
- * about 70 bytes, and every bytecode of a region loads all at most once (a
- * call in its template, or a store) besides its head and its back jump. */
+/* Measured from the encodings, with margin: a call's detour to the refill
+ * is 12 bytes, the refill about 70 a temp, a store's own load about 70. */
 size_t jit_double_cache_bound(const Compiler *c)
 {
     size_t bound = 0;
@@ -114,7 +115,7 @@ size_t jit_double_cache_bound(const Compiler *c)
         const JitDoubleRegion *r = &c->regions[i];
         size_t ops = 0;
         for (size_t pc = r->lo; pc <= r->hi; pc += vm_bytecode_length[c->code[pc]]) ops++;
-        bound += (ops + 2) * (size_t)r->n * 96;
+        bound += (ops + 2) * 24 + (size_t)r->n * 96 + ops * 96; /* calls' detours, the refill, stores */
     }
     return bound;
 }
@@ -147,14 +148,43 @@ static void value_of_r11(Compiler *c, X64Xmm x)
 
 static X64Mem temp_slot(int t) { return jit_x64_mem(RBP, 8 * (FRAME_FIRST_TEMP - t)); }
 
-void jit_double_cache_load(Compiler *c)
+/* The loads, in line. */
+static void load_all(Compiler *c, const JitDoubleRegion *r)
 {
-    const JitDoubleRegion *r = current(c);
-    if (!r) return;
     for (int i = 0; i < r->n; i++) {
         jit_x64_mov_rm(&c->b, R11, temp_slot(r->temp[i]));
         value_of_r11(c, xmm_of(i));
     }
+}
+
+void jit_double_cache_enter(Compiler *c)
+{
+    uint8_t id = c->region_of[c->pc];
+    if (id) load_all(c, &c->regions[id - 1]);
+}
+
+void jit_double_cache_load(Compiler *c)
+{
+    uint8_t id = c->region_of[c->pc];
+    if (!id) return;
+    X64Label back = JIT_X64_LABEL("cache loaded");
+    jit_x64_lea_rl(&c->b, RSI, &back);
+    jit_x64_jmp_label32(&c->b, &c->regions[id - 1].refill);
+    jit_x64_label_bind(&c->b, &back);
+}
+
+/* Out of line, once per region: a call site's copy of the loads was a
+ * kilobyte for 14 temps, and NBody's loop has dozens of call sites (their
+ * slow paths); the head's, run at every entry, stays in line. */
+void jit_double_cache_refill(Compiler *c)
+{
+    uint8_t id = c->region_of[c->pc];
+    if (!id) return;
+    JitDoubleRegion *r = &c->regions[id - 1];
+    VM_ASSERT(c->pc == r->hi);
+    jit_x64_label_bind(&c->b, &r->refill);
+    load_all(c, r);
+    jit_x64_jmp_r(&c->b, RSI);
 }
 
 void jit_double_cache_stored(Compiler *c, int t, bool from_rax)
