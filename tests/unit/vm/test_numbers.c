@@ -1,5 +1,5 @@
 /*
- * tests/unit/numbers/test_numbers.c — large integers, double text, and the
+ * tests/unit/vm/test_numbers.c — large integers, double text, and the
  * Integer / Double primitives.
  *
  * The heap is the real gc/ heap; nothing here collects, so every object a

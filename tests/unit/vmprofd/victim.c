@@ -1,5 +1,5 @@
 /*
- * tests/unit/symbolize/victim.c — the process test_symbolize profiles.
+ * tests/unit/vmprofd/victim.c — the process test_symbolize profiles.
  *
  * It prints the addresses of its known functions (and of libc's
  * nanosleep) on one line of stdout, then, by argv[1]:
