@@ -89,6 +89,7 @@ typedef struct Session {
     ProfWalkFacts facts;
     char facts_why[256];
     uint64_t whole, partial; /* samples with a whole stack, and without */
+    uint64_t partial_unwalked; /* of partial: the sampler delivered no walk (unwound natively) */
     uint64_t early;          /* without, taken before the VM's export could be read */
     char cwd[4096];         /* the target's working directory (relative .som paths) */
     int code_poll_ms;       /* the code log's poll period: SESSION_CODE_LOG_MS, less after overruns */
@@ -138,10 +139,12 @@ static void store_sample(Session *ss, const RawSample *r)
             ss->dropped++;
         return;
     }
-    if (__atomic_load_n(&ss->facts.size, __ATOMIC_ACQUIRE) == 0 && !ss->exp)
+    if (__atomic_load_n(&ss->facts.size, __ATOMIC_ACQUIRE) == 0 && !ss->exp) {
         ss->early++; /* the VM has not published yet: it is starting (or no stvm at all) */
-    else
+    } else {
         ss->partial++;
+        ss->partial_unwalked++;
+    }
     uint64_t pcs[REPORT_MAX_FRAMES];
     size_t n = 0;
     if (r->regs.ip != 0) {
@@ -552,15 +555,24 @@ int vmprofd_session_run(const VmprofdOptions *o)
     if (!ss->whole && (ss->early || ss->partial)) {
         /* no sample could be walked: say why, once */
         const char *why = ss->facts_why[0] ? ss->facts_why
-                          : ss->exp        ? "the sampler could not walk them at the sample (see its note)"
+                          : ss->exp        ? "the sampler delivered them without a walk; they were unwound natively"
                           : ss->exp_msg[0] ? ss->exp_msg
                                            : "the target published no export segment (not an stvm, or stvm --no-export)";
         report_profile_add_note(p, "stacks partial: no sample has Smalltalk frames (%s)", why);
-    } else if (ss->partial) {
+    } else if (ss->partial && ss->facts.size == 0) {
         report_profile_add_note(p, "stacks partial: %" PRIu64 " of %" PRIu64 " samples have no Smalltalk frames (%s)",
                                 ss->partial, ss->partial + ss->whole + ss->early,
-                                ss->facts.size == 0 ? (ss->facts_why[0] ? ss->facts_why : "the VM published no walk facts")
-                                                    : "the sampler could not walk them at the sample (see its note)");
+                                ss->facts_why[0] ? ss->facts_why : "the VM published no walk facts");
+    } else if (ss->partial) {
+        /* say which kind they were, not a guess at why */
+        uint64_t unfacted = ss->partial - ss->partial_unwalked;
+        char kinds[256];
+        snprintf(kinds, sizeof kinds,
+                 "%" PRIu64 " walked before the sampler had the VM's walk facts, %" PRIu64
+                 " delivered by the sampler without a walk and unwound natively",
+                 unfacted, ss->partial_unwalked);
+        report_profile_add_note(p, "stacks partial: %" PRIu64 " of %" PRIu64 " samples have no Smalltalk frames (%s)",
+                                ss->partial, ss->partial + ss->whole + ss->early, kinds);
     }
     bool debug_ok = true;
     if (o->debug_resolutions) {
