@@ -349,18 +349,18 @@ static void store_var(Compiler *c, SimKind kind, int v, bool pop)
         if (pop) jit_x64_pop_r(b, R11);
         else jit_x64_mov_rm(b, R11, jit_x64_mem(RSP, 0));
         jit_x64_mov_mr(b, dst, R11);
-        if (kind == SIM_TEMP) jit_double_cache_stored(c, v, false);
+        if (kind == SIM_TEMP) jit_double_cache_stored(c, v, NULL, R11);
         return;
     }
     SimEntry top = c->sim[c->nsim - 1];
+    X64Reg r = top.kind == SIM_RAX ? RAX : R11;
     if (top.kind == SIM_CONST && fits_i32(top.v)) {
         jit_x64_mov_mi32(b, dst, (int32_t)top.v);
     } else {
-        X64Reg r = top.kind == SIM_RAX ? RAX : R11;
         jit_compile_sim_load(c, top, r);
         jit_x64_mov_mr(b, dst, r);
     }
-    if (kind == SIM_TEMP) jit_double_cache_stored(c, v, top.kind == SIM_RAX);
+    if (kind == SIM_TEMP) jit_double_cache_stored(c, v, &top, r);
     if (pop) c->nsim--;
 }
 

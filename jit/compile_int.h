@@ -111,22 +111,24 @@ void jit_double_cache_enter(Compiler *c);
 void jit_double_cache_load(Compiler *c);
 /* That copy, after the region's JUMP_BACK (nothing falls into it). */
 void jit_double_cache_refill(Compiler *c);
-/* Keeps it after temp t was stored (from xmm0 when the value came from rax
- * and c->xmm0_pc == c->pc). */
-void jit_double_cache_stored(Compiler *c, int t, bool from_rax);
+/* Keeps it after temp t was stored from register r, the value descriptor
+ * `value` described (NULL: popped from the real stack): nothing for a
+ * constant that is no Double (a block's temps made nil at each iteration),
+ * a copy of the register for a cached temp's value or, when it came from
+ * rax and c->xmm0_pc == c->pc, of xmm0; else r's value when it is a Double.
+ * Keeps r unless it is r11; clobbers rdx, r11. */
+void jit_double_cache_stored(Compiler *c, int t, const SimEntry *value, X64Reg r);
 /* xmm0 := rax's value when it is a Double, after a generic send in a
  * region, so that xmm0 follows rax at the send's merge. */
 void jit_double_cache_answer(Compiler *c);
 
 /* -- jit/double_inline.c ------------------------------------------------------------ */
 
-/* x := the value of the immediate Double in r; keeps r, clobbers rdx, r11. */
-void jit_double_decode_immediate(Compiler *c, X64Reg r, X64Xmm x);
 /* x := the value of the Oop in r when it is a Double, immediate or boxed
  * (taken from xmm `cached` instead when cached >= 0: a cached temp,
  * jit/double_cache.c), or a SmallInteger converted when ints_too (as C's
- * (double) in vm_int_to_double); anything else goes to other. Keeps r;
- * clobbers rdx, r11. */
+ * (double) in vm_int_to_double); anything else goes to other. Keeps r
+ * unless it is r11; clobbers rdx, r11. */
 void jit_double_load(Compiler *c, X64Reg r, X64Xmm x, int cached, bool ints_too, X64Label *other);
 
 /* Whether a Double receiver of special send op may take its fast path:

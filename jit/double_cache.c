@@ -29,6 +29,7 @@
 #include "vm/bytecodes.h"
 #include "vm/frame.h"
 #include "vm/method.h"
+#include "vm/universe.h"
 #include "vm/vm.h"
 
 /* Bytecodes a region may hold: none calls anything but a send through
@@ -187,17 +188,21 @@ void jit_double_cache_refill(Compiler *c)
     jit_x64_jmp_r(&c->b, RSI);
 }
 
-void jit_double_cache_stored(Compiler *c, int t, bool from_rax)
+void jit_double_cache_stored(Compiler *c, int t, const SimEntry *value, X64Reg r)
 {
     SimEntry e = { SIM_TEMP, t };
     int x = jit_double_cached(c, &e);
     if (x < 0) return;
-    if (from_rax && c->xmm0_pc == c->pc) {
-        jit_x64_movsd_xx(&c->b, (X64Xmm)x, JIT_X64_XMM0);
+    if (value && value->kind == SIM_CONST && !vm_is_double((Oop)value->v)) return; /* holds no Double */
+    int from = jit_double_cached(c, value);
+    if (from < 0 && value && value->kind == SIM_RAX && c->xmm0_pc == c->pc) from = JIT_X64_XMM0;
+    if (from >= 0) { /* whenever the value is a Double, that register holds it */
+        if (from != x) jit_x64_movsd_xx(&c->b, (X64Xmm)x, (X64Xmm)from);
         return;
     }
-    jit_x64_mov_rm(&c->b, R11, temp_slot(t));
-    value_of_r11(c, (X64Xmm)x);
+    X64Label done = JIT_X64_LABEL("cached");
+    jit_double_load(c, r, (X64Xmm)x, -1, false, &done);
+    jit_x64_label_bind(&c->b, &done);
 }
 
 void jit_double_cache_answer(Compiler *c)

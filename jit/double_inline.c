@@ -26,26 +26,27 @@ static void load_constant(Compiler *c, X64Xmm x, double d)
 }
 
 /* x := the value of the immediate Double in r (gc/object.h: rotate the
- * tag back up, take the exponent's bias off; a zero is its sign). Keeps r;
- * clobbers rdx, r11. */
-void jit_double_decode_immediate(Compiler *c, X64Reg r, X64Xmm x)
+ * tag back up, take the exponent's bias off; a zero is its sign), then to
+ * done (one jump fewer than falling through to a jump there). Keeps r
+ * unless it is r11; clobbers rdx, r11. */
+static void decode_immediate_to(Compiler *c, X64Reg r, X64Xmm x, X64Label *done)
 {
     X64Buf *b = &c->b;
-    X64Label zero = JIT_X64_LABEL("a zero"), done = JIT_X64_LABEL("decoded");
+    X64Label zero = JIT_X64_LABEL("a zero");
     jit_x64_cmp_ri(b, r, OOP_FLOAT_ZEROS);
     jit_x64_jcc_label32(b, JIT_X64_CC_B, &zero); /* predicted: off the value's path */
     jit_x64_mov_ri64(b, RDX, OOP_FLOAT_BIAS);
-    jit_x64_mov_rr(b, R11, r);
+    if (r != R11) jit_x64_mov_rr(b, R11, r);
     jit_x64_ror_ri(b, R11, 4);
     jit_x64_sub_rr(b, R11, RDX);
     jit_x64_movq_xr(b, x, R11);
-    jit_x64_jmp_label32(b, &done);
+    jit_x64_jmp_label32(b, done);
     jit_x64_label_bind(b, &zero);
-    jit_x64_mov_rr(b, R11, r);
+    if (r != R11) jit_x64_mov_rr(b, R11, r);
     jit_x64_shr_ri(b, R11, 3);
     jit_x64_shl_ri(b, R11, 63);
     jit_x64_movq_xr(b, x, R11);
-    jit_x64_label_bind(b, &done);
+    jit_x64_jmp_label32(b, done);
 }
 
 void jit_double_load(Compiler *c, X64Reg r, X64Xmm x, int cached, bool ints_too, X64Label *other)
@@ -57,9 +58,12 @@ void jit_double_load(Compiler *c, X64Reg r, X64Xmm x, int cached, bool ints_too,
     jit_x64_lea_rm(b, RDX, jit_x64_mem(r, -OOP_FLOAT_TAG));
     jit_x64_test_ri(b, RDX, 7);
     jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &not_immediate);
-    if (cached >= 0) jit_x64_movsd_xx(b, x, (X64Xmm)cached);
-    else jit_double_decode_immediate(c, r, x);
-    jit_x64_jmp_label32(b, &have);
+    if (cached >= 0) {
+        jit_x64_movsd_xx(b, x, (X64Xmm)cached);
+        jit_x64_jmp_label32(b, &have);
+    } else {
+        decode_immediate_to(c, r, x, &have);
+    }
     jit_x64_label_bind(b, &not_immediate);
     jit_x64_test_ri(b, r, 7); /* now a SmallInteger or an object */
     jit_x64_jcc_label32(b, JIT_X64_CC_NZ, ints_too ? &integer : other);
