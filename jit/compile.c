@@ -943,10 +943,20 @@ static bool emit_inline_accessor(Compiler *c, size_t pc)
     int k = nargs + 1;
     flush_below(c, k);
     int d = c->nsim, s = k - d;
+    /* a getter of a temp whose class the region's r8 vouches for */
+    int32_t guard = !setter && d ? jit_double_cache_guard(c, &c->sim[c->nsim - 1], class_index) : 0;
     X64Reg regs[2] = { RAX, RCX };
     load_operands(c, k, regs);
     c->nsim = 0;
     X64Label slow = JIT_X64_LABEL("accessor send"), done = JIT_X64_LABEL("accessor done");
+    if (guard) {
+        jit_x64_test_ri(b, JIT_GUARD_REG, guard);
+        jit_x64_jcc_label32(b, JIT_X64_CC_Z, &slow);
+        jit_x64_mov_rm(b, RAX, field_of_rax(field));
+        jit_x64_jmp_label32(b, &done);
+        send_and_merge(c, &slow, &done, regs, s, k, tag, nargs, pc);
+        return true;
+    }
     jit_x64_test_ri(b, RAX, 7);
     jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &slow);
     jit_x64_mov_rm32(b, RDX, jit_x64_mem(RAX, 0));
@@ -1313,6 +1323,7 @@ static void emit_back_jump(Compiler *c, size_t pc)
     jit_map_add(&c->map, mcpc(c), (uint32_t)pc, JIT_MAP_BACKJUMP);
     jit_double_cache_load(c); /* after the call; and OSR enters here */
     jit_x64_label_bind(b, &go);
+    jit_double_cache_guard_probes(c);
     jit_x64_jmp_label32(b, &c->labels[jit_compile_jump_target(c->code, pc)]);
     jit_double_cache_refill(c);
 }

@@ -29,10 +29,17 @@
  * (jit/double_cache.c): bytecodes lo (its head) .. hi (its JUMP_BACK). */
 #define JIT_DOUBLE_CACHED_MAX 14 /* xmm2 .. xmm15 */
 #define JIT_DOUBLE_REGIONS_MAX 8
+/* Temps a region's inlined getters read, whose class r8 vouches for
+ * (jit/double_cache.c, "Receiver guards"): bit i for guard_temp[i]. */
+#define JIT_DOUBLE_GUARDS_MAX 8
+#define JIT_GUARD_REG JIT_X64_R8
 typedef struct JitDoubleRegion {
     size_t lo, hi;
     int n;
     uint8_t temp[JIT_DOUBLE_CACHED_MAX];
+    int nguards;
+    uint8_t guard_temp[JIT_DOUBLE_GUARDS_MAX];
+    uint32_t guard_class[JIT_DOUBLE_GUARDS_MAX];
     X64Label refill; /* its one copy of the loads, emitted after its JUMP_BACK */
 } JitDoubleRegion;
 
@@ -121,6 +128,13 @@ void jit_double_cache_stored(Compiler *c, int t, const SimEntry *value, X64Reg r
 /* xmm0 := rax's value when it is a Double, after a generic send in a
  * region, so that xmm0 follows rax at the send's merge. */
 void jit_double_cache_answer(Compiler *c);
+/* The bit of r8 that vouches that the temp descriptor e reads holds an
+ * object of class class_index while no tracer holds the method probes
+ * (an inlined getter then tests it alone), or 0. */
+int32_t jit_double_cache_guard(const Compiler *c, const SimEntry *e, uint32_t class_index);
+/* At a region's back jump: r8 vouches for nothing once a tracer holds the
+ * method probes (clobbers r11). */
+void jit_double_cache_guard_probes(Compiler *c);
 
 /* -- jit/double_inline.c ------------------------------------------------------------ */
 

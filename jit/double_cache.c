@@ -23,6 +23,24 @@
  * call nothing but their generic send, and jumps within itself; anything
  * else (other sends, field stores, blocks, outer variables) makes it plain
  * code.
+ *
+ * Receiver guards. An inlined getter tests its receiver's class and that
+ * no tracer holds the method probes: seven instructions, and NBody's loop
+ * runs eighteen of them a pair of bodies on two temps. In a region, temp
+ * guard_temp[i] read by getters of one class C has bit i in r8 under the
+ * same kind of invariant:
+ *
+ *     whenever bit i of r8 is set, temp guard_temp[i] holds an object of
+ *     class C and no tracer held the method probes when it was set.
+ *
+ * The bits are computed where the xmm registers are loaded (the region's
+ * entry, OSR, after every call: r8 is the C ABI's to clobber), recomputed
+ * at every store into a guarded temp and cleared at the back jump when a
+ * tracer holds the probes; such a getter then tests its bit alone. A
+ * tracer that attaches while an iteration runs is seen at its next call,
+ * store or back jump instead of at the next getter: the attach is
+ * asynchronous, and the first activation after it that fires is still the
+ * next one the VM sees.
  */
 #include "jit/compile_int.h"
 
@@ -94,6 +112,33 @@ static bool region_at(Compiler *c, size_t back, JitDoubleRegion *r)
     return true;
 }
 
+/* The temps r's getters read (PUSH_TEMP t, then the inlined getter),
+ * those whose sites agree on one class. */
+static void plan_guards(const Compiler *c, JitDoubleRegion *r)
+{
+    r->nguards = 0;
+    bool mixed[VM_COMPILE_MAX_VARS] = { false };
+    uint32_t seen[VM_COMPILE_MAX_VARS] = { 0 }; /* class index + 1 */
+    for (size_t pc = r->lo; pc < r->hi; pc += vm_bytecode_length[c->code[pc]]) {
+        size_t send = pc + vm_bytecode_length[BC_PUSH_TEMP];
+        uint32_t ci;
+        bool setter;
+        int field;
+        if (c->code[pc] != BC_PUSH_TEMP || send >= r->hi || c->target[send] ||
+            (c->code[send] != BC_SEND && c->code[send] != BC_SEND_W) || !jit_compile_accessor(c, send, &ci, &setter, &field) ||
+            setter)
+            continue;
+        int t = c->code[pc + 1];
+        if (seen[t] && seen[t] != ci + 1) mixed[t] = true;
+        seen[t] = ci + 1;
+    }
+    for (int t = 0; t < VM_COMPILE_MAX_VARS && r->nguards < JIT_DOUBLE_GUARDS_MAX; t++) {
+        if (!seen[t] || mixed[t]) continue;
+        r->guard_temp[r->nguards] = (uint8_t)t;
+        r->guard_class[r->nguards++] = seen[t] - 1;
+    }
+}
+
 void jit_double_cache_plan(Compiler *c)
 {
     c->nregions = 0;
@@ -101,6 +146,7 @@ void jit_double_cache_plan(Compiler *c)
         if (c->code[pc] != BC_JUMP_BACK) continue;
         JitDoubleRegion r;
         if (!region_at(c, pc, &r)) continue;
+        plan_guards(c, &r);
         r.refill = JIT_X64_LABEL("Double temps refill");
         c->regions[c->nregions++] = r;
         for (size_t q = r.lo; q <= r.hi; q++) c->region_of[q] = (uint8_t)c->nregions;
@@ -117,6 +163,7 @@ size_t jit_double_cache_bound(const Compiler *c)
         size_t ops = 0;
         for (size_t pc = r->lo; pc <= r->hi; pc += vm_bytecode_length[c->code[pc]]) ops++;
         bound += (ops + 2) * 24 + (size_t)r->n * 96 + ops * 96; /* calls' detours, the refill, stores */
+        bound += (size_t)r->nguards * 64 + ops * 64 + 48;      /* the guards: refill, stores, back jump */
     }
     return bound;
 }
@@ -149,6 +196,30 @@ static void value_of_r11(Compiler *c, X64Xmm x)
 
 static X64Mem temp_slot(int t) { return jit_x64_mem(RBP, 8 * (FRAME_FIRST_TEMP - t)); }
 
+/* To skip when a tracer holds the method probes (clobbers scratch). */
+static void probes_free_or(Compiler *c, X64Reg scratch, X64Label *skip)
+{
+    if (!c->rt->method_probe_semaphores) return;
+    jit_x64_mov_ri(&c->b, scratch, (int64_t)(uintptr_t)c->rt->method_probe_semaphores);
+    jit_x64_cmp_mi(&c->b, jit_x64_mem(scratch, 0), 0); /* both semaphores, and 32 bits of 0 */
+    jit_x64_jcc_label32(&c->b, JIT_X64_CC_NE, skip);
+}
+
+/* Sets guard i's bit when v (kept) is an object of its class. Clobbers rdx. */
+static void guard_set_if(Compiler *c, const JitDoubleRegion *r, int i, X64Reg v)
+{
+    X64Buf *b = &c->b;
+    X64Label skip = JIT_X64_LABEL("guard not set");
+    jit_x64_test_ri(b, v, 7);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &skip);
+    jit_x64_mov_rm32(b, RDX, jit_x64_mem(v, 0));
+    jit_x64_and_ri(b, RDX, (int32_t)OBJ_CLASS_MASK);
+    jit_x64_cmp_ri(b, RDX, (int32_t)r->guard_class[i]);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NE, &skip);
+    jit_x64_or_ri(b, JIT_GUARD_REG, (int32_t)1 << i);
+    jit_x64_label_bind(b, &skip);
+}
+
 /* The loads, in line. */
 static void load_all(Compiler *c, const JitDoubleRegion *r)
 {
@@ -156,6 +227,37 @@ static void load_all(Compiler *c, const JitDoubleRegion *r)
         jit_x64_mov_rm(&c->b, R11, temp_slot(r->temp[i]));
         value_of_r11(c, xmm_of(i));
     }
+    if (!r->nguards) return;
+    X64Label none = JIT_X64_LABEL("no guards");
+    jit_x64_xor_rr(&c->b, JIT_GUARD_REG, JIT_GUARD_REG);
+    probes_free_or(c, R11, &none);
+    for (int i = 0; i < r->nguards; i++) {
+        jit_x64_mov_rm(&c->b, R11, temp_slot(r->guard_temp[i]));
+        guard_set_if(c, r, i, R11);
+    }
+    jit_x64_label_bind(&c->b, &none);
+}
+
+int32_t jit_double_cache_guard(const Compiler *c, const SimEntry *e, uint32_t class_index)
+{
+    const JitDoubleRegion *r = current(c);
+    if (!r || !e || e->kind != SIM_TEMP) return 0;
+    for (int i = 0; i < r->nguards; i++)
+        if (r->guard_temp[i] == e->v && r->guard_class[i] == class_index) return (int32_t)1 << i;
+    return 0;
+}
+
+void jit_double_cache_guard_probes(Compiler *c)
+{
+    const JitDoubleRegion *r = current(c);
+    if (!r || !r->nguards || !c->rt->method_probe_semaphores) return;
+    X64Buf *b = &c->b;
+    X64Label free = JIT_X64_LABEL("probes free");
+    jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->method_probe_semaphores);
+    jit_x64_cmp_mi(b, jit_x64_mem(R11, 0), 0);
+    jit_x64_jcc_label32(b, JIT_X64_CC_E, &free);
+    jit_x64_xor_rr(b, JIT_GUARD_REG, JIT_GUARD_REG);
+    jit_x64_label_bind(b, &free);
 }
 
 void jit_double_cache_enter(Compiler *c)
@@ -188,12 +290,35 @@ void jit_double_cache_refill(Compiler *c)
     jit_x64_jmp_r(&c->b, RSI);
 }
 
+/* Guard i's bit after its temp was stored from r (kept; value as
+ * jit_double_cache_stored's). Clobbers rdx. */
+static void guard_stored(Compiler *c, const JitDoubleRegion *r, int i, const SimEntry *value, X64Reg v)
+{
+    X64Buf *b = &c->b;
+    jit_x64_and_ri(b, JIT_GUARD_REG, ~((int32_t)1 << i));
+    bool constant = value && value->kind == SIM_CONST; /* (v may not hold it: a mov of an imm32) */
+    if (constant && (oop_is_imm((Oop)value->v) || obj_class_index((Oop)value->v) != r->guard_class[i]))
+        return; /* nil, a SmallInteger: no object of the class */
+    X64Label skip = JIT_X64_LABEL("guard stays clear");
+    probes_free_or(c, RDX, &skip);
+    if (constant) jit_x64_or_ri(b, JIT_GUARD_REG, (int32_t)1 << i);
+    else guard_set_if(c, r, i, v);
+    jit_x64_label_bind(b, &skip);
+}
+
 void jit_double_cache_stored(Compiler *c, int t, const SimEntry *value, X64Reg r)
 {
+    const JitDoubleRegion *region = current(c);
+    for (int i = 0; region && i < region->nguards; i++)
+        if (region->guard_temp[i] == t) guard_stored(c, region, i, value, r);
     SimEntry e = { SIM_TEMP, t };
     int x = jit_double_cached(c, &e);
     if (x < 0) return;
-    if (value && value->kind == SIM_CONST && !vm_is_double((Oop)value->v)) return; /* holds no Double */
+    if (value && value->kind == SIM_CONST) {
+        if (!vm_is_double((Oop)value->v)) return; /* holds no Double */
+        jit_x64_mov_rm(&c->b, R11, temp_slot(t)); /* r may not hold it (a mov of an imm32) */
+        r = R11;
+    }
     int from = jit_double_cached(c, value);
     if (from < 0 && value && value->kind == SIM_RAX && c->xmm0_pc == c->pc) from = JIT_X64_XMM0;
     if (from >= 0) { /* whenever the value is a Double, that register holds it */
