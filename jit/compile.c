@@ -669,6 +669,28 @@ static void emit_cond_jump(Compiler *c, size_t pc)
 static bool emit_array_fast_path(Compiler *c, uint8_t op, size_t pc, bool value_const, X64Label *slow, X64Label *done);
 static bool emit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label *done);
 
+/* rax := receiver (rax) op argument (rcx) as SmallIntegers, then to done;
+ * to not_ints unless both are SmallIntegers, to overflow when the answer
+ * is not one (rax, rcx intact on both ways). */
+static void emit_int_arith(Compiler *c, uint8_t op, bool arg_int, int64_t arg_const, X64Label *not_ints,
+                           X64Label *overflow, X64Label *done)
+{
+    X64Buf *b = &c->b;
+    both_ints_or(c, arg_int, not_ints);
+    int64_t twice = arg_const - 1; /* 2b: the tagged constant less its tag */
+    if (arg_int && op != BC_SEND_MUL && fits_i32(twice)) {
+        /* (2a+1) + 2b, (2a+1) - 2b: overflows exactly when the generic form would */
+        jit_x64_mov_rr(b, RDX, RAX);
+        if (op == BC_SEND_ADD) jit_x64_add_ri(b, RDX, (int32_t)twice);
+        else jit_x64_sub_ri(b, RDX, (int32_t)twice);
+        jit_x64_jcc_label32(b, JIT_X64_CC_O, overflow);
+    } else {
+        arith(c, op, overflow);
+    }
+    jit_x64_mov_rr(b, RAX, RDX);
+    jit_x64_jmp_label32(b, done);
+}
+
 /* The end of a send with fast paths (emit_special, emit_double_send): at slow,
  * the operands loaded from descriptors go back on the real stack under the k - d
  * already there and the send is made; the fast paths jump to done with the answer
@@ -773,23 +795,14 @@ static size_t emit_special(Compiler *c, size_t pc)
     /* a literal Double operand: no SmallInteger answer, straight to the Double path */
     bool ints = int_inline(c, op) && !((facts.receiver_double || facts.arg_double) && (dbl_arith || dbl_cmp));
     if (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) {
-        if (ints) {
-            both_ints_or(c, arg_int, dbl_arith ? &not_ints : &slow);
-            int64_t twice = arg_const - 1; /* 2b: the tagged constant less its tag */
-            if (arg_int && op != BC_SEND_MUL && fits_i32(twice)) {
-                /* (2a+1) + 2b, (2a+1) - 2b: overflows exactly when the generic form would */
-                jit_x64_mov_rr(b, RDX, RAX);
-                if (op == BC_SEND_ADD) jit_x64_add_ri(b, RDX, (int32_t)twice);
-                else jit_x64_sub_ri(b, RDX, (int32_t)twice);
-                jit_x64_jcc_label32(b, JIT_X64_CC_O, &slow);
-            } else {
-                arith(c, op, &slow);
-            }
-            jit_x64_mov_rr(b, RAX, RDX);
-            jit_x64_jmp_label32(b, &done);
-        }
+        /* an operand from a temp that likely holds a Double (jit/double_types.c):
+         * the Double path first, the SmallIntegers' when it is not taken */
+        bool double_first = ints && dbl_arith && k == 2 &&
+                            ((s == 0 && jit_double_likely(c, &c->sim[0])) || (d >= 1 && jit_double_likely(c, &c->sim[d - 1])));
+        if (ints && !double_first) emit_int_arith(c, op, arg_int, arg_const, dbl_arith ? &not_ints : &slow, &slow, &done);
         if (dbl_arith) {
-            jit_x64_label_bind(b, &not_ints);
+            X64Label try_ints = JIT_X64_LABEL("SmallIntegers after all");
+            if (!double_first) jit_x64_label_bind(b, &not_ints);
             JitDoubleLink links[JIT_DOUBLE_CHAIN_MAX];
             int n = jit_double_chain_scan(c, pc, links, JIT_DOUBLE_CHAIN_MAX);
             if (n >= 2) {
@@ -797,7 +810,11 @@ static size_t emit_special(Compiler *c, size_t pc)
                 jit_double_chain(c, links, n, s, facts, &single);
                 jit_x64_label_bind(b, &single);
             }
-            jit_double_arith(c, op, facts, &slow, &done);
+            jit_double_arith(c, op, facts, double_first ? &try_ints : &slow, &done);
+            if (double_first) {
+                jit_x64_label_bind(b, &try_ints);
+                emit_int_arith(c, op, arg_int, arg_const, &slow, &slow, &done);
+            }
         }
     } else if (is_compare(op) && (ints || dbl_cmp)) {
         uint8_t after = next < c->len ? c->code[next] : BC_HALT;
@@ -1611,6 +1628,7 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
     size_t bound = scan(&c, why, whylen);
     if (!bound) goto out;
     jit_double_cache_plan(&c);
+    jit_double_types_plan(&c);
     bound += jit_double_cache_bound(&c);
     size_t map_bound = MAP_ENTRIES_PER_BYTECODE * JIT_MAP_ENTRY_MAX_BYTES * (c.len + 1);
     /* unwind pairs: the entry, prologue, end, and two per return (at most one per bytecode) */

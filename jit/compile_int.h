@@ -11,6 +11,7 @@
 #include "jit/compile.h"
 #include "jit/map.h"
 #include "jit/x64.h"
+#include "vm/classdesc.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -65,6 +66,7 @@ typedef struct Compiler {
     int nsim;
     size_t pc;                  /* the bytecode being emitted */
     size_t xmm0_pc;             /* at this pc xmm0 holds rax's value when rax is a Double */
+    bool likely_double[VM_COMPILE_MAX_VARS]; /* temp index -> likely a Double (jit/double_types.c) */
     uint8_t *region_of;         /* [len + 1]: 1 + index into regions, or 0 */
     JitDoubleRegion regions[JIT_DOUBLE_REGIONS_MAX];
     int nregions;
@@ -135,6 +137,14 @@ int32_t jit_double_cache_guard(const Compiler *c, const SimEntry *e, uint32_t cl
 /* At a region's back jump: r8 vouches for nothing once a tracer holds the
  * method probes (clobbers r11). */
 void jit_double_cache_guard_probes(Compiler *c);
+
+/* -- jit/double_types.c ------------------------------------------------------------- */
+
+/* Guesses which temps likely hold Doubles (after the scan marked the jump
+ * targets). */
+void jit_double_types_plan(Compiler *c);
+/* Whether descriptor e reads such a temp. */
+bool jit_double_likely(const Compiler *c, const SimEntry *e);
 
 /* -- jit/double_inline.c ------------------------------------------------------------ */
 

@@ -486,10 +486,14 @@ test_som_methods() {
     # The truth is the program's own clock (RatioMethods.som says why not 25% exactly),
     # which must still be about 1:3; the samples must give it within 3 points, or 3.5
     # standard deviations of a draw of this many samples if that is wider (as the stacks
-    # tests judge their 1:3 splits).
+    # tests judge their 1:3 splits). "About": the two identical loops' machine code
+    # sits at different offsets from 64-byte lines (methods are 16-aligned), which
+    # moved light:'s per-iteration time against heavy:'s by a third (19.9% by the
+    # clock and 19.7% by the samples, one build, two busy loops beside it), so the
+    # bounds allow either loop to run ~1.5x the other's speed.
     local expect tol
     expect=$(awk -v c="$clock" 'BEGIN { printf "%.1f", c / 10 }')
-    awk -v e="$expect" 'BEGIN { exit !(e >= 20 && e <= 32) }' ||
+    awk -v e="$expect" 'BEGIN { exit !(e >= 17 && e <= 34) }' ||
         fail "$mode: by its own clock light: took $expect% of the two: the loops did not run 1:3"
     tol=$(awk -v n=$((light + heavy)) 'BEGIN { t = 3.5 * 100 * sqrt(0.25 * 0.75 / n); printf "%.1f", (t > 3 ? t : 3) }')
     awk -v g="$share" -v e="$expect" -v t="$tol" 'BEGIN { exit !(g >= e - t && g <= e + t) }' ||
