@@ -538,11 +538,19 @@ static void emit_prologue(Compiler *c, X64Label *header, X64Label *slow, X64Labe
     int64_t flags = (int64_t)oop_from_int(FRAME_FLAGS_MAKE(c->nargs, c->ntemps, c->is_block) |
                                           FRAME_FLAG_MACHINE_CODE |
                                           (intptr_t)c->nargs << FRAME_FLAG_CALLER_NARGS_SHIFT);
-    jit_x64_mov_ri(b, RAX, flags);
-    jit_x64_push_r(b, RAX); /* fp[-3] flags */
-    jit_x64_mov_rm(b, RAX, jit_x64_mem(RBP, 8 * (2 + c->nargs)));
-    if (c->is_block) jit_x64_mov_rm(b, RAX, field_of_rax(BLOCK_RECEIVER)); /* the receiver slot holds the closure */
-    jit_x64_push_r(b, RAX); /* fp[-4] self */
+    if (fits_i32(flags)) {
+        jit_x64_push_i32(b, (int32_t)flags); /* fp[-3] flags */
+    } else {
+        jit_x64_mov_ri(b, RAX, flags);
+        jit_x64_push_r(b, RAX);
+    }
+    if (c->is_block) {
+        jit_x64_mov_rm(b, RAX, jit_x64_mem(RBP, 8 * (2 + c->nargs)));
+        jit_x64_mov_rm(b, RAX, field_of_rax(BLOCK_RECEIVER)); /* the receiver slot holds the closure */
+        jit_x64_push_r(b, RAX); /* fp[-4] self */
+    } else {
+        jit_x64_push_m(b, jit_x64_mem(RBP, 8 * (2 + c->nargs))); /* fp[-4] self */
+    }
     for (int t = 0; t < c->ntemps; t++) jit_x64_push_r(b, R11);
 }
 
