@@ -11,7 +11,6 @@
 #include "jit/compile.h"
 #include "jit/map.h"
 #include "jit/x64.h"
-#include "vm/classdesc.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -66,7 +65,7 @@ typedef struct Compiler {
     int nsim;
     size_t pc;                  /* the bytecode being emitted */
     size_t xmm0_pc;             /* at this pc xmm0 holds rax's value when rax is a Double */
-    bool likely_double[VM_COMPILE_MAX_VARS]; /* temp index -> likely a Double (jit/double_types.c) */
+    bool likely_double[256]; /* temp index (PUSH_TEMP's byte) -> likely a Double (jit/double_types.c) */
     uint8_t *region_of;         /* [len + 1]: 1 + index into regions, or 0 */
     JitDoubleRegion regions[JIT_DOUBLE_REGIONS_MAX];
     int nregions;
