@@ -968,30 +968,35 @@ static bool emit_inline_accessor(Compiler *c, size_t pc)
     int k = nargs + 1;
     flush_below(c, k);
     int d = c->nsim, s = k - d;
-    /* a getter of a temp whose class the region's r8 vouches for */
-    int32_t guard = !setter && d ? jit_double_cache_guard(c, &c->sim[c->nsim - 1], class_index) : 0;
+    /* a getter of a temp whose class the region's r8 vouches for, or a setter
+     * of a receiver pushed from one */
+    int guarded_temp = -1;
+    int32_t guard = setter  ? jit_double_cache_setter_guard(c, class_index, &guarded_temp)
+                    : d     ? jit_double_cache_guard(c, &c->sim[c->nsim - 1], class_index)
+                            : 0;
     X64Reg regs[2] = { RAX, RCX };
     load_operands(c, k, regs);
     c->nsim = 0;
     X64Label slow = JIT_X64_LABEL("accessor send"), done = JIT_X64_LABEL("accessor done");
-    if (guard) {
+    if (guard) { /* the setter's receiver must still be the temp's value */
+        if (setter) {
+            jit_x64_cmp_rm(b, RAX, temp_slot(guarded_temp));
+            jit_x64_jcc_label32(b, JIT_X64_CC_NE, &slow);
+        }
         jit_x64_test_ri(b, JIT_GUARD_REG, guard);
         jit_x64_jcc_label32(b, JIT_X64_CC_Z, &slow);
-        jit_x64_mov_rm(b, RAX, field_of_rax(field));
-        jit_x64_jmp_label32(b, &done);
-        send_and_merge(c, &slow, &done, regs, s, k, tag, nargs, pc);
-        return true;
-    }
-    jit_x64_test_ri(b, RAX, 7);
-    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &slow);
-    jit_x64_mov_rm32(b, RDX, jit_x64_mem(RAX, 0));
-    jit_x64_and_ri(b, RDX, (int32_t)OBJ_CLASS_MASK);
-    jit_x64_cmp_ri(b, RDX, (int32_t)class_index);
-    jit_x64_jcc_label32(b, JIT_X64_CC_NE, &slow);
-    if (c->rt->method_probe_semaphores) {
-        jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->method_probe_semaphores);
-        jit_x64_cmp_mi(b, jit_x64_mem(R11, 0), 0); /* both semaphores, and 32 bits of 0 */
+    } else {
+        jit_x64_test_ri(b, RAX, 7);
+        jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &slow);
+        jit_x64_mov_rm32(b, RDX, jit_x64_mem(RAX, 0));
+        jit_x64_and_ri(b, RDX, (int32_t)OBJ_CLASS_MASK);
+        jit_x64_cmp_ri(b, RDX, (int32_t)class_index);
         jit_x64_jcc_label32(b, JIT_X64_CC_NE, &slow);
+        if (c->rt->method_probe_semaphores) {
+            jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->method_probe_semaphores);
+            jit_x64_cmp_mi(b, jit_x64_mem(R11, 0), 0); /* both semaphores, and 32 bits of 0 */
+            jit_x64_jcc_label32(b, JIT_X64_CC_NE, &slow);
+        }
     }
     if (setter) {
         X64Label store = JIT_X64_LABEL("accessor store");

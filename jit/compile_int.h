@@ -32,6 +32,7 @@
 /* Temps a region's inlined getters read, whose class r8 vouches for
  * (jit/double_cache.c, "Receiver guards"): bit i for guard_temp[i]. */
 #define JIT_DOUBLE_GUARDS_MAX 8
+#define JIT_DOUBLE_SETTERS_MAX 16
 #define JIT_GUARD_REG JIT_X64_R8
 typedef struct JitDoubleRegion {
     size_t lo, hi;
@@ -40,6 +41,9 @@ typedef struct JitDoubleRegion {
     int nguards;
     uint8_t guard_temp[JIT_DOUBLE_GUARDS_MAX];
     uint32_t guard_class[JIT_DOUBLE_GUARDS_MAX];
+    int nsetters; /* inlined setters whose receiver was pushed from a guarded temp */
+    uint32_t setter_pc[JIT_DOUBLE_SETTERS_MAX];
+    uint8_t setter_guard[JIT_DOUBLE_SETTERS_MAX]; /* index into guard_temp */
     X64Label refill; /* its one copy of the loads, emitted after its JUMP_BACK */
 } JitDoubleRegion;
 
@@ -133,6 +137,11 @@ void jit_double_cache_answer(Compiler *c);
  * object of class class_index while no tracer holds the method probes
  * (an inlined getter then tests it alone), or 0. */
 int32_t jit_double_cache_guard(const Compiler *c, const SimEntry *e, uint32_t class_index);
+/* For the inlined setter at c->pc, whose receiver (in rax) was pushed from
+ * a guarded temp of class class_index: that temp, and its bit (else 0).
+ * The receiver is that temp's value unless a call between its push and the
+ * send stored into the temp, so the setter compares the two first. */
+int32_t jit_double_cache_setter_guard(const Compiler *c, uint32_t class_index, int *temp);
 /* At a region's back jump: r8 vouches for nothing once a tracer holds the
  * method probes (clobbers r11). */
 void jit_double_cache_guard_probes(Compiler *c);

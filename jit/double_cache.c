@@ -40,7 +40,9 @@
  * tracer that attaches while an iteration runs is seen at its next call,
  * store or back jump instead of at the next getter: the attach is
  * asynchronous, and the first activation after it that fires is still the
- * next one the VM sees.
+ * next one the VM sees. A setter whose receiver was pushed from a guarded
+ * temp (plan_setters) compares it with the temp's slot before testing the
+ * bit: a call in the argument's code may have stored into the temp.
  */
 #include "jit/compile_int.h"
 
@@ -49,6 +51,8 @@
 #include "vm/method.h"
 #include "vm/universe.h"
 #include "vm/vm.h"
+
+#include <string.h>
 
 /* Bytecodes a region may hold: none calls anything but a send through
  * jit_compile_send_call (the special sends' generic send, mustBeBoolean)
@@ -139,6 +143,67 @@ static void plan_guards(const Compiler *c, JitDoubleRegion *r)
     }
 }
 
+/* The setters of r whose receiver slot was pushed by PUSH_TEMP of a guarded
+ * temp: the region's code run over a stack of "pushed from temp t" (-1:
+ * anything else), forgotten where control merges. */
+static void plan_setters(const Compiler *c, JitDoubleRegion *r)
+{
+    enum { DEPTH = 32 };
+    int stack[DEPTH], n = 0;
+    r->nsetters = 0;
+    for (size_t pc = r->lo; pc < r->hi; pc += vm_bytecode_length[c->code[pc]]) {
+        const uint8_t *p = c->code + pc;
+        if (c->target[pc]) n = 0;
+        int pops = 0, pushes = 0, pushed = -1;
+        uint32_t ci;
+        bool setter;
+        int field;
+        switch (p[0]) {
+        case BC_PUSH_TEMP: pushes = 1, pushed = p[1]; break;
+        case BC_DUP: pushes = 1, pushed = n ? stack[n - 1] : -1; break;
+        case BC_STORE_TEMP:
+        case BC_POP_TEMP:
+            for (int i = 0; i < n; i++) /* the slots pushed before hold its old value */
+                if (stack[i] == p[1]) stack[i] = -1;
+            pops = p[0] == BC_POP_TEMP;
+            break;
+        case BC_SEND:
+        case BC_SEND_W: {
+            int nargs = p[0] == BC_SEND ? p[2] : p[3];
+            if (nargs == 1 && n >= 2 && stack[n - 2] >= 0 && r->nsetters < JIT_DOUBLE_SETTERS_MAX &&
+                jit_compile_accessor(c, pc, &ci, &setter, &field) && setter) {
+                for (int g = 0; g < r->nguards; g++)
+                    if (r->guard_temp[g] == stack[n - 2] && r->guard_class[g] == ci) {
+                        r->setter_pc[r->nsetters] = (uint32_t)pc;
+                        r->setter_guard[r->nsetters++] = (uint8_t)g;
+                    }
+            }
+            pops = nargs + 1, pushes = 1;
+            break;
+        }
+        default: {
+            int effect = vm_bytecode_effect[p[0]];
+            if (effect == BC_VARIABLE || jit_compile_jump_target(c->code, pc) >= 0) {
+                n = 0;
+                continue;
+            }
+            pops = p[0] >= BC_SEND_ADD && p[0] <= BC_SEND_LAST_SPECIAL ? vm_special_nargs[p[0] - BC_SEND_ADD] + 1
+                                                                        : (effect < 0 ? -effect : 0);
+            pushes = pops + effect;
+            break;
+        }
+        }
+        n = pops > n ? 0 : n - pops;
+        for (int i = 0; i < pushes; i++) {
+            if (n == DEPTH) { /* forget the deepest */
+                memmove(stack, stack + 1, (DEPTH - 1) * sizeof stack[0]);
+                n--;
+            }
+            stack[n++] = pushed;
+        }
+    }
+}
+
 void jit_double_cache_plan(Compiler *c)
 {
     c->nregions = 0;
@@ -147,6 +212,7 @@ void jit_double_cache_plan(Compiler *c)
         JitDoubleRegion r;
         if (!region_at(c, pc, &r)) continue;
         plan_guards(c, &r);
+        plan_setters(c, &r);
         r.refill = JIT_X64_LABEL("Double temps refill");
         c->regions[c->nregions++] = r;
         for (size_t q = r.lo; q <= r.hi; q++) c->region_of[q] = (uint8_t)c->nregions;
@@ -244,6 +310,19 @@ int32_t jit_double_cache_guard(const Compiler *c, const SimEntry *e, uint32_t cl
     if (!r || !e || e->kind != SIM_TEMP) return 0;
     for (int i = 0; i < r->nguards; i++)
         if (r->guard_temp[i] == e->v && r->guard_class[i] == class_index) return (int32_t)1 << i;
+    return 0;
+}
+
+int32_t jit_double_cache_setter_guard(const Compiler *c, uint32_t class_index, int *temp)
+{
+    const JitDoubleRegion *r = current(c);
+    for (int i = 0; r && i < r->nsetters; i++) {
+        int g = r->setter_guard[i];
+        if (r->setter_pc[i] == c->pc && r->guard_class[g] == class_index) {
+            *temp = r->guard_temp[g];
+            return (int32_t)1 << g;
+        }
+    }
     return 0;
 }
 
