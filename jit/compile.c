@@ -803,10 +803,12 @@ static size_t emit_special(Compiler *c, size_t pc)
     /* a literal Double operand: no SmallInteger answer, straight to the Double path */
     bool ints = int_inline(c, op) && !((facts.receiver_double || facts.arg_double) && (dbl_arith || dbl_cmp));
     if (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) {
-        /* an operand from a temp that likely holds a Double (jit/double_types.c):
-         * the Double path first, the SmallIntegers' when it is not taken */
+        /* an operand from a temp that likely holds a Double (jit/double_types.c),
+         * or a site the interpreter ran on Doubles (vm/doublesites.h): the Double
+         * path first, the SmallIntegers' when it is not taken */
         bool double_first = ints && dbl_arith && k == 2 &&
-                            ((s == 0 && jit_double_likely(c, &c->sim[0])) || (d >= 1 && jit_double_likely(c, &c->sim[d - 1])));
+                            ((s == 0 && jit_double_likely(c, &c->sim[0])) || (d >= 1 && jit_double_likely(c, &c->sim[d - 1])) ||
+                             (c->rt->site_saw_double && c->rt->site_saw_double(c->code + pc)));
         if (ints && !double_first) emit_int_arith(c, op, arg_int, arg_const, dbl_arith ? &not_ints : &slow, &slow, &done);
         if (dbl_arith) {
             X64Label try_ints = JIT_X64_LABEL("SmallIntegers after all");

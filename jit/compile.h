@@ -146,6 +146,9 @@ typedef struct JitCompileRuntime {
      * class test (classes never change once loaded, so the test makes the
      * hint always right); other receivers take the send. */
     bool (*site_accessor)(const uint8_t *site, uint32_t *class_index, bool *setter, int *field);
+    /* Whether the interpreter ran the + - * at site on Doubles (a hint,
+     * NULL: none): machine code then tries their Double path first. */
+    bool (*site_saw_double)(const uint8_t *site);
 } JitCompileRuntime;
 
 /* -- Global sites ----------------------------------------------------------------

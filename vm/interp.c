@@ -63,6 +63,7 @@ register unsigned long *vm_ifp asm("r14"); /* an Oop *; VM_INTERP_FP_PERF_REG in
 #include "vm/method.h"
 #include "vm/primitive.h"
 #include "vm/probes.h"
+#include "vm/doublesites.h"
 #include "vm/sendcache.h"
 #include "vm/special.h"
 #include "vm/stack.h"
@@ -688,6 +689,7 @@ super_send : {
                 if (d) memcpy(obj_slots(d), &r, sizeof r);               \
             }                                                            \
             if (LIKELY(d != 0)) {                                        \
+                vm_double_site_note(ip); /* the JIT's hint */            \
                 *++sp = d;                                               \
                 ip += 1;                                                 \
                 DISPATCH();                                              \

@@ -16,6 +16,7 @@
 #include "vm/globals.h"
 #include "vm/loader.h"
 #include "vm/primitive.h"
+#include "vm/doublesites.h"
 #include "vm/sendcache.h"
 #include "vm/special.h"
 #include "vm/stack.h"
@@ -669,6 +670,7 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
         return false;
     }
     runtime.site_accessor = site_accessor;
+    runtime.site_saw_double = vm_double_site_seen;
     runtime.globals_epoch = &vm_globals_epoch;
     runtime.double_prims = &vm_double_special_prims;
     runtime.double_divide_inline = &vm_double_divide_is_prim;
