@@ -130,7 +130,7 @@ void jit_double_decode_immediate(Compiler *c, X64Reg r, X64Xmm x);
 void jit_double_load(Compiler *c, X64Reg r, X64Xmm x, int cached, bool ints_too, X64Label *other);
 
 /* Whether a Double receiver of special send op may take its fast path:
- * Double's method for it is the VM's primitive (vm/special.h). */
+ * Double's method for it is the VM's primitive (vm/interp/special.h). */
 bool jit_double_inline(const Compiler *c, uint8_t op);
 /* What the compiler knows of a special send's receiver (rax) and argument
  * (rcx) from their descriptors: both read from one (`x * x`: one test

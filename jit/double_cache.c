@@ -26,10 +26,10 @@
  */
 #include "jit/compile_int.h"
 
-#include "vm/bytecodes.h"
-#include "vm/frame.h"
-#include "vm/method.h"
-#include "vm/vm.h"
+#include "vm/bytecode/bytecodes.h"
+#include "vm/model/frame.h"
+#include "vm/model/method.h"
+#include "vm/model/vm.h"
 
 /* Bytecodes a region may hold: none calls anything but a send through
  * jit_compile_send_call (the special sends' generic send, mustBeBoolean)

@@ -1,6 +1,6 @@
 /*
  * tests/unit/jit/test_compile.c — the template compiler against a real heap:
- * heap methods built as vm/loader.c's make_method builds them (already
+ * heap methods built as vm/loader/loader.c's make_method builds them (already
  * quickened), compiled into a code zone and run through jit/enter.h's
  * enilopmart on a fake stack page, with C routines standing in for the
  * interpreter's send, safepoint and write-barrier runtime.
@@ -20,9 +20,9 @@
 #include "jit/enter.h"
 #include "jit/map.h"
 #include "jit/sendsite.h"
-#include "vm/frame.h"
-#include "vm/method.h"
-#include "vm/special.h"
+#include "vm/model/frame.h"
+#include "vm/model/method.h"
+#include "vm/interp/special.h"
 
 #define ZONE_BYTES ((size_t)256 << 10)
 #define TRAMP_BYTES ((size_t)4 << 10)
@@ -169,7 +169,7 @@ static int reset(void **state)
 
 /* -- Methods and running them --------------------------------------------------------- */
 
-/* As vm/loader.c's make_method, with code already quickened. */
+/* As vm/loader/loader.c's make_method, with code already quickened. */
 static Oop make_method_full(int nargs, int ntemps, const Oop *lits, size_t nlits, const uint8_t *code, size_t len,
                             bool is_block, intptr_t prim)
 {
@@ -395,7 +395,7 @@ static void comparisons_and_identity(void **state)
     assert_int_equal(seen.last_tag, jit_send_tag_special(BC_SEND_IDENTICAL));
 }
 
-/* What vm/special.h's SmallInteger cases answer, -777 where they decline. */
+/* What vm/interp/special.h's SmallInteger cases answer, -777 where they decline. */
 static Oop int_special_in_c(int op, intptr_t x, intptr_t y)
 {
     intptr_t r = 0;
@@ -425,7 +425,7 @@ static Oop int_special_send(int64_t tag, int64_t nargs, Oop *args, Oop rcvr)
     return I(-777);
 }
 
-/* The inline SmallInteger paths answer what vm/special.h does, and send
+/* The inline SmallInteger paths answer what vm/interp/special.h does, and send
  * (here: answer -777) exactly where it declines; with Integer's method not
  * the primitive they always send. */
 static void integer_special_sends_match_the_c_cases(void **state)

@@ -11,7 +11,7 @@
  * send machine code on to a piece answering MISS_K.
  *
  * Receivers are a SmallInteger and old-space objects of made-up class
- * indices; the open PIC probes vm/class.h's real vm_lookup_cache, filled by
+ * indices; the open PIC probes vm/model/class.h's real vm_lookup_cache, filled by
  * hand the way vm_lookup_cached hashes. No test depends on where the heap or
  * the zone is mapped.
  */
@@ -30,10 +30,10 @@
 #include "jit/enter.h"
 #include "jit/sendsite.h"
 #include "jit/x64.h"
-#include "vm/bytecodes.h"
-#include "vm/class.h"
-#include "vm/frame.h"
-#include "vm/method.h"
+#include "vm/bytecode/bytecodes.h"
+#include "vm/model/class.h"
+#include "vm/model/frame.h"
+#include "vm/model/method.h"
 
 #define ZONE_BYTES ((size_t)256 << 10)
 #define TRAMP_BYTES ((size_t)4 << 10)
@@ -602,7 +602,7 @@ static void case_functions_refuse_bad_indices_and_other_pieces(void **state)
 
 /* -- Open PICs ------------------------------------------------------------------------------ */
 
-/* vm/class.h's vm_lookup_cached hash. */
+/* vm/model/class.h's vm_lookup_cached hash. */
 static VmCacheEntry *cache_entry(Oop sel, uint32_t class_index)
 {
     size_t h = ((sel >> 3) ^ (class_index * 2654435761u)) & (VM_LOOKUP_CACHE_SIZE - 1);
