@@ -1,6 +1,6 @@
 /*
  * gc/image.h — old space as a relocatable byte image: what a snapshot of
- * the booted heap (vm/snapshot.h) saves and restores of object memory.
+ * the booted heap (vm/boot/snapshot.h) saves and restores of object memory.
  *
  * An image is the bytes of [old_start, old_top) taken while young space is
  * empty, so no old object points outside old space and the remembered set
@@ -12,7 +12,7 @@
  * object lies inside the image and each pointer lands on an object's start.
  * So a corrupt image is refused, never followed.
  *
- * Who may call: vm/snapshot.c.
+ * Who may call: vm/boot/snapshot.c.
  */
 #ifndef GC_IMAGE_H
 #define GC_IMAGE_H
@@ -47,7 +47,7 @@ bool gc_image_map(int fd, uint64_t offset, size_t len, uintptr_t src_base, size_
                   size_t errlen);
 
 /* The two halves of gc_image_map, for a caller that reads the bytes once
- * mapped (vm/snapshot.c checksums them there: each page is then touched
+ * mapped (vm/boot/snapshot.c checksums them there: each page is then touched
  * once, and a first touch is what a start pays for). map_raw maps and
  * answers old_start, checking nothing; adopt checks, relocates and takes
  * the bytes as old space. After map_raw, call adopt or gc_image_discard. */

@@ -193,7 +193,7 @@ static inline size_t obj_byte_length(Oop o)
 }
 
 /* Number of leading Oop slots the collector must trace. Methods keep that
- * count (as a SmallInteger) in their first slot: see vm/method.h. */
+ * count (as a SmallInteger) in their first slot: see vm/model/method.h. */
 #define METHOD_POINTER_SLOTS(header_oop) ((size_t)((oop_int(header_oop)) & 0xffff))
 
 static inline size_t obj_pointer_slots(Oop o)

@@ -19,10 +19,10 @@
 #include "jit/sendsite.h"
 #include "jit/x64.h"
 #include "proto/stackabi.h"
-#include "vm/frame.h"
-#include "vm/universe.h"
-#include "vm/method.h"
-#include "vm/vm.h"
+#include "vm/model/frame.h"
+#include "vm/model/universe.h"
+#include "vm/model/method.h"
+#include "vm/model/vm.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -75,7 +75,7 @@ long jit_compile_jump_target(const uint8_t *code, size_t pc)
 static bool is_compare(uint8_t op) { return (op >= BC_SEND_LT && op <= BC_SEND_NE) || op == BC_SEND_NOT_EQUAL; }
 
 /* Whether special send op may take its SmallInteger fast path: Integer's
- * method for it is the VM's primitive (vm/special.h). */
+ * method for it is the VM's primitive (vm/interp/special.h). */
 static bool int_inline(const Compiler *c, uint8_t op)
 {
     return c->rt->int_prims && ((*c->rt->int_prims >> (op - BC_SEND_ADD)) & 1);
@@ -412,7 +412,7 @@ static void emit_global(Compiler *c, int64_t literal, size_t bcpc)
     jit_x64_mov_rm(b, RDX, jit_x64_mem(R11, 0));
     jit_x64_label_bind(b, &cmp);
     VM_ASSERT(jit_x64_size(b) - start == JIT_GLOBAL_SITE_EPOCH_CMP, "global site layout");
-    jit_x64_cmp_r32i(b, RDX, 0); /* no epoch is 0 (vm/globals.h) */
+    jit_x64_cmp_r32i(b, RDX, 0); /* no epoch is 0 (vm/model/globals.h) */
     jit_x64_jcc_label(b, JIT_X64_CC_E, &hit);
     jit_x64_mov_ri(b, RDI, literal);
     jit_x64_lea_rl(b, RSI, &site);
@@ -447,7 +447,7 @@ void jit_compile_jcc_to(Compiler *c, X64Cond cc, X64Label *l, size_t bcpc)
 }
 
 /* rax = the answer. A frame that made blocks may have a context, which
- * must take its variables before the frame goes (vm/stack.c's widow). */
+ * must take its variables before the frame goes (vm/interp/stack.c's widow). */
 static void epilogue(Compiler *c)
 {
     if (c->makes_blocks) {
@@ -519,7 +519,7 @@ static void emit_prologue(Compiler *c, X64Label *header, X64Label *slow, X64Labe
     X64Buf *b = &c->b;
     emit_interrupt_check(c, slow); /* then room for the frame on this page */
     int words = FRAME_HEADER_WORDS + c->ntemps + vm_method_max_stack(c->method) + 1 + c->rt->headroom_words;
-    jit_x64_lea_rm(b, RAX, jit_x64_mem(RSP, 8 - 8 * words)); /* rsp + 8: the interpreter's sp (vm/interp.c, activate) */
+    jit_x64_lea_rm(b, RAX, jit_x64_mem(RSP, 8 - 8 * words)); /* rsp + 8: the interpreter's sp (vm/interp/interp.c, activate) */
     jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->page);
     jit_x64_mov_rm(b, R11, jit_x64_mem(R11, 0));
     jit_x64_cmp_rm(b, RAX, jit_x64_mem(R11, 0));
@@ -804,7 +804,7 @@ static size_t emit_special(Compiler *c, size_t pc)
     bool ints = int_inline(c, op) && !((facts.receiver_double || facts.arg_double) && (dbl_arith || dbl_cmp));
     if (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) {
         /* an operand from a temp that likely holds a Double (jit/double_types.c),
-         * or a site the interpreter ran on Doubles (vm/doublesites.h): the Double
+         * or a site the interpreter ran on Doubles (vm/interp/doublesites.h): the Double
          * path first, the SmallIntegers' when it is not taken */
         bool double_first = ints && dbl_arith && k == 2 &&
                             ((s == 0 && jit_double_likely(c, &c->sim[0])) || (d >= 1 && jit_double_likely(c, &c->sim[d - 1])) ||
@@ -888,7 +888,7 @@ static size_t emit_special(Compiler *c, size_t pc)
         jit_x64_jmp_label32(b, &decided);
         if (c->rt->nil_table) {
             /* different objects: false when the receiver's class has
-             * Object's == (vm/special.h, VM_SPECIAL_IDENTITY) */
+             * Object's == (vm/interp/special.h, VM_SPECIAL_IDENTITY) */
             jit_x64_label_bind(b, &not_both);
             jit_x64_test_ri(b, RAX, 7);
             jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &slow); /* an immediate receiver */
@@ -1071,7 +1071,7 @@ static void outer_var_address(Compiler *c, int level, int v, X64Label *slow)
         outer = obj_slots(outer)[METHOD_OUTER];
     }
     jit_x64_mov_rm(b, RCX, field_of_rax(CTX_FRAME));
-    jit_x64_test_ri(b, RCX, 1); /* a live frame is a tagged pointer (vm/frame.h, ctx_frame) */
+    jit_x64_test_ri(b, RCX, 1); /* a live frame is a tagged pointer (vm/model/frame.h, ctx_frame) */
     jit_x64_jcc_label32(b, JIT_X64_CC_Z, slow);
     int on = vm_method_nargs(outer);
     int32_t disp = v < on ? 8 * (1 + on - v) : 8 * (FRAME_FIRST_TEMP - (v - on)); /* frame_var */
@@ -1199,7 +1199,7 @@ static void int_divide(Compiler *c, X64Label *slow)
     jit_x64_idiv_r(b, R11); /* |x| < 2^62: never the idiv overflow of INT64_MIN / -1 */
 }
 
-/* The SmallInteger cases of the Integer primitives vm/special.h lists (the
+/* The SmallInteger cases of the Integer primitives vm/interp/special.h lists (the
  * same answers, tested against those functions in tests/unit/jit), to slow
  * for everything else; isNil/notNil on nil and SmallIntegers when their
  * classes' methods answer a constant. Answers false for other bytecodes. */

@@ -3,7 +3,7 @@
  * JitMethod of x86-64 in the code zone out (jit/DESIGN.md, "Integration
  * notes"), or a sentence saying why it declines.
  *
- * The code keeps vm/frame.h's layout with rbp = fp and rsp = sp; the operand
+ * The code keeps vm/model/frame.h's layout with rbp = fp and rsp = sp; the operand
  * stack is the machine stack wherever a call, a jump or a map entry can meet
  * it; between those, its top may live in rax, immediates and frame slots
  * only the compiler knows of (jit/DESIGN.md, "Stack-to-register mapping"):
@@ -74,7 +74,7 @@
 #include "gc/object.h"
 #include "jit/jitmethod.h"
 #include "jit/zone.h"
-#include "vm/bytecodes.h"
+#include "vm/bytecode/bytecodes.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -109,12 +109,12 @@ typedef struct JitCompileRuntime {
      * primitives answer them (NULL: never inline). */
     const bool *array_at_inline, *array_at_put_inline, *array_length_inline;
     /* Bit (bc - BC_SEND_ADD) set: special send bc's SmallInteger fast path
-     * answers what Integer's method would (vm/special.h; NULL: never). */
+     * answers what Integer's method would (vm/interp/special.h; NULL: never). */
     const uint64_t *int_prims;
     /* The constant isNil [0] and notNil [1] answer for nil, and for
      * SmallIntegers, or 0 when their classes' methods compute it. */
     const Oop *nil_answers, *int_answers;
-    /* Other receivers: vm/special.h's table by class index (NULL: send). */
+    /* Other receivers: vm/interp/special.h's table by class index (NULL: send). */
     const uint8_t *nil_table;
     uint32_t nil_table_classes;
     /* The same for Double receivers: Double + - * < > <= >= = are inlined

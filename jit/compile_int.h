@@ -164,7 +164,7 @@ bool jit_double_likely(const Compiler *c, const SimEntry *e);
 void jit_double_load(Compiler *c, X64Reg r, X64Xmm x, int cached, bool ints_too, X64Label *other);
 
 /* Whether a Double receiver of special send op may take its fast path:
- * Double's method for it is the VM's primitive (vm/special.h). */
+ * Double's method for it is the VM's primitive (vm/interp/special.h). */
 bool jit_double_inline(const Compiler *c, uint8_t op);
 /* What the compiler knows of a special send's receiver (rax) and argument
  * (rcx) from their descriptors: both read from one (`x * x`: one test

@@ -46,11 +46,11 @@
  */
 #include "jit/compile_int.h"
 
-#include "vm/bytecodes.h"
-#include "vm/frame.h"
-#include "vm/method.h"
-#include "vm/universe.h"
-#include "vm/vm.h"
+#include "vm/bytecode/bytecodes.h"
+#include "vm/model/frame.h"
+#include "vm/model/method.h"
+#include "vm/model/universe.h"
+#include "vm/model/vm.h"
 
 #include <string.h>
 

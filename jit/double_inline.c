@@ -5,9 +5,9 @@
  */
 #include "jit/compile_int.h"
 
-#include "vm/method.h"
-#include "vm/universe.h"
-#include "vm/vm.h"
+#include "vm/model/method.h"
+#include "vm/model/universe.h"
+#include "vm/model/vm.h"
 
 #include <string.h>
 
@@ -281,7 +281,7 @@ void jit_double_send(Compiler *c, JitDoubleSend kind, JitOperandFacts f, X64Labe
 /* The condition that answers receiver op argument after ucomisd of the
  * argument with the receiver (in that order). ucomisd sets CF and ZF when
  * unordered: a NaN makes A and AE (`<`, `<=`) false and B and BE (`>`,
- * `>=`) true, as the primitives answer (vm/prim_double.c). */
+ * `>=`) true, as the primitives answer (vm/prims/prim_double.c). */
 static X64Cond ordered_cond(uint8_t op)
 {
     switch (op) {

@@ -22,10 +22,10 @@
  */
 #include "jit/compile_int.h"
 
-#include "vm/bytecodes.h"
-#include "vm/method.h"
-#include "vm/universe.h"
-#include "vm/vm.h"
+#include "vm/bytecode/bytecodes.h"
+#include "vm/model/method.h"
+#include "vm/model/universe.h"
+#include "vm/model/vm.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -6,7 +6,7 @@
 
 #include "jit/x64.h"
 #include "proto/stackabi.h"
-#include "vm/vm.h"
+#include "vm/model/vm.h"
 
 #include <stdio.h>
 

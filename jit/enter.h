@@ -6,7 +6,7 @@
  * machine code calls C runtime routines.
  *
  * Machine code runs on a stack page with rsp = Smalltalk sp and rbp =
- * Smalltalk fp (vm/frame.h's layout). The C interpreter is never nested: it
+ * Smalltalk fp (vm/model/frame.h's layout). The C interpreter is never nested: it
  * calls an enilopmart, which saves the C callee-saved registers on the C
  * stack and the C rsp in jit_cstate, switches to the page and jumps; machine
  * code comes back only by leaving through a trampoline that restores the C

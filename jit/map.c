@@ -4,7 +4,7 @@
  */
 #include "jit/map.h"
 
-#include "vm/vm.h"
+#include "vm/model/vm.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,10 +4,10 @@
  */
 #include "jit/sendsite.h"
 
-#include "vm/class.h"
-#include "vm/method.h"
-#include "vm/universe.h"
-#include "vm/vm.h"
+#include "vm/model/class.h"
+#include "vm/model/method.h"
+#include "vm/model/universe.h"
+#include "vm/model/vm.h"
 
 #include <stdio.h>
 
@@ -57,7 +57,7 @@ bool jit_sendsite_write(uint8_t *ra, uint32_t tag, const void *target)
 
 void jit_sendsite_emit_compiled_or(X64Buf *b, X64Label *miss)
 {
-    /* the method's counter slot: -(JitMethod address) once compiled (vm/jitglue.h) */
+    /* the method's counter slot: -(JitMethod address) once compiled (vm/jitrt/runtime.h) */
     jit_x64_mov_rm(b, RAX, jit_x64_mem(RAX, (int32_t)(8 + 8 * METHOD_COUNTER)));
     jit_x64_sar_ri(b, RAX, 1);
     jit_x64_cmp_ri(b, RAX, -2);
@@ -212,7 +212,7 @@ JitMethod *jit_sendsite_open_pic_new(JitZone *z, const JitPicRuntime *rt, Oop se
     X64Buf *b = &p.b;
     X64Label miss = JIT_X64_LABEL("miss");
     jit_sendsite_emit_receiver_class(b, receiver_disp(nargs));
-    /* vm_lookup_hash (vm/class.h): ((selector >> 3) ^ class_index * multiplier) & (size - 1).
+    /* vm_lookup_hash (vm/model/class.h): ((selector >> 3) ^ class_index * multiplier) & (size - 1).
      * Only the low bits survive the mask, and they do not depend on the
      * product's width, so a 64-bit imul with the sign-extended constant agrees. */
     jit_x64_lea_rl(b, RAX, &p.header);

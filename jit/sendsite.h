@@ -36,7 +36,7 @@
  *
  * An open PIC (JIT_KIND_OPEN_PIC) is one piece per selector, shared by every
  * megamorphic site of that selector (reference 002 §5.2): it probes the
- * interpreter's global lookup cache (vm/class.h) and jumps to the found
+ * interpreter's global lookup cache (vm/model/class.h) and jumps to the found
  * method's unchecked entry when it is compiled, else to ceOpenPICMiss.
  *
  * Every patch goes through one function per site kind that writes and reads
@@ -87,7 +87,7 @@ bool jit_sendsite_read(const uint8_t *ra, JitSendSite *out);
 bool jit_sendsite_write(uint8_t *ra, uint32_t tag, const void *target);
 
 /* rax := the JitMethod of the method object in rax, read through its
- * counter slot (-(JitMethod address) once compiled, vm/jitglue.h), or to
+ * counter slot (-(JitMethod address) once compiled, vm/jitrt/runtime.h), or to
  * miss while it has none. The one home of that read: open PICs and block
  * value stubs. */
 void jit_sendsite_emit_compiled_or(X64Buf *b, X64Label *miss);
@@ -101,7 +101,7 @@ void jit_sendsite_emit_receiver_class(X64Buf *b, int32_t receiver_disp);
 typedef struct JitPicRuntime {
     const uint8_t *closed_miss; /* dispatch trampoline: fn(_, closed PIC) */
     const uint8_t *open_miss;   /* dispatch trampoline: fn(_, open PIC) */
-    const void *lookup_cache;   /* vm/class.h's vm_lookup_cache */
+    const void *lookup_cache;   /* vm/model/class.h's vm_lookup_cache */
 } JitPicRuntime;
 
 /* A closed PIC for `selector` with no cases, or NULL when the zone is full. */

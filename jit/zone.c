@@ -6,7 +6,7 @@
 
 #include "jit/zone.h"
 
-#include "vm/vm.h"
+#include "vm/model/vm.h"
 
 #include <errno.h>
 #include <stdio.h>

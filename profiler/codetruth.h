@@ -12,7 +12,7 @@
  * (proto/export.h); the name runs to the end of the line. Lines are in
  * event order; the code alive when the file opens comes first, as loads.
  *
- * Who may call: vm/boot.c. Single thread: the VM thread.
+ * Who may call: vm/boot/boot.c. Single thread: the VM thread.
  */
 #ifndef PROFILER_CODETRUTH_H
 #define PROFILER_CODETRUTH_H

@@ -22,7 +22,7 @@
  * drops events while no profile is begun, so an idle VM pays one call per
  * code event.
  *
- * Who may call: vm/prim_profiler.c (the VMProfiler primitives), tests.
+ * Who may call: vm/boot/prim_profiler.c (the VMProfiler primitives), tests.
  * Single thread: the VM thread.
  */
 #ifndef PROFILER_INIMAGE_H

@@ -15,7 +15,7 @@
  *     and the in-VM profiler is the one that must work wherever stvm runs
  *     (vmprofd already is the perf_event profiler, with its ptrace fallback);
  *   - the handler reads r15 straight from the interrupted context, so
- *     interpreted samples resolve to methods (vm/interp.h) without asking
+ *     interpreted samples resolve to methods (vm/interp/interp.h) without asking
  *     perf for user registers;
  *   - the timer thread needs no real-time priority: it sleeps to absolute
  *     deadlines, so a late wake-up delays one tick instead of shifting all
@@ -49,7 +49,7 @@
  * may be done while sampling runs.
  *
  * Who may call: the VM thread (start, stop, clear, copy, stats), through
- * the VMProfiler primitives (vm/prim_profiler.c), and tests.
+ * the VMProfiler primitives (vm/boot/prim_profiler.c), and tests.
  */
 #ifndef PROFILER_INVM_SAMPLER_H
 #define PROFILER_INVM_SAMPLER_H

@@ -72,12 +72,12 @@
  * for its interrupt check; it now ORs that word (at a fixed displacement
  * from the flag) into the test instead of testing the flag alone, so either
  * semaphore raised takes the entry's slow path, which hands the activation
- * to the interpreter (vm/jitglue.c, rt_entry_slow), and the interpreter does
- * not enter machine code while the word is nonzero (vm/interp.c).
+ * to the interpreter (vm/jitrt/runtime.c, rt_entry_slow), and the interpreter does
+ * not enter machine code while the word is nonzero (vm/interp/interp.c).
  * Activations running in machine code when the tracer attached finish there
  * unseen, their entries unseen too, so entries and returns stay paired; in
  * the interpreter, an activation whose entry fired is marked in its frame
- * flags (FRAME_FLAG_TRACED, vm/frame.h) and only those fire method__return.
+ * flags (FRAME_FLAG_TRACED, vm/model/frame.h) and only those fire method__return.
  * Untraced, a compiled activation pays the OR's load, no extra instruction,
  * and nothing is recompiled when a tracer comes or goes. The price is paid
  * while tracing: methods run at the interpreter's speed, so latencies taken
@@ -87,7 +87,7 @@
  * code, cost +6.4% instructions untraced on Fibonacci under the JIT, where
  * this design costs +0.0% (valgrind's count; scripts/bench-probes).
  *
- * Who may call: vm/ (through vm/probes.h, which turns heap objects into the
+ * Who may call: vm/ (through vm/interp/probes.h, which turns heap objects into the
  * probes' arguments) and the tests that read the notes (STVM_PROBE_LIST).
  */
 #ifndef PROFILER_USDT_H

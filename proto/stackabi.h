@@ -162,7 +162,7 @@ typedef struct ProfWalkFacts {
     prof_u64 stack_base;       /* the stack pages: npages of page_bytes from here */
     prof_u64 page_bytes;
     prof_u64 npages;
-    prof_u64 pages_addr;       /* the page descriptors (vm/frame.h StackPage) */
+    prof_u64 pages_addr;       /* the page descriptors (vm/model/frame.h StackPage) */
     prof_u32 page_stride;      /* sizeof(StackPage) */
     prof_u32 page_caller_fp;   /* offsetof(StackPage, caller_fp) */
     prof_u32 page_caller_context; /* offsetof(StackPage, caller_context) */

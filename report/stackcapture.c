@@ -254,7 +254,7 @@ static void interp(Walk *w, const StackRegs *regs)
     const ProfWalkFacts *f = w->f;
     ProfRawStack *raw = w->raw;
     if (regs->r14 == 0) {
-        /* frames are being unwound or copied (vm/interp.c's FRAMES_UNSTABLE) */
+        /* frames are being unwound or copied (vm/interp/interp.c's FRAMES_UNSTABLE) */
         raw->mode = PROF_RAW_UNKNOWN;
         raw->why = PROF_RAW_WHY_SWITCH;
     } else {

@@ -4,11 +4,11 @@
 #include "gc/heap.h"
 #include "profiler/jitdump.h"
 #include "profiler/perfmap.h"
-#include "vm/frame.h"
-#include "vm/loader.h"
-#include "vm/universe.h"
-#include "vm/vm.h"
-#include "vm/jitglue.h"
+#include "vm/boot/boot.h"
+#include "vm/jitrt/runtime.h"
+#include "vm/loader/loader.h"
+#include "vm/model/frame.h"
+#include "vm/model/universe.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -164,7 +164,7 @@ int main(int argc, char **argv)
         .heap_bytes = GC_HEAP_DEFAULT_BYTES,
         .eden_bytes = GC_EDEN_DEFAULT_BYTES,
         .stack_pages = VM_STACK_PAGES_DEFAULT,
-        /* the booted core library, beside its sources (vm/snapshot.h) */
+        /* the booted core library, beside its sources (vm/boot/snapshot.h) */
         .snapshot_mode = VM_SNAPSHOT_DEFAULT,
         .snapshot_path = STVM_CORE_DIR ".snapshot",
         .core_dir = STVM_CORE_DIR,

@@ -293,7 +293,7 @@ static void seed_profile(void)
         op = 1; /* function */
         put(&s, &op, 1);
         put_str(&s, names[i]);
-        put_str(&s, i == 0 ? "Fib.som" : "vm/interp.c");
+        put_str(&s, i == 0 ? "Fib.som" : "vm/interp/interp.c");
         put32(&s, 10 + (uint32_t)i);
         uint8_t region = (uint8_t)i;
         put(&s, &region, 1);

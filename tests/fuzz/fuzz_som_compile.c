@@ -1,10 +1,10 @@
 /*
- * tests/fuzz/fuzz_som_compile.c — the SOM compiler (vm/lexer.c,
- * vm/parser.c, vm/codegen.c) on arbitrary bytes as a class file, then the
- * disassembler (vm/bytecode_listing.c) over every method it produced.
+ * tests/fuzz/fuzz_som_compile.c — the SOM compiler (vm/compiler/lexer.c,
+ * vm/compiler/parser.c, vm/compiler/codegen.c) on arbitrary bytes as a class file, then the
+ * disassembler (vm/compiler/bytecode_listing.c) over every method it produced.
  *
- * The compiler is heap-free (vm/classdesc.h): it needs no booted universe,
- * only a field resolver, so the input reaches it as from vm/loader.c
+ * The compiler is heap-free (vm/compiler/classdesc.h): it needs no booted universe,
+ * only a field resolver, so the input reaches it as from vm/loader/loader.c
  * without the VM around it (which the clang fuzz build cannot compile:
  * see the top CMakeLists.txt). The resolver below plays a small class
  * library: Base has fields, Nope does not exist, every other superclass
@@ -12,7 +12,7 @@
  * start with '$' as the loader's do.
  */
 #include "tests/fuzz/fuzz.h"
-#include "vm/classdesc.h"
+#include "vm/compiler/classdesc.h"
 
 #include <stdio.h>
 #include <string.h>

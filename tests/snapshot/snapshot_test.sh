@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/snapshot/snapshot_test.sh — snapshots of the booted core library end
-# to end (vm/snapshot.h), with explicit files in a scratch directory (the
+# to end (vm/boot/snapshot.h), with explicit files in a scratch directory (the
 # default snapshot beside smalltalk/core is every other test's business):
 #
 #   - `--snapshot FILE` writes one and exits 0 quietly;

@@ -10,7 +10,7 @@ import sys
 
 # Code only Stacks>>leaf: calls: a sample in it must show leaf: as an ancestor.
 # Without the JIT, Integer>>hashcode and Stacks>>frameless run frameless too
-# (vm/sendcache.h: their samples are leaf:'s own), and the hashcode site,
+# (vm/interp/sendcache.h: their samples are leaf:'s own), and the hashcode site,
 # seeing four classes, refills its send-site cache entry (vm_sendcache_fill).
 CALLED_BY_LEAF = re.compile(r'^(Integer>>&|hashcode_\(closed_PIC\)|hashcode_\(open_PIC\)|Integer>>hashcode|'
                             r'Object>>hashcode|String>>hashcode|p_hashcode|Stacks>>frameless|cePrimitive|rt_primitive|'

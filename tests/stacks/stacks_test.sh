@@ -21,7 +21,7 @@ trap cleanup EXIT
 
 # Rounds for ~2-4 s of the target's own CPU: enough samples that a 25% share
 # is measured to +-0.5 point. Without the JIT, leaf:'s callees mostly run
-# frameless (vm/sendcache.h) and count as leaf: itself, so the code it calls
+# frameless (vm/interp/sendcache.h) and count as leaf: itself, so the code it calls
 # gets ~5% of the samples; 6000 rounds keep that well above check_stacks.py's
 # minimum of 100.
 if [ "$MODE" = jit ]; then FLAGS=(); ROUNDS=9000; else FLAGS=(--no-jit); ROUNDS=6000; fi

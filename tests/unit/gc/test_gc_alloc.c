@@ -1,7 +1,7 @@
 /* Unit tests for gc/heap.c: allocation, formats, sizes, hashes, walks. */
 #include "gc_test.h"
 
-#include "vm/method.h"
+#include "vm/model/method.h"
 
 static void new_pointer_object_is_filled_with_nil(void **state)
 {

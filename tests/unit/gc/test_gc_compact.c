@@ -1,7 +1,7 @@
 /* Unit tests for the full collector (gc/mark.c, gc/compact.c). */
 #include "gc_test.h"
 
-#include "vm/method.h"
+#include "vm/model/method.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* Unit tests for the scavenger (gc/scavenge.c) and the collect driver. */
 #include "gc_test.h"
 
-#include "vm/method.h"
+#include "vm/model/method.h"
 
 #include <stdio.h>
 

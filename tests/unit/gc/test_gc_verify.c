@@ -1,7 +1,7 @@
 /* Unit tests for the heap verifier (gc/verify.c). */
 #include "gc_test.h"
 
-#include "vm/method.h"
+#include "vm/model/method.h"
 
 #include <inttypes.h>
 #include <stdio.h>

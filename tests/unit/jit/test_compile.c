@@ -1,9 +1,10 @@
 /*
  * tests/unit/jit/test_compile.c — the template compiler against a real heap:
- * heap methods built as vm/loader.c's make_method builds them (already
+ * heap methods built as vm/loader/loader.c's make_method builds them (already
  * quickened), compiled into a code zone and run through jit/enter.h's
  * enilopmart on a fake stack page, with C routines standing in for the
- * interpreter's send, safepoint and write-barrier runtime.
+ * interpreter's send, safepoint and write-barrier runtime; and compiled send
+ * sites kept right when compaction slides their callees (jit/relocate.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,10 +20,11 @@
 #include "jit/compile.h"
 #include "jit/enter.h"
 #include "jit/map.h"
+#include "jit/relocate.h"
 #include "jit/sendsite.h"
-#include "vm/frame.h"
-#include "vm/method.h"
-#include "vm/special.h"
+#include "vm/model/frame.h"
+#include "vm/model/method.h"
+#include "vm/interp/special.h"
 
 #define ZONE_BYTES ((size_t)256 << 10)
 #define TRAMP_BYTES ((size_t)4 << 10)
@@ -169,7 +171,7 @@ static int reset(void **state)
 
 /* -- Methods and running them --------------------------------------------------------- */
 
-/* As vm/loader.c's make_method, with code already quickened. */
+/* As vm/loader/loader.c's make_method, with code already quickened. */
 static Oop make_method_full(int nargs, int ntemps, const Oop *lits, size_t nlits, const uint8_t *code, size_t len,
                             bool is_block, intptr_t prim)
 {
@@ -395,7 +397,7 @@ static void comparisons_and_identity(void **state)
     assert_int_equal(seen.last_tag, jit_send_tag_special(BC_SEND_IDENTICAL));
 }
 
-/* What vm/special.h's SmallInteger cases answer, -777 where they decline. */
+/* What vm/interp/special.h's SmallInteger cases answer, -777 where they decline. */
 static Oop int_special_in_c(int op, intptr_t x, intptr_t y)
 {
     intptr_t r = 0;
@@ -425,7 +427,7 @@ static Oop int_special_send(int64_t tag, int64_t nargs, Oop *args, Oop rcvr)
     return I(-777);
 }
 
-/* The inline SmallInteger paths answer what vm/special.h does, and send
+/* The inline SmallInteger paths answer what vm/interp/special.h does, and send
  * (here: answer -777) exactly where it declines; with Integer's method not
  * the primitive they always send. */
 static void integer_special_sends_match_the_c_cases(void **state)
@@ -815,6 +817,79 @@ static void declines_with_a_reason(void **state)
     assert_non_null(strstr(why, "primitive"));
 }
 
+/* -- Compaction's relocation (jit/relocate.h) ----------------------------------------- */
+
+/* The test frees the piece it wants gone itself: the rest must stay. */
+static bool keep(const JitMethod *m, void *ctx)
+{
+    (void)m, (void)ctx;
+    return false;
+}
+
+static void forget(JitMethod *m, void *ctx) { (void)m, (void)ctx; }
+static void moved(JitMethod *m, JitMethod *new_m, void *ctx) { (void)m, (void)new_m, (void)ctx; }
+
+static void relocate_every_piece(void *ctx)
+{
+    uint64_t *unlinked = ctx;
+    for (JitMethod *m = jit_zone_first(&zone); m; m = jit_zone_next(&zone, m)) {
+        if (m->kind == JIT_KIND_TRAMPOLINE) continue;
+        ptrdiff_t delta = (uint8_t *)jit_zone_forward(&zone, m) - (uint8_t *)m;
+        *unlinked += jit_relocate_piece(&zone, m, delta, rt.send);
+    }
+}
+
+/* The return addresses of jm's send sites, in bytecode order. */
+static size_t send_sites(JitMethod *jm, uint8_t **ras, size_t cap)
+{
+    size_t n = 0;
+    JitMapIter it;
+    JitMapEntry e;
+    jit_map_iter_init(&it, jit_method_map(jm));
+    while (jit_map_iter_next(&it, &e))
+        if (e.kind == JIT_MAP_SEND && n < cap) ras[n++] = jit_method_at(jm, e.mcpc);
+    return n;
+}
+
+static void compaction_follows_moved_callees_and_unlinks_freed_ones(void **state)
+{
+    (void)state;
+    /* ^ (self foo) bar: the caller stays where it is, the first callee is
+     * freed, the second slides down into its place */
+    Oop lits[] = { nil, nil };
+    JitMethod *caller = compile_ok(METHOD(0, 0, lits, BC_PUSH_SELF, BC_SEND, 0, 0, BC_POP, BC_PUSH_SELF, BC_SEND, 1, 0,
+                                          BC_RETURN_TOP));
+    JitMethod *freed = compile_ok(METHOD0(0, 0, BC_RETURN_SELF));
+    JitMethod *kept = compile_ok(METHOD0(0, 0, BC_RETURN_SELF));
+    uint8_t *ras[2];
+    assert_int_equal(send_sites(caller, ras, 2), 2);
+    assert_true(jit_sendsite_write(ras[0], CLASS_INDEX_FIRST_FREE, jit_method_checked_entry(freed)));
+    assert_true(jit_sendsite_write(ras[1], CLASS_INDEX_FIRST_FREE, jit_method_checked_entry(kept)));
+    Oop kept_method = kept->method;
+    size_t kept_entry = (size_t)(jit_method_checked_entry(kept) - (uint8_t *)kept);
+
+    uint8_t *hole = (uint8_t *)freed;
+    jit_zone_free(&zone, freed);
+    uint64_t unlinked = 0;
+    JitZoneRelocate cb = { .ctx = &unlinked, .can_free = keep, .on_free = forget, .on_move = moved,
+                           .before_slide = relocate_every_piece };
+    jit_zone_compact(&zone, &cb);
+
+    assert_int_equal(unlinked, 1);
+    assert_ptr_equal(jit_zone_find(&zone, ras[0]), caller); /* nothing was freed below it */
+    JitSendSite s;
+    assert_true(jit_sendsite_read(ras[0], &s));
+    assert_ptr_equal(s.target, rt.send);
+    assert_int_equal(s.tag, jit_sendsite_unlinked_tag(0, 0));
+    assert_true(jit_sendsite_read(ras[1], &s));
+    JitMethod *now = jit_zone_find(&zone, s.target);
+    assert_non_null(now);
+    assert_ptr_equal(now, hole); /* where the freed piece was */
+    assert_int_equal(now->method, kept_method);
+    assert_ptr_equal(s.target, (uint8_t *)now + kept_entry);
+    assert_int_equal(s.tag, CLASS_INDEX_FIRST_FREE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -833,6 +908,8 @@ int main(void)
         cmocka_unit_test_setup(simulated_stack_keeps_values_exact, reset),
         cmocka_unit_test_setup(double_chains_fit_their_bound, reset),
         cmocka_unit_test_setup(declines_with_a_reason, reset),
+        /* last: it slides every piece the tests before it compiled */
+        cmocka_unit_test_setup(compaction_follows_moved_callees_and_unlinks_freed_ones, reset),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

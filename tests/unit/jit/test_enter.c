@@ -1,7 +1,7 @@
 /*
  * tests/unit/jit/test_enter.c — the enilopmarts, ceReturnToInterpreter and
  * runtime-call trampolines, driving small machine-code "methods" written by
- * hand with the encoder into the code zone. Each method keeps vm/frame.h's
+ * hand with the encoder into the code zone. Each method keeps vm/model/frame.h's
  * layout: prologue push rbp; mov rbp, rsp; push method, context, flags,
  * self; epilogue mov rsp, rbp; pop rbp; ret.
  *
@@ -21,7 +21,7 @@
 
 #include "jit/enter.h"
 #include "jit/x64.h"
-#include "vm/frame.h"
+#include "vm/model/frame.h"
 
 #define ZONE_BYTES ((size_t)64 << 10)
 #define TRAMP_BYTES ((size_t)4 << 10)

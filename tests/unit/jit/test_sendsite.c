@@ -10,8 +10,11 @@
  * (rsi) and the receiver they found on the stack (jit_cstate.st_sp), and
  * send machine code on to a piece answering MISS_K.
  *
+ * A site's state is read back from what it links to (jit/verify.h), as
+ * --jit-verify and --code-zone-stats do.
+ *
  * Receivers are a SmallInteger and old-space objects of made-up class
- * indices; the open PIC probes vm/class.h's real vm_lookup_cache, filled by
+ * indices; the open PIC probes vm/model/class.h's real vm_lookup_cache, filled by
  * hand the way vm_lookup_cached hashes. No test depends on where the heap or
  * the zone is mapped.
  */
@@ -29,11 +32,12 @@
 #include "jit/compile.h"
 #include "jit/enter.h"
 #include "jit/sendsite.h"
+#include "jit/verify.h"
 #include "jit/x64.h"
-#include "vm/bytecodes.h"
-#include "vm/class.h"
-#include "vm/frame.h"
-#include "vm/method.h"
+#include "vm/bytecode/bytecodes.h"
+#include "vm/model/class.h"
+#include "vm/model/frame.h"
+#include "vm/model/method.h"
 
 #define ZONE_BYTES ((size_t)256 << 10)
 #define TRAMP_BYTES ((size_t)4 << 10)
@@ -602,7 +606,7 @@ static void case_functions_refuse_bad_indices_and_other_pieces(void **state)
 
 /* -- Open PICs ------------------------------------------------------------------------------ */
 
-/* vm/class.h's vm_lookup_cached hash. */
+/* vm/model/class.h's vm_lookup_cached hash. */
 static VmCacheEntry *cache_entry(Oop sel, uint32_t class_index)
 {
     size_t h = ((sel >> 3) ^ (class_index * 2654435761u)) & (VM_LOOKUP_CACHE_SIZE - 1);
@@ -748,6 +752,47 @@ static void open_pic_finds_the_receiver_under_its_arguments(void **state)
     assert_int_equal(seen.last_arg, I(8));
 }
 
+/* -- A site's state, read back (jit/verify.h) ------------------------------------------- */
+
+static void site_state_follows_what_the_site_links_to(void **state)
+{
+    (void)state;
+    uint8_t *send = answering(JIT_KIND_TRAMPOLINE, MISS_K); /* stands for ceSend */
+    JitMethod *caller = jit_zone_alloc(&zone, JIT_KIND_METHOD, JIT_METHOD_CODE + ANSWER_CODE_BYTES);
+    assert_non_null(caller);
+    X64Buf b;
+    jit_x64_buf_init(&b, jit_method_code(caller), ANSWER_CODE_BYTES);
+    jit_sendsite_emit(&b, jit_sendsite_unlinked_tag(0, 1), send);
+    jit_x64_ret(&b);
+    piece_finish(caller, &b);
+    uint8_t *ra = jit_method_code(caller) + JIT_SENDSITE_BYTES;
+    JitMethod *to = NULL;
+    assert_int_equal(jit_verify_site_state(&zone, send, ra, &to), JIT_SITE_UNLINKED);
+
+    JitMethod *callee = compiled_answering(I(1), I(2));
+    assert_true(jit_sendsite_write(ra, CLASS_INDEX_FIRST_FREE, jit_method_checked_entry(callee)));
+    assert_int_equal(jit_verify_site_state(&zone, send, ra, &to), JIT_SITE_MONO);
+    assert_ptr_equal(to, callee);
+    /* a site reaches a method at its checked entry only */
+    assert_true(jit_sendsite_write(ra, CLASS_INDEX_FIRST_FREE, jit_method_unchecked_entry(callee)));
+    assert_int_equal(jit_verify_site_state(&zone, send, ra, &to), JIT_SITE_BAD);
+
+    JitMethod *closed = closed_pic(1);
+    assert_true(jit_sendsite_write(ra, 0, jit_method_code(closed)));
+    assert_int_equal(jit_verify_site_state(&zone, send, ra, &to), JIT_SITE_POLY);
+    assert_ptr_equal(to, closed);
+
+    JitMethod *open = jit_sendsite_open_pic_new(&zone, &pic_rt, selector, 1);
+    assert_non_null(open);
+    assert_true(jit_sendsite_write(ra, 0, jit_method_code(open)));
+    assert_int_equal(jit_verify_site_state(&zone, send, ra, &to), JIT_SITE_MEGA);
+    assert_ptr_equal(to, open);
+    assert_string_equal(jit_verify_state_name(JIT_SITE_MEGA), "megamorphic");
+    /* and a PIC at its first byte only */
+    assert_true(jit_sendsite_write(ra, 0, jit_method_code(closed) + 1));
+    assert_int_equal(jit_verify_site_state(&zone, send, ra, &to), JIT_SITE_BAD);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -765,6 +810,7 @@ int main(void)
         cmocka_unit_test_setup(open_pic_misses_classes_and_selectors_not_in_the_cache, reset),
         cmocka_unit_test_setup(open_pic_misses_methods_not_compiled, reset),
         cmocka_unit_test_setup(open_pic_finds_the_receiver_under_its_arguments, reset),
+        cmocka_unit_test_setup(site_state_follows_what_the_site_links_to, reset),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,5 +1,5 @@
-/* Unit tests for the SOM compiler (vm/lexer.c, vm/parser.c, vm/codegen.c,
- * vm/bytecodes.c, vm/bytecode_listing.c): source in, ClassDesc out, bytes checked. */
+/* Unit tests for the SOM compiler (vm/compiler/lexer.c, vm/compiler/parser.c, vm/compiler/codegen.c,
+ * vm/bytecode/bytecodes.c, vm/compiler/bytecode_listing.c): source in, ClassDesc out, bytes checked. */
 #define _GNU_SOURCE
 
 #include <dirent.h>
@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "vm/bytecodes.h"
-#include "vm/classdesc.h"
+#include "vm/bytecode/bytecodes.h"
+#include "vm/compiler/classdesc.h"
 
 /* -- Fixtures -------------------------------------------------------------- */
 

@@ -5,7 +5,7 @@
  * The heap is the real gc/ heap; nothing here collects, so every object a
  * test makes simply stays. The well-known objects and the two constructors
  * the number code uses are defined here as minimal stand-ins for
- * vm/universe.c, which would pull in symbols, globals and class loading.
+ * vm/model/universe.c, which would pull in symbols, globals and class loading.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,10 +21,10 @@
 #include <string.h>
 
 #include "gc/heap.h"
-#include "vm/bigint.h"
-#include "vm/numfmt.h"
-#include "vm/primitive.h"
-#include "vm/universe.h"
+#include "vm/number/bigint.h"
+#include "vm/number/numfmt.h"
+#include "vm/prims/prims.h"
+#include "vm/model/universe.h"
 
 /* The real vm library provides nil/true/false, the class table pointer and
  * the String/Double constructors; the test boots only the heap. */

@@ -1,0 +1,336 @@
+/*
+ * vm/boot/prim_profiler.c — the VMProfiler primitives (class side of
+ * smalltalk/core/VMProfiler.som): the code zone's constituents (reference
+ * 004, 3.1), the in-VM sampler (profiler/invm_sampler.h), the VM counters, and
+ * the in-VM profile whose report is vmprofd's (profiler/inimage.h).
+ *
+ * Answers (all addresses and times are SmallIntegers: user addresses and
+ * CLOCK_MONOTONIC nanoseconds fit in 62 bits):
+ *
+ *   constituents        flat Array of pairs, ascending addresses:
+ *                         name (String)  start (Integer)
+ *                         name (String)  Array(start mcpc1 bcpc1 mcpc2 bcpc2 ...)
+ *                       the second form for compiled methods and blocks with
+ *                       a mcpc -> bcpc map (mcpc absolute, bcpc the map's
+ *                       0-based bytecode pc); names as the code events name
+ *                       them ("Class>>sel", "[] in Class>>sel",
+ *                       "sel (closed PIC)", "ceSend"); then 'CCFree' (start of
+ *                       the unused part of the zone) and 'CCEnd' (the limit of
+ *                       the code part: the young referrers list starts there).
+ *                       --no-jit: only the markers, both 0.
+ *   primCollectSamples  flat Array, 3 Integers a sample, oldest first:
+ *                         time_ns  pc  r15
+ *   primCounters /      flat Array of pairs: name (String)  value (Integer)
+ *   primSamplerStats
+ *
+ * State errors are answers, not failures: starting a running sampler or
+ * stopping a stopped one answers false, begin/end of the profile likewise;
+ * a report without an ended profile, or bad arguments, fail the primitive.
+ */
+#include "gc/heap.h"
+#include "jit/map.h"
+#include "jit/zone.h"
+#include "profiler/inimage.h"
+#include "profiler/invm_sampler.h"
+#include "profiler/publish.h"
+#include "vm/interp/interp.h"
+#include "vm/interp/mcode.h"
+#include "vm/jitrt/jitpublish.h"
+#include "vm/jitrt/runtime.h"
+#include "vm/model/primitive.h"
+#include "vm/model/universe.h"
+#include "vm/model/vm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static Oop new_array(size_t n, const char *what)
+{
+    Oop a = vm_array_new(n);
+    if (!a) vm_out_of_memory(what);
+    return a;
+}
+
+static Oop new_string(const char *s, const char *what)
+{
+    Oop o = vm_string_from_cstr(s);
+    if (!o) vm_out_of_memory(what);
+    return o;
+}
+
+static Oop int_oop(uint64_t v) { return oop_from_int((intptr_t)v); }
+
+/* -- Constituents ------------------------------------------------------------ */
+
+static Oop piece_value(const JitMethod *m)
+{
+    uint64_t start = (uint64_t)(uintptr_t)m;
+    if (!jit_method_is_compiled(m) || m->map_count == 0) return int_oop(start);
+    Oop a = new_array(1 + 2 * (size_t)m->map_count, "constituents");
+    gc_store(a, 0, int_oop(start));
+    JitMapIter it;
+    JitMapEntry me;
+    jit_map_iter_init(&it, jit_method_map(m));
+    size_t k = 1;
+    while (k + 1 < 1 + 2 * (size_t)m->map_count && jit_map_iter_next(&it, &me)) {
+        gc_store(a, k++, int_oop(start + me.mcpc));
+        gc_store(a, k++, int_oop(me.bcpc));
+    }
+    for (; k < 1 + 2 * (size_t)m->map_count; k++) gc_store(a, k, int_oop(0)); /* never: map_count says how many */
+    return a;
+}
+
+static bool p_constituents(Oop *a, Oop *r)
+{
+    (void)a;
+    size_t n = 0;
+    JitZone *z = vm_jit_enabled ? vm_jit_zone() : NULL;
+    if (z)
+        for (JitMethod *m = jit_zone_first(z); m; m = jit_zone_next(z, m)) n++;
+    Oop out = new_array(2 * n + 4, "constituents");
+    size_t k = 0;
+    char name[600];
+    if (z)
+        for (JitMethod *m = jit_zone_first(z); m && k < 2 * n; m = jit_zone_next(z, m)) {
+            gc_store(out, k++, new_string(vm_jit_publish_name(m, name, sizeof name), "constituents"));
+            gc_store(out, k++, piece_value(m));
+        }
+    gc_store(out, k++, new_string("CCFree", "constituents"));
+    gc_store(out, k++, int_oop(z ? (uint64_t)(uintptr_t)jit_zone_free_start(z) : 0));
+    gc_store(out, k++, new_string("CCEnd", "constituents"));
+    gc_store(out, k++, int_oop(z ? (uint64_t)(uintptr_t)jit_zone_young_base(z) : 0));
+    *r = out;
+    return true;
+}
+
+/* -- The sampler ------------------------------------------------------------------ */
+
+static bool p_start_sampling(Oop *a, Oop *r)
+{
+    if (!oop_is_int(a[1]) || oop_int(a[1]) < 1 || oop_int(a[1]) > PROF_SAMPLER_MAX_HZ)
+        return vm_prim_error("VMProfiler: the sampling rate must be an Integer from 1 to %d (Hz)", PROF_SAMPLER_MAX_HZ);
+    ProfSamplerStats st;
+    prof_sampler_stats(&st);
+    if (st.running) {
+        *r = vm_false;
+        return true;
+    }
+    char err[256];
+    if (!prof_sampler_start((uint32_t)oop_int(a[1]), 0, err, sizeof err)) return vm_prim_error("VMProfiler: %s", err);
+    *r = vm_true;
+    return true;
+}
+
+static bool p_stop_sampling(Oop *a, Oop *r)
+{
+    (void)a;
+    *r = vm_bool(prof_sampler_stop());
+    return true;
+}
+
+static bool p_clear_samples(Oop *a, Oop *r)
+{
+    (void)a;
+    *r = int_oop(prof_sampler_clear());
+    return true;
+}
+
+static bool p_sample_count(Oop *a, Oop *r)
+{
+    (void)a;
+    *r = int_oop(prof_sampler_count());
+    return true;
+}
+
+/* primCollectSamples' Array: per sample its time (ns, CLOCK_MONOTONIC), pc,
+ * r15 and weight (the VM thread's CPU ns since the previous sample). */
+#define PROF_SAMPLE_SLOTS 4
+
+static bool p_collect_samples(Oop *a, Oop *r)
+{
+    (void)a;
+    size_t n = prof_sampler_count();
+    ProfSample *s = malloc((n ? n : 1) * sizeof *s);
+    if (!s) vm_out_of_memory("collected samples");
+    n = prof_sampler_copy(s, n); /* may be fewer: none are added while copying */
+    Oop out = new_array(PROF_SAMPLE_SLOTS * n, "collected samples");
+    for (size_t i = 0; i < n; i++) {
+        gc_store(out, PROF_SAMPLE_SLOTS * i, int_oop(s[i].time_ns));
+        gc_store(out, PROF_SAMPLE_SLOTS * i + 1, int_oop(s[i].pc));
+        /* r15 is the bytecode ip only where pc is in interpret(); elsewhere
+         * (libc, the sanitizers' runtimes) it is whatever that code left,
+         * which need not fit a SmallInteger: 0 then, as no ip is */
+        gc_store(out, PROF_SAMPLE_SLOTS * i + 2, int_oop(s[i].r15 < (1ull << 62) ? s[i].r15 : 0));
+        gc_store(out, PROF_SAMPLE_SLOTS * i + 3, int_oop(s[i].cpu_ns));
+    }
+    free(s);
+    *r = out;
+    return true;
+}
+
+typedef struct Named {
+    const char *name;
+    uint64_t value;
+} Named;
+
+static Oop pairs(const Named *v, size_t n, const char *what)
+{
+    Oop out = new_array(2 * n, what);
+    for (size_t i = 0; i < n; i++) {
+        gc_store(out, 2 * i, new_string(v[i].name, what));
+        gc_store(out, 2 * i + 1, int_oop(v[i].value));
+    }
+    return out;
+}
+
+static bool p_sampler_stats(Oop *a, Oop *r)
+{
+    (void)a;
+    ProfSamplerStats st;
+    prof_sampler_stats(&st);
+    Named v[] = {
+        {"running", st.running}, {"hz", st.hz},
+        {"ticks", st.ticks},     {"late", st.late},
+        {"taken", st.taken},     {"overwritten", st.overwritten},
+        {"held", prof_sampler_count()},
+    };
+    *r = pairs(v, sizeof v / sizeof v[0], "sampler stats");
+    return true;
+}
+
+static bool p_counters(Oop *a, Oop *r)
+{
+    (void)a;
+    ProfCounters c;
+    prof_publish_read_counters(&c);
+    Named v[] = {
+        {"edenBytes", c.eden_bytes},
+        {"stackPages", c.stack_pages},
+        {"codeBytes", c.code_bytes},
+        {"oldBytes", c.old_bytes},
+        {"oldFreeBytes", c.old_free_bytes},
+        {"scavenges", c.scavenges},
+        {"scavengeUsecs", c.scavenge_usecs},
+        {"fullGCs", c.full_gcs},
+        {"fullGCUsecs", c.full_usecs},
+        {"tenures", c.tenures},
+        {"objectsTenured", c.objects_tenured},
+        {"rootTableOverflows", c.root_table_overflows},
+        {"bytesAllocated", c.bytes_allocated},
+        {"bytesFreed", c.bytes_freed},
+        {"codeCompactions", c.code_compactions},
+        {"codeCompactionUsecs", c.code_compaction_usecs},
+        {"processSwitches", c.process_switches},
+        {"interruptChecks", c.interrupt_checks},
+        {"eventChecks", c.event_checks},
+        {"stackOverflows", c.stack_overflows},
+        {"pageDivorces", c.page_divorces},
+    };
+    *r = pairs(v, sizeof v / sizeof v[0], "counters");
+    return true;
+}
+
+/* -- The profile ------------------------------------------------------------------- */
+
+static bool p_begin_profile(Oop *a, Oop *r)
+{
+    (void)a;
+    if (prof_inimage_state() != PROF_INIMAGE_IDLE) {
+        *r = vm_false;
+        return true;
+    }
+    ProfInimageVm v = {.interp_fn = (uint64_t)vm_interp_code_start() + 1}; /* inside (vm/boot/boot.c says why) */
+    if (vm_jit_enabled) {
+        v.zone_start = vm_jit_zone_start;
+        v.zone_end = vm_jit_zone_end;
+    }
+    char err[256];
+    if (!prof_inimage_begin(&v, err, sizeof err)) return vm_prim_error("VMProfiler: %s", err);
+    *r = vm_true;
+    return true;
+}
+
+static bool p_end_profile(Oop *a, Oop *r)
+{
+    (void)a;
+    char err[128];
+    *r = vm_bool(prof_inimage_end(err, sizeof err));
+    return true;
+}
+
+static bool p_discard_profile(Oop *a, Oop *r)
+{
+    (void)a;
+    *r = vm_bool(prof_inimage_discard());
+    return true;
+}
+
+/* samples: primCollectSamples' Array; lines: a Boolean (source lines next to
+ * bytecode ranges). */
+static bool p_report(Oop *a, Oop *r)
+{
+    if (!vm_is_array(a[1])) return vm_prim_error("VMProfiler report: expects the Array primCollectSamples answers");
+    char how[16] = "";
+    if (vm_is_symbol(a[2])) vm_string_cstr(a[2], how, sizeof how);
+    bool folded = strcmp(how, "folded") == 0;
+    if (a[2] != vm_true && a[2] != vm_false && !folded)
+        return vm_prim_error("VMProfiler report:lines: expects a Boolean, or #folded for folded stacks");
+    size_t len = obj_num_slots(a[1]);
+    if (len % PROF_SAMPLE_SLOTS != 0)
+        return vm_prim_error("VMProfiler report: the samples Array has %zu elements, not %d a sample", len,
+                             PROF_SAMPLE_SLOTS);
+    const Oop *e = obj_slots(a[1]);
+    for (size_t i = 0; i < len; i++)
+        if (!oop_is_int(e[i]) || oop_int(e[i]) < 0)
+            return vm_prim_error("VMProfiler report: element %zu of the samples is not a non-negative Integer", i + 1);
+    if (prof_inimage_state() != PROF_INIMAGE_ENDED)
+        return vm_prim_error("VMProfiler report: no profile has ended (send primBeginProfile, then primEndProfile)");
+    size_t n = len / PROF_SAMPLE_SLOTS;
+    ProfSample *s = malloc((n ? n : 1) * sizeof *s);
+    if (!s) vm_out_of_memory("the profile's samples");
+    for (size_t i = 0; i < n; i++)
+        s[i] = (ProfSample){.time_ns = (uint64_t)oop_int(e[PROF_SAMPLE_SLOTS * i]),
+                            .pc = (uint64_t)oop_int(e[PROF_SAMPLE_SLOTS * i + 1]),
+                            .r15 = (uint64_t)oop_int(e[PROF_SAMPLE_SLOTS * i + 2]),
+                            .cpu_ns = (uint64_t)oop_int(e[PROF_SAMPLE_SLOTS * i + 3])};
+    ProfSamplerStats st;
+    prof_sampler_stats(&st);
+    ProfInimageReportOptions opt = {
+        .requested_hz = st.hz,
+        .lost_samples = st.late + st.overwritten,
+        .seconds = !st.running && st.stop_ns > st.start_ns ? (double)(st.stop_ns - st.start_ns) / 1e9 : 0,
+        .lines = a[2] == vm_true,
+        .folded = folded,
+        .realtime = st.realtime,
+        .have_sched = st.have_sched,
+        .sched_run_ns = st.sched_run_ns,
+        .sched_wait_ns = st.sched_wait_ns,
+    };
+    char err[256];
+    size_t tlen = 0;
+    char *text = prof_inimage_report(s, n, &opt, &tlen, err, sizeof err);
+    free(s);
+    if (!text) return vm_prim_error("VMProfiler report: %s", err);
+    Oop str = vm_string_new(text, tlen);
+    free(text);
+    if (!str) vm_out_of_memory("the profile's report");
+    *r = str;
+    return true;
+}
+
+const VmPrimDef vm_prims_profiler[] = {
+    {"VMProfiler", true, "constituents", p_constituents},
+    {"VMProfiler", true, "primStartSampling:", p_start_sampling},
+    {"VMProfiler", true, "primStopSampling", p_stop_sampling},
+    {"VMProfiler", true, "primClearSamples", p_clear_samples},
+    {"VMProfiler", true, "primSampleCount", p_sample_count},
+    {"VMProfiler", true, "primCollectSamples", p_collect_samples},
+    {"VMProfiler", true, "primSamplerStats", p_sampler_stats},
+    {"VMProfiler", true, "primCounters", p_counters},
+    {"VMProfiler", true, "primBeginProfile", p_begin_profile},
+    {"VMProfiler", true, "primEndProfile", p_end_profile},
+    {"VMProfiler", true, "primDiscardProfile", p_discard_profile},
+    {"VMProfiler", true, "primReport:lines:", p_report},
+    {NULL, false, NULL, NULL},
+};

@@ -1,0 +1,1458 @@
+/*
+ * vm/interp/interp.c — the bytecode interpreter: threaded dispatch (computed goto)
+ * over vm/bytecode/bytecodes.h, sends through the global lookup cache, frames on
+ * stack pages (vm/interp/stack.c), closures with non-local return.
+ *
+ * Safe points are sends and backward jumps: there, if the heap asked for a
+ * collection, the registers are written back and gc_collect runs; the send
+ * or jump is then re-dispatched from its first byte, so no Oop is held in a
+ * C local across a collection.
+ */
+
+/* The interpreter's instruction pointer lives in r15 and its frame pointer
+ * in r14 throughout this file (GCC global register variables, declared
+ * before any function definition as GCC requires), and every other file of
+ * the VM is compiled with -ffixed-r14 -ffixed-r15 (CMakeLists.txt), so at
+ * any instruction of the VM's own code — the interpreter or the C it calls
+ * — a profiler that samples the thread's registers reads the innermost
+ * interpreted frame and the bytecode it runs, and walks every frame from
+ * there (proto/stackabi.h). Frame switches keep that exact: r15 is 0
+ * while r14 changes (the frame at r14 is then right and only its bytecode
+ * unknown), r14 is set only once the new frame's header is written, and
+ * both are 0 while frames are being unwound or copied (IP_CLEAR, FP_SET,
+ * IP_SET, FRAMES_UNSTABLE). vm_interpret restores the caller's r14/r15. */
+register unsigned char *ip asm("r15"); /* VM_INTERP_IP_REGISTER in vm/interp/interp.h */
+register unsigned long *vm_ifp asm("r14"); /* an Oop *; VM_INTERP_FP_PERF_REG in vm/interp/interp.h */
+
+/* Ordered register writes: an asm statement each (volatile asm statements
+ * keep their order), so no sample sees r14 before the frame it points at is
+ * complete. Frames FP_SET points at are complete already (written before
+ * a call, which orders them anyway); FP_SET_NEW is for the one just built. */
+#define IP_CLEAR() __asm__ volatile("xorl %k0, %k0" : "=r"(ip))
+#define IP_SET(v) __asm__ volatile("movq %1, %0" : "=r"(ip) : "r"(v))
+#define FP_SET(v) __asm__ volatile("movq %1, %0" : "=r"(vm_ifp) : "r"(v))
+/* A frame just built: the words a walker reads (saved fp and ip, method,
+ * flags) are inputs, so their stores come first — without a "memory"
+ * clobber, which would make the interpreter reload every global after
+ * each send (+4.5% instructions on Richards --no-jit, callgrind). */
+#define FP_SET_NEW(v)                                                                                  \
+    __asm__ volatile("movq %1, %0"                                                                     \
+                     : "=r"(vm_ifp)                                                                    \
+                     : "r"(v), "m"((v)[FRAME_SAVED_FP]), "m"((v)[FRAME_SAVED_IP]), "m"((v)[FRAME_METHOD]), \
+                       "m"((v)[FRAME_FLAGS]))
+#define FRAMES_UNSTABLE() \
+    do {                  \
+        IP_CLEAR();       \
+        FP_SET((Oop *)0); \
+    } while (0)
+
+#include "vm/interp/interp.h"
+
+#include "jit/enter.h"
+#include "proto/stackabi.h"
+
+#include "jit/compile.h"
+#include "vm/interp/mcode.h"
+
+#include "vm/bytecode/bytecodes.h"
+#include "vm/interp/probes.h"
+#include "vm/interp/doublesites.h"
+#include "vm/interp/sendcache.h"
+#include "vm/interp/special.h"
+#include "vm/interp/stack.h"
+#include "vm/loader/loader.h"
+#include "vm/model/class.h"
+#include "vm/model/frame.h"
+#include "vm/model/globals.h"
+#include "vm/model/method.h"
+#include "vm/model/primitive.h"
+#include "vm/model/universe.h"
+#include "vm/model/vm.h"
+#include "vm/number/bigint.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N_SPECIAL (BC_N_SPECIAL)
+
+static Oop special_sel[N_SPECIAL];
+static const int special_nargs[N_SPECIAL] = {BC_SPECIAL_NARGS};
+static Oop sym_dnu, sym_unknown_global, sym_escaped_block, sym_must_be_boolean;
+bool vm_array_at_is_prim, vm_array_at_put_is_prim, vm_array_length_is_prim;
+bool vm_double_arith_is_prim;
+static bool string_length_is_prim;
+#define array_at_is_prim vm_array_at_is_prim
+#define array_at_put_is_prim vm_array_at_put_is_prim
+#define array_length_is_prim vm_array_length_is_prim
+
+/* Registers as of the last write-back (GC roots, backtraces). */
+static Oop *saved_sp, *saved_fp;
+static size_t saved_bcpc;
+
+_Static_assert(N_SPECIAL == 29, "special selector table matches bytecodes.h");
+
+void vm_interp_set_saved_frame(Oop *sp, Oop *fp)
+{
+    saved_sp = sp;
+    saved_fp = fp;
+}
+
+Oop *vm_interp_saved_fp(void) { return saved_fp; }
+
+void vm_interp_visit_roots(GcVisitFn visit, void *ctx)
+{
+    for (int i = 0; i < N_SPECIAL; i++) visit(&special_sel[i], ctx);
+    visit(&sym_dnu, ctx);
+    visit(&sym_unknown_global, ctx);
+    visit(&sym_escaped_block, ctx);
+    visit(&sym_must_be_boolean, ctx);
+    vm_stack_visit_roots(visit, ctx, saved_sp, saved_fp);
+}
+
+/* -- Backtraces and fatal errors ------------------------------------------ */
+
+typedef struct TraceLine {
+    char text[1200];
+} TraceLine;
+
+typedef struct TraceBuf {
+    TraceLine *lines;
+    size_t n, cap, skipped;
+} TraceBuf;
+
+#define TRACE_MAX_LINES 200 /* keep the first and last 100 of a deep recursion */
+
+static void trace_frame(Oop method, size_t bcpc, void *ctx)
+{
+    TraceBuf *tb = ctx;
+    if (tb->n == tb->cap) {
+        if (tb->cap >= TRACE_MAX_LINES) {
+            /* keep the newest half: shift out the middle */
+            memmove(tb->lines + TRACE_MAX_LINES / 2, tb->lines + TRACE_MAX_LINES / 2 + 1,
+                    (TRACE_MAX_LINES / 2 - 1) * sizeof(TraceLine));
+            tb->n--;
+            tb->skipped++;
+        } else {
+            tb->cap = tb->cap ? tb->cap * 2 : 32;
+            tb->lines = realloc(tb->lines, tb->cap * sizeof(TraceLine));
+            if (!tb->lines) return;
+        }
+    }
+    char cls[256], sel[256], file[512];
+    Oop holder = obj_slots(method)[METHOD_HOLDER];
+    vm_class_name_cstr(holder, cls, sizeof cls);
+    vm_string_cstr(obj_slots(method)[METHOD_SIGNATURE], sel, sizeof sel);
+    const char *f = vm_method_file(method, file, sizeof file);
+    /* the saved pc is after the send; the send itself is one byte earlier or more */
+    int line = vm_method_line_at(method, bcpc ? bcpc - 1 : 0);
+    snprintf(tb->lines[tb->n++].text, sizeof(TraceLine), "%s%s>>%s (%s:%d)",
+             vm_method_is_block(method) ? "[] in " : "", cls, sel, f, line);
+}
+
+void vm_print_backtrace(FILE *out)
+{
+    if (!saved_fp) return;
+    TraceBuf tb = {0};
+    vm_stack_walk(saved_fp, saved_bcpc + 1, trace_frame, &tb);
+    /* lines are newest first; print oldest first (most recent call at bottom) */
+    for (size_t i = tb.n; i-- > 0;) {
+        fprintf(out, "  %s\n", tb.lines[i].text);
+        if (i == TRACE_MAX_LINES / 2 && tb.skipped) fprintf(out, "  ... %zu more frames ...\n", tb.skipped);
+    }
+    free(tb.lines);
+}
+
+static _Noreturn void runtime_error(const char *msg)
+{
+    fflush(stdout);
+    fprintf(stderr, "Traceback (most recent call at bottom):\n");
+    vm_print_backtrace(stderr);
+    fprintf(stderr, "%s\n", msg);
+    vm_exit(1);
+}
+
+static int selector_arity(Oop sel)
+{
+    const uint8_t *s = obj_bytes(sel);
+    size_t len = obj_byte_length(sel);
+    if (len == 0) return 0;
+    if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_')) return 1;
+    int n = 0;
+    for (size_t i = 0; i < len; i++) n += s[i] == ':';
+    return n;
+}
+
+Oop vm_interp_special_selector(int bc)
+{
+    VM_ASSERT(bc >= BC_SEND_ADD && bc <= BC_SEND_LAST_SPECIAL && special_sel[bc - BC_SEND_ADD]);
+    return special_sel[bc - BC_SEND_ADD];
+}
+
+Oop vm_interp_symbol_must_be_boolean(void)
+{
+    VM_ASSERT(sym_must_be_boolean);
+    return sym_must_be_boolean;
+}
+
+static void init_symbols(void)
+{
+    static const char *const names[N_SPECIAL] = {BC_SPECIAL_SELECTORS};
+    for (int i = 0; i < N_SPECIAL; i++) special_sel[i] = vm_symbol_from_cstr(names[i]);
+    sym_dnu = vm_symbol_from_cstr("doesNotUnderstand:arguments:");
+    sym_unknown_global = vm_symbol_from_cstr("unknownGlobal:");
+    sym_escaped_block = vm_symbol_from_cstr("escapedBlock:");
+    sym_must_be_boolean = vm_symbol_from_cstr("mustBeBoolean");
+}
+
+static bool is_prim(uint32_t class_index, const char *sel, const char *cls)
+{
+    Oop m = vm_lookup(vm_class_table[class_index], vm_symbol_from_cstr(sel));
+    if (!m) return false;
+    intptr_t p = oop_int(obj_slots(m)[METHOD_PRIMITIVE]);
+    return p > 1 && strcmp(vm_prim_table[p].class_name, cls) == 0 && strcmp(vm_prim_table[p].selector, sel) == 0;
+}
+
+/* Object>>=='s primitive index, 0 when Object has no primitive == */
+static intptr_t object_identical_prim;
+static Oop sym_identical;
+
+static bool identical_is_primitive(uint32_t class_index)
+{
+    Oop m = vm_lookup_cached(class_index, sym_identical);
+    return m && oop_int(obj_slots(m)[METHOD_PRIMITIVE]) == object_identical_prim;
+}
+
+/* -- The interpreter ------------------------------------------------------- */
+
+static Oop prim_args[260];
+
+/* The frame being activated does not fit: continue on a new page, taking
+ * the receiver and n arguments along. Answers the new sp. */
+static __attribute__((noinline)) Oop *overflow_page(Oop *fp, Oop *sp, int n, Oop **limit)
+{
+    Oop save[260];
+    for (int i = 0; i <= n; i++) save[i] = sp[i];
+    StackPage *np = vm_stack_overflow(fp, sp + n + 1);
+    *limit = np->base + VM_STACK_HEADROOM_WORDS;
+    sp = np->top - (n + 1);
+    for (int i = 0; i <= n; i++) sp[i] = save[i];
+    return sp;
+}
+
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define U16(p) ((unsigned)(p)[0] | ((unsigned)(p)[1] << 8))
+#define HEADROOM (VM_STACK_HEADROOM_WORDS)
+
+/* The interpreter alone in its section, so profilers know its bounds
+ * (__start_/__stop_ symbols the linker makes for a section named like a C
+ * identifier). Without GCSE and tree PRE, GCC 12 keeps fewer values live
+ * across the dispatch's indirect jumps, so fewer spill and reload around
+ * every bytecode: callgrind, --no-jit, 4 % fewer instructions on Richards
+ * and Fibonacci, 10 % on Sieve. */
+#define INTERP_SECTION __attribute__((section("stvm_interp_text"), noinline, optimize("no-gcse", "no-tree-pre")))
+extern const char __start_stvm_interp_text[], __stop_stvm_interp_text[];
+
+static Oop interpret(Oop receiver, Oop selector, Oop *args, int nargs0) INTERP_SECTION;
+
+Oop vm_interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
+{
+    /* r14/r15 are callee-saved for our caller: the interpreter owns them only inside */
+    unsigned char *callers = ip;
+    Oop *callers_fp = vm_ifp;
+    Oop r = interpret(receiver, selector, args, nargs0);
+    jit_cstate.mode = PROF_STATE_NONE;
+    ip = callers;
+    vm_ifp = callers_fp;
+    return r;
+}
+
+
+uintptr_t vm_interp_code_start(void) { return (uintptr_t)__start_stvm_interp_text; }
+uintptr_t vm_interp_code_end(void) { return (uintptr_t)__stop_stvm_interp_text; }
+
+/* JitRegs.fp, which the macro below would rename */
+static inline Oop *jregs_fp(const JitRegs *r) { return r->fp; }
+
+#define fp vm_ifp /* interpret()'s frame pointer is r14 (above) */
+
+static Oop interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
+{
+    static const void *const dispatch[BC_COUNT] = {
+#define BC_LABEL(name, len, eff, mapped, ops) [BC_##name] = &&op_##name,
+        BYTECODE_LIST(BC_LABEL)
+#undef BC_LABEL
+    };
+    init_symbols();
+    sym_identical = vm_symbol_from_cstr("==");
+    object_identical_prim = 0;
+    if (is_prim(CLASS_INDEX_OBJECT, "==", "Object")) {
+        Oop m = vm_lookup(vm_class_table[CLASS_INDEX_OBJECT], sym_identical);
+        object_identical_prim = oop_int(obj_slots(m)[METHOD_PRIMITIVE]);
+    }
+    array_at_is_prim = is_prim(CLASS_INDEX_ARRAY, "at:", "Array");
+    array_at_put_is_prim = is_prim(CLASS_INDEX_ARRAY, "at:put:", "Array");
+    array_length_is_prim = is_prim(CLASS_INDEX_ARRAY, "length", "Array");
+    string_length_is_prim = is_prim(CLASS_INDEX_STRING, "length", "String");
+    vm_special_init();
+    vm_double_arith_is_prim = is_prim(CLASS_INDEX_DOUBLE, "+", "Double") && is_prim(CLASS_INDEX_DOUBLE, "-", "Double") &&
+                              is_prim(CLASS_INDEX_DOUBLE, "*", "Double") && is_prim(CLASS_INDEX_DOUBLE, "<", "Double") &&
+                              is_prim(CLASS_INDEX_DOUBLE, "=", "Double");
+
+    StackPage *first = vm_stack_first_page();
+    Oop *limit = first->base + HEADROOM;
+    Oop *sp = first->top;
+    uint8_t *bytes = NULL;
+    FRAMES_UNSTABLE();
+    jit_cstate.interp_bp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
+    jit_cstate.mode = PROF_STATE_INTERP;
+    Oop method = 0;
+    int nargs = 0;
+
+    Oop sel, m, result, rcvr, self_value;
+    int n, frame_kind;
+    /* Non-zero while the interpreter performs a send for machine code: the
+     * return address into it, which becomes the callee's fp[1]. */
+    Oop mc_retaddr = 0;
+    int mc_nargs = 0; /* the argument count machine code pushed for that send */
+    JitRegs jregs;
+    JitStatus jst;
+    JitMethod *jm = NULL;
+    VmSendCacheEntry *sce = NULL;
+    /* what a send-site cache hit does, by the entry's kind */
+    static const void *const site_kind[] = {
+        [SENDCACHE_METHOD] = &&site_method,
+        [SENDCACHE_PRIM] = &&primitive,
+        [SENDCACHE_GETTER] = &&site_getter,
+        [SENDCACHE_SETTER] = &&site_setter,
+        [SENDCACHE_CONST] = &&site_const,
+        [SENDCACHE_BLOCK_VALUE] = &&site_block_value,
+        [SENDCACHE_PRIM_FN] = &&site_prim_fn,
+    };
+    bool passed_safepoint = false;
+    static char msg[1024]; /* static: keeps the interpreter's frame small so registers stay registers */
+
+    *--sp = receiver;
+    for (int i = 0; i < nargs0; i++) *--sp = args[i];
+    sel = selector;
+    n = nargs0;
+    goto send;
+
+#define DISPATCH() goto *dispatch[*ip]
+/* A collection re-dispatches the bytecode that asked for it; that one may
+ * then pass (under --gc-stress the flag never clears). */
+#define SAFEPOINT_CHECK()                                 \
+    do {                                                  \
+        if (UNLIKELY(gc_collect_wanted)) {                \
+            if (!passed_safepoint) goto safepoint;        \
+            passed_safepoint = false;                     \
+        }                                                 \
+    } while (0)
+#define WRITE_BACK() (saved_sp = sp, saved_fp = fp, saved_bcpc = (size_t)(ip - bytes))
+#define LOAD_METHOD()                                                  \
+    do {                                                               \
+        method = fp[FRAME_METHOD];                                     \
+        bytes = (uint8_t *)(obj_slots(method) + vm_method_pointer_slots(method)); \
+        nargs = frame_nargs(fp);                                       \
+    } while (0)
+#define VAR(v) (*((v) < nargs ? fp + 1 + nargs - (v) : fp + FRAME_FIRST_TEMP - ((v) - nargs)))
+#define SELF (fp[FRAME_RECEIVER])
+/* temp t, fp[FRAME_FIRST_TEMP - t]: a negated index, which saves the
+ * sign extension of an int subtraction (callgrind: -1 instruction) */
+#define TEMP(t) ((fp + FRAME_FIRST_TEMP)[-(intptr_t)(t)])
+/* the method's literals: derived, not a variable, so it needs no register */
+#define LITS (obj_slots(method) + METHOD_FIXED_SLOTS)
+
+op_HALT:
+    WRITE_BACK();
+    runtime_error("HALT bytecode reached");
+
+op_DUP:
+    sp--;
+    sp[0] = sp[1];
+    ip += 1;
+    DISPATCH();
+
+op_POP:
+    sp++;
+    ip += 1;
+    DISPATCH();
+
+op_PUSH_VAR:
+    *--sp = VAR(ip[1]);
+    ip += 2;
+    DISPATCH();
+
+op_PUSH_ARG:
+    *--sp = fp[ip[1]];
+    ip += 2;
+    DISPATCH();
+
+op_STORE_ARG:
+    fp[ip[1]] = *sp;
+    ip += 2;
+    DISPATCH();
+
+op_POP_ARG:
+    fp[ip[1]] = *sp++;
+    ip += 2;
+    DISPATCH();
+
+op_PUSH_TEMP:
+    *--sp = TEMP(ip[1]);
+    ip += 2;
+    DISPATCH();
+
+op_STORE_TEMP:
+    TEMP(ip[1]) = *sp;
+    ip += 2;
+    DISPATCH();
+
+op_POP_TEMP:
+    TEMP(ip[1]) = *sp++;
+    ip += 2;
+    DISPATCH();
+
+op_PUSH_OUTER : {
+    Oop ctx;
+    Oop *var = vm_outer_var(fp, ip[2], ip[1], &ctx);
+    *--sp = var ? *var : obj_slots(ctx)[CTX_FIRST_VAR + ip[1]];
+    ip += 3;
+    DISPATCH();
+}
+
+op_PUSH_FIELD:
+    *--sp = obj_slots(SELF)[ip[1]];
+    ip += 2;
+    DISPATCH();
+
+op_PUSH_SELF:
+    *--sp = SELF;
+    ip += 1;
+    DISPATCH();
+
+op_PUSH_NIL:
+    *--sp = vm_nil;
+    ip += 1;
+    DISPATCH();
+
+op_PUSH_TRUE:
+    *--sp = vm_true;
+    ip += 1;
+    DISPATCH();
+
+op_PUSH_FALSE:
+    *--sp = vm_false;
+    ip += 1;
+    DISPATCH();
+
+op_PUSH_0:
+    *--sp = oop_from_int(0);
+    ip += 1;
+    DISPATCH();
+
+op_PUSH_1:
+    *--sp = oop_from_int(1);
+    ip += 1;
+    DISPATCH();
+
+op_PUSH_LITERAL:
+    *--sp = LITS[ip[1]];
+    ip += 2;
+    DISPATCH();
+
+op_PUSH_LITERAL_W:
+    *--sp = LITS[U16(ip + 1)];
+    ip += 3;
+    DISPATCH();
+
+op_PUSH_GLOBAL:
+    sel = LITS[ip[1]];
+    ip += 2;
+    goto push_global;
+op_PUSH_GLOBAL_W:
+    sel = LITS[U16(ip + 1)];
+    ip += 3;
+push_global : {
+    Oop v = vm_global_get(sel);
+    if (LIKELY(v != 0)) {
+        *--sp = v;
+        DISPATCH();
+    }
+    char name[512];
+    WRITE_BACK();
+    v = vm_load_class(vm_string_cstr(sel, name, sizeof name));
+    if (v) {
+        *--sp = v;
+        DISPATCH();
+    }
+    *--sp = SELF;
+    *--sp = sel;
+    sel = sym_unknown_global;
+    n = 1;
+    goto send;
+}
+
+op_PUSH_BLOCK:
+    m = LITS[ip[1]];
+    ip += 2;
+    goto push_block;
+op_PUSH_BLOCK_W:
+    m = LITS[U16(ip + 1)];
+    ip += 3;
+push_block : {
+    Oop closure = vm_block_new(fp, m);
+    *--sp = closure;
+    DISPATCH();
+}
+
+op_STORE_VAR:
+    VAR(ip[1]) = *sp;
+    ip += 2;
+    DISPATCH();
+
+op_POP_VAR:
+    VAR(ip[1]) = *sp++;
+    ip += 2;
+    DISPATCH();
+
+op_STORE_OUTER:
+op_POP_OUTER : {
+    Oop ctx;
+    Oop *var = vm_outer_var(fp, ip[2], ip[1], &ctx);
+    if (var)
+        *var = *sp;
+    else
+        gc_store(ctx, CTX_FIRST_VAR + (size_t)ip[1], *sp);
+    if (*ip == BC_POP_OUTER) sp++;
+    ip += 3;
+    DISPATCH();
+}
+
+op_STORE_FIELD:
+    gc_store(SELF, ip[1], *sp);
+    ip += 2;
+    DISPATCH();
+
+op_POP_FIELD:
+    gc_store(SELF, ip[1], *sp++);
+    ip += 2;
+    DISPATCH();
+
+    /* -- Sends ----------------------------------------------------------- */
+
+/* A send the interpreter's own bytecode makes (never one machine code asks
+ * for: those come in at send:) probes the site's cache entry
+ * (vm/interp/sendcache.h); a trivial method found there runs without a frame,
+ * as machine code's inlined ones do: a profiler sample then shows the
+ * sender. Traced activations take the frame, whose probes fire. */
+#define SITE_SEND(LEN, SEL, NARGS)                                               \
+    do {                                                                         \
+        SAFEPOINT_CHECK();                                                       \
+        n = (NARGS);                                                             \
+        rcvr = sp[n];                                                            \
+        uint32_t ci = vm_class_index_of(rcvr);                                   \
+        sce = vm_sendcache_entry(ip);                                            \
+        if (UNLIKELY(sce->site != ip || sce->class_index != ci)) {               \
+            sel = (SEL);                                                         \
+            m = vm_lookup_cached(ci, sel);                                       \
+            if (UNLIKELY(!m)) {                                                  \
+                ip += (LEN);                                                     \
+                goto dnu;                                                        \
+            }                                                                    \
+            if (sce->site == ip && ++sce->misses % VM_SENDCACHE_REFILL_EVERY) {  \
+                ip += (LEN);                                                     \
+                goto activate;                                                   \
+            }                                                                    \
+            vm_sendcache_fill(sce, ip, ci, m, n);                                \
+        }                                                                        \
+        ip += (LEN);                                                             \
+        m = sce->method;                                                         \
+        goto *site_kind[sce->kind];                                              \
+    } while (0)
+
+op_SEND:
+    SITE_SEND(3, LITS[ip[1]], ip[2]);
+
+op_SEND_W:
+    SITE_SEND(4, LITS[U16(ip + 1)], ip[3]);
+
+/* push_frame's common case with the header decoded at fill time: no
+ * machine code to consider, the frame fits on this page, the argument
+ * count checked, and no machine-code caller to record */
+site_method : {
+    if (UNLIKELY(vm_jit_enabled || sp - sce->frame_words < limit)) goto activate_method;
+    sp[-1] = oop_from_int(ip - bytes);
+    sp[-2] = (Oop)fp;
+    Oop *nfp = sp - 2;
+    nfp[FRAME_METHOD] = m;
+    nfp[FRAME_CONTEXT] = vm_nil;
+    nfp[FRAME_FLAGS] = sce->value;
+    nfp[FRAME_RECEIVER] = rcvr;
+    IP_CLEAR(); /* the header is complete: only now may r14 point at it */
+    FP_SET_NEW(nfp);
+    sp = fp + FRAME_RECEIVER;
+    for (int t = sce->field; t > 0; t--) *--sp = vm_nil;
+    method = m;
+    nargs = n;
+    bytes = (uint8_t *)obj_slots(m) + sce->bytecodes;
+    IP_SET(bytes);
+    if (UNLIKELY(VM_PROBE_METHODS_TRACED())) {
+        fp[FRAME_FLAGS] = oop_from_int(frame_flags(fp) | FRAME_FLAG_TRACED);
+        VM_PROBE_METHOD_ENTRY(method, 0);
+    }
+    DISPATCH();
+}
+
+/* primitive:'s SP_NONE case without the table lookup. A failing primitive
+ * has no side effects: the general path runs it again and reports it.
+ * Traced, the general path also fires the probes. */
+site_prim_fn : {
+    if (UNLIKELY(VM_PROBE_METHODS_TRACED())) goto primitive;
+    Oop *a = prim_args;
+    a[0] = sp[n];
+    for (int i = 1; i <= n; i++) a[i] = sp[n - i];
+    if (LIKELY(((VmPrimFn)sce->prim_fn)(a, &result))) {
+        sp += n;
+        *sp = result;
+        DISPATCH();
+    }
+    goto primitive;
+}
+
+site_block_value:
+    m = obj_slots(sp[n])[BLOCK_METHOD];
+    goto activate_block;
+
+site_getter:
+    if (UNLIKELY(VM_PROBE_METHODS_TRACED())) goto activate_method;
+    result = obj_slots(sp[n])[sce->field];
+    sp += n;
+    *sp = result;
+    DISPATCH();
+
+site_setter:
+    if (UNLIKELY(VM_PROBE_METHODS_TRACED())) goto activate_method;
+    gc_store(sp[1], sce->field, sp[0]);
+    sp += 1; /* self, the receiver, is the answer */
+    DISPATCH();
+
+site_const:
+    if (UNLIKELY(VM_PROBE_METHODS_TRACED())) goto activate_method;
+    result = sce->value ? sce->value : sp[n];
+    sp += n;
+    *sp = result;
+    DISPATCH();
+
+op_SUPER_SEND:
+    SAFEPOINT_CHECK();
+    sel = LITS[ip[1]];
+    n = ip[2];
+    ip += 3;
+    goto super_send;
+
+op_SUPER_SEND_W:
+    SAFEPOINT_CHECK();
+    sel = LITS[U16(ip + 1)];
+    n = ip[3];
+    ip += 4;
+super_send : {
+    Oop super = obj_slots(obj_slots(method)[METHOD_HOLDER])[CLASS_SUPERCLASS];
+    if (super == vm_nil) goto dnu;
+    m = vm_lookup_cached(vm_class_instance_index(super), sel);
+    if (UNLIKELY(!m)) goto dnu;
+    goto activate;
+}
+
+#define INT_PRIM(op) vm_int_special_is_prim(op)
+#define SPECIAL_SEND(op) SITE_SEND(1, special_sel[(op) - BC_SEND_ADD], special_nargs[(op) - BC_SEND_ADD])
+
+/* Double receiver and argument (for + - *, a SmallInteger argument too, as
+ * the primitive coerces it), while Double's methods are the primitives:
+ * the IEEE result, an immediate or (out of its range) boxed in eden by the
+ * inline allocator. Comparisons with
+ * Integers are exact in the primitive (vm_num_compare): those take the send. */
+#define DOUBLE_OPERANDS(INT_ARG_OK)                                                                   \
+    (vm_double_arith_is_prim && vm_is_double(a) &&                                        \
+     ((vm_is_double(b) && (y = oop_double(b), true)) ||                                   \
+      ((INT_ARG_OK) && oop_is_int(b) && (y = (double)oop_int(b), true))))
+#define DOUBLE_ARITH(OP)                                                 \
+    do {                                                                 \
+        double y;                                                        \
+        if (DOUBLE_OPERANDS(true)) {                                     \
+            double r = oop_double(a) OP y;                               \
+            Oop d = oop_float_encode(r);                                 \
+            if (UNLIKELY(!d)) {                                          \
+                d = gc_alloc_fast(CLASS_INDEX_DOUBLE, FMT_WORDS, 1);     \
+                if (d) memcpy(obj_slots(d), &r, sizeof r);               \
+            }                                                            \
+            if (LIKELY(d != 0)) {                                        \
+                vm_double_site_note(ip); /* the JIT's hint */            \
+                *++sp = d;                                               \
+                ip += 1;                                                 \
+                DISPATCH();                                              \
+            }                                                            \
+        }                                                                \
+    } while (0)
+#define DOUBLE_COMPARE(OP)                                               \
+    do {                                                                 \
+        double y;                                                        \
+        if (DOUBLE_OPERANDS(false)) {                                    \
+            *++sp = oop_double(a) OP y ? vm_true : vm_false;             \
+            ip += 1;                                                     \
+            DISPATCH();                                                  \
+        }                                                                \
+    } while (0)
+
+op_SEND_ADD : {
+    Oop a = sp[1], b = sp[0];
+    intptr_t r;
+    if (LIKELY(oop_is_int(a & b)) && INT_PRIM(BC_SEND_ADD) &&
+        !__builtin_add_overflow((intptr_t)a, (intptr_t)(b - 1), &r)) {
+        *++sp = (Oop)r;
+        ip += 1;
+        DISPATCH();
+    }
+    DOUBLE_ARITH(+);
+    SPECIAL_SEND(BC_SEND_ADD);
+}
+
+op_SEND_SUB : {
+    Oop a = sp[1], b = sp[0];
+    intptr_t r;
+    if (LIKELY(oop_is_int(a & b)) && INT_PRIM(BC_SEND_SUB) &&
+        !__builtin_sub_overflow((intptr_t)a, (intptr_t)(b - 1), &r)) {
+        *++sp = (Oop)r;
+        ip += 1;
+        DISPATCH();
+    }
+    DOUBLE_ARITH(-);
+    SPECIAL_SEND(BC_SEND_SUB);
+}
+
+op_SEND_MUL : {
+    Oop a = sp[1], b = sp[0];
+    intptr_t r;
+    if (LIKELY(oop_is_int(a & b)) && INT_PRIM(BC_SEND_MUL) &&
+        !__builtin_mul_overflow(oop_int(a), (intptr_t)(b - 1), &r)) {
+        *++sp = (Oop)r | 1;
+        ip += 1;
+        DISPATCH();
+    }
+    DOUBLE_ARITH(*);
+    SPECIAL_SEND(BC_SEND_MUL);
+}
+
+/* SmallInteger comparisons; when a conditional jump follows (loop tests,
+ * inlined ifTrue:), branch at once instead of pushing a Boolean. */
+#define COMPARE_OP(NAME, OP)                                           \
+    op_##NAME : {                                                      \
+        Oop a = sp[1], b = sp[0];                                      \
+        if (LIKELY(oop_is_int(a & b)) && INT_PRIM(BC_##NAME)) {        \
+            bool c = (intptr_t)a OP(intptr_t) b;                       \
+            if (ip[1] == BC_JUMP_IF_FALSE) {                           \
+                sp += 2;                                               \
+                ip += c ? 4 : 4 + U16(ip + 2);                         \
+                DISPATCH();                                            \
+            }                                                          \
+            if (ip[1] == BC_JUMP_IF_TRUE) {                            \
+                sp += 2;                                               \
+                ip += c ? 4 + U16(ip + 2) : 4;                         \
+                DISPATCH();                                            \
+            }                                                          \
+            *++sp = c ? vm_true : vm_false;                            \
+            ip += 1;                                                   \
+            DISPATCH();                                                \
+        }                                                              \
+        if (BC_##NAME == BC_SEND_LT) DOUBLE_COMPARE(<);                \
+        if (BC_##NAME == BC_SEND_EQ) DOUBLE_COMPARE(==);               \
+        SPECIAL_SEND(BC_##NAME);                                       \
+    }
+    COMPARE_OP(SEND_LT, <)
+    COMPARE_OP(SEND_GT, >)
+    COMPARE_OP(SEND_LE, <=)
+    COMPARE_OP(SEND_GE, >=)
+    COMPARE_OP(SEND_EQ, ==)
+    COMPARE_OP(SEND_NE, !=)
+    COMPARE_OP(SEND_NOT_EQUAL, !=)
+
+op_SEND_IDENTICAL : {
+    Oop a = sp[1], b = sp[0];
+    if (a == b && (!oop_is_int(a) || INT_PRIM(BC_SEND_IDENTICAL))) {
+        *++sp = vm_true;
+        ip += 1;
+        DISPATCH();
+    }
+    /* Two different SmallIntegers are unequal without a send, and so is a
+     * receiver whose == is still Object's primitive; Integer == is value
+     * equality (boxed numbers need the real send), and any other class may
+     * define its own == (tests/lang/IdentityOverride.som): that takes the
+     * send, as in machine code. `x == nil` stays a cache probe. */
+    if ((oop_is_int(a & b) && INT_PRIM(BC_SEND_IDENTICAL)) ||
+        (oop_is_ptr(a) && !vm_is_large_int(a) && !vm_is_double(a) && object_identical_prim &&
+         identical_is_primitive(obj_class_index(a)))) {
+        *++sp = vm_false;
+        ip += 1;
+        DISPATCH();
+    }
+    SPECIAL_SEND(BC_SEND_IDENTICAL);
+}
+
+op_SEND_AT : {
+    Oop a = sp[1], i = sp[0];
+    if (LIKELY(oop_is_ptr(a) && obj_class_index(a) == CLASS_INDEX_ARRAY && oop_is_int(i) && array_at_is_prim)) {
+        intptr_t k = oop_int(i);
+        if (k >= 1 && (size_t)k <= obj_num_slots(a)) {
+            *++sp = obj_slots(a)[k - 1];
+            ip += 1;
+            DISPATCH();
+        }
+    }
+    SPECIAL_SEND(BC_SEND_AT);
+}
+
+op_SEND_AT_PUT : {
+    Oop a = sp[2], i = sp[1];
+    if (LIKELY(oop_is_ptr(a) && obj_class_index(a) == CLASS_INDEX_ARRAY && oop_is_int(i) && array_at_put_is_prim)) {
+        intptr_t k = oop_int(i);
+        if (k >= 1 && (size_t)k <= obj_num_slots(a)) {
+            Oop v = sp[0];
+            gc_store(a, (size_t)k - 1, v);
+            sp += 2;
+            *sp = v;
+            ip += 1;
+            DISPATCH();
+        }
+    }
+    SPECIAL_SEND(BC_SEND_AT_PUT);
+}
+
+op_SEND_VALUE:
+    SPECIAL_SEND(BC_SEND_VALUE);
+op_SEND_VALUE1:
+    SPECIAL_SEND(BC_SEND_VALUE1);
+
+op_SEND_LENGTH : {
+    Oop a = sp[0];
+    if (oop_is_ptr(a)) {
+        uint32_t ci = obj_class_index(a);
+        if (ci == CLASS_INDEX_ARRAY && array_length_is_prim) {
+            *sp = oop_from_int((intptr_t)obj_num_slots(a));
+            ip += 1;
+            DISPATCH();
+        }
+        if (ci == CLASS_INDEX_STRING && string_length_is_prim) {
+            *sp = oop_from_int((intptr_t)obj_byte_length(a));
+            ip += 1;
+            DISPATCH();
+        }
+    }
+    SPECIAL_SEND(BC_SEND_LENGTH);
+}
+
+/* SmallInteger receiver and argument, Integer's method the primitive:
+ * EXPR sets intptr_t r from x and y and is true, or the send does it. */
+#define INT_BINARY(NAME, EXPR)                                       \
+    op_##NAME : {                                                    \
+        Oop a = sp[1], b = sp[0];                                    \
+        if (LIKELY(oop_is_int(a & b)) && INT_PRIM(BC_##NAME)) {      \
+            intptr_t x = oop_int(a), y = oop_int(b), r;              \
+            if (LIKELY(EXPR)) {                                      \
+                *++sp = oop_from_int(r);                             \
+                ip += 1;                                             \
+                DISPATCH();                                          \
+            }                                                        \
+        }                                                            \
+        SPECIAL_SEND(BC_##NAME);                                     \
+    }
+    INT_BINARY(SEND_BIT_AND, (r = x & y, true))
+    INT_BINARY(SEND_BIT_XOR, (r = x ^ y, true))
+    INT_BINARY(SEND_SHIFT_LEFT, vm_int_shift_left_small(x, y, &r))
+    INT_BINARY(SEND_SHIFT_RIGHT, vm_int_shift_right_small(x, y, &r))
+    INT_BINARY(SEND_DIV, vm_int_div_small(x, y, &r))
+    INT_BINARY(SEND_MOD, vm_int_mod_small(x, y, &r))
+    INT_BINARY(SEND_REM, vm_int_rem_small(x, y, &r))
+    INT_BINARY(SEND_MAX, (r = x < y ? y : x, true))
+    INT_BINARY(SEND_MIN, (r = x > y ? y : x, true))
+
+op_SEND_ABS : {
+    Oop a = sp[0];
+    intptr_t r;
+    if (LIKELY(oop_is_int(a)) && INT_PRIM(BC_SEND_ABS) &&
+        (oop_int(a) >= 0 ? (r = oop_int(a), true) : vm_int_negated_small(oop_int(a), &r))) {
+        *sp = oop_from_int(r);
+        ip += 1;
+        DISPATCH();
+    }
+    SPECIAL_SEND(BC_SEND_ABS);
+}
+
+op_SEND_NEGATED : {
+    Oop a = sp[0];
+    intptr_t r;
+    if (LIKELY(oop_is_int(a)) && INT_PRIM(BC_SEND_NEGATED) && vm_int_negated_small(oop_int(a), &r)) {
+        *sp = oop_from_int(r);
+        ip += 1;
+        DISPATCH();
+    }
+    SPECIAL_SEND(BC_SEND_NEGATED);
+}
+
+/* Any receiver: the constant its class's isNil / notNil answers (Object's
+ * `^false`, Nil's `^true`), else the send (a class may compute it). */
+op_SEND_IS_NIL:
+op_SEND_NOT_NIL : {
+    /* first the per-class answer the lookups filled in (vm/interp/special.h) */
+    uint32_t ci = vm_class_index_of(sp[0]);
+    unsigned which = (unsigned)(*ip - BC_SEND_IS_NIL);
+    if (LIKELY(ci < VM_SPECIAL_NIL_TABLE_CLASSES) && (vm_special_nil_table[ci] & VM_SPECIAL_NIL_KNOWN(which))) {
+        *sp = (vm_special_nil_table[ci] & VM_SPECIAL_NIL_TRUE(which)) ? vm_true : vm_false;
+        ip += 1;
+        DISPATCH();
+    }
+    Oop k = vm_lookup_cached(ci, special_sel[*ip - BC_SEND_ADD]);
+    k = k ? vm_special_constant(k) : 0;
+    if (LIKELY(k != 0)) {
+        *sp = k;
+        ip += 1;
+        DISPATCH();
+    }
+    SPECIAL_SEND(*ip);
+}
+
+send:
+    rcvr = sp[n];
+    m = vm_lookup_cached(vm_class_index_of(rcvr), sel);
+    if (UNLIKELY(!m)) goto dnu;
+
+activate:
+    if (obj_slots(m)[METHOD_PRIMITIVE] != oop_from_int(0)) goto primitive;
+activate_method : {
+    if (vm_jit_enabled) {
+        intptr_t cv = oop_int(obj_slots(m)[METHOD_COUNTER]);
+        if (cv >= 0) {
+            if (++cv >= vm_jit_threshold) {
+                WRITE_BACK(); /* compaction walks the frames from here */
+                cv = vm_jit_hooks->compile(m, &mc_retaddr);
+            }
+            obj_slots(m)[METHOD_COUNTER] = oop_from_int(cv);
+        }
+        if (cv <= -2 && fp && !VM_PROBE_METHODS_TRACED()) { /* traced: see profiler/usdt.h */
+            intptr_t hdr = vm_method_hdr(m);
+            int need = FRAME_HEADER_WORDS + (int)((hdr >> 24) & 0xffff) + (int)((hdr >> 40) & 0xffff) + 1;
+            /* machine code never changes pages: run it only where its frame fits */
+            /* a send rewritten on the way (DNU, perform:) runs interpreted: only
+             * the interpreter can return to machine code with the caller's
+             * original argument count */
+            if (((hdr >> 16) & 0xff) == n && sp - need >= limit && (!mc_retaddr || n == mc_nargs) &&
+                ip - bytes < (1 << 19) /* the resume bcpc must fit its flags field */) {
+                jm = (JitMethod *)(-cv);
+                goto enter_machine_code;
+            }
+        }
+    }
+    self_value = sp[n];
+    frame_kind = 0;
+    goto push_frame;
+}
+
+enter_machine_code:
+    if (mc_retaddr) {
+        /* machine code sent this: its return address goes back on the stack */
+        *--sp = mc_retaddr;
+        mc_retaddr = 0;
+        jregs = (JitRegs){sp, fp, 0};
+        jst = vm_jit_enter.return_to(&jregs, jit_method_unchecked_entry(jm));
+    } else {
+        fp[FRAME_FLAGS] = oop_from_int(frame_flags(fp) | ((intptr_t)n << FRAME_FLAG_PENDING_SHIFT) |
+                                       ((intptr_t)(ip - bytes) << FRAME_FLAG_BCPC_SHIFT));
+        jregs = (JitRegs){sp, fp, 0};
+        jst = vm_jit_enter.enter(&jregs, jit_method_unchecked_entry(jm));
+    }
+
+machine_code_status:
+    limit = vm_page->base + HEADROOM;
+    /* r14/r15 are the interpreter's again only from the IP_SET on: until
+     * then the mode stays machine code's (proto/stackabi.h) */
+    if (jst == JIT_STATUS_RETURNED) {
+        /* back in the interpreter frame that entered machine code */
+        IP_CLEAR();
+        FP_SET(jregs_fp(&jregs));
+        intptr_t fl = frame_flags(fp);
+        int pn = (int)((fl >> FRAME_FLAG_PENDING_SHIFT) & 0xff);
+        size_t bc = (size_t)((fl >> FRAME_FLAG_BCPC_SHIFT) & 0x7ffff);
+        fp[FRAME_FLAGS] = oop_from_int(fl & ~FRAME_FLAG_PENDING_MASK);
+        sp = jregs.sp + pn;
+        *sp = jregs.result;
+        LOAD_METHOD();
+        IP_SET(bytes + bc);
+        jit_cstate.mode = PROF_STATE_INTERP;
+        DISPATCH();
+    }
+    VM_ASSERT(jst == JIT_STATUS_INTERPRET);
+    /* machine code asks for a send: receiver and args under its return address */
+    IP_CLEAR();
+    FP_SET(jregs_fp(&jregs));
+    mc_retaddr = jregs.sp[0];
+    sp = jregs.sp + 1;
+    LOAD_METHOD();
+    IP_SET(bytes + vm_jit_resume_bcpc(mc_retaddr, fp));
+    jit_cstate.mode = PROF_STATE_INTERP;
+    if (UNLIKELY(gc_collect_wanted)) {
+        vm_counters->interrupt_checks++;
+        WRITE_BACK();
+        gc_collect(false);
+        LOAD_METHOD();
+        ip = bytes + saved_bcpc;
+    }
+    n = mc_nargs = vm_jit_pending_nargs;
+    if (vm_jit_pending_kind == VM_JIT_PENDING_UNKNOWN_GLOBAL) {
+        /* machine code pushed nothing: send unknownGlobal: on its behalf */
+        Oop gsym = LITS[vm_jit_pending_nargs];
+        *--sp = SELF;
+        *--sp = gsym;
+        n = 1;
+        mc_nargs = -1;
+        sel = sym_unknown_global;
+        goto send;
+    }
+    if (vm_jit_pending_kind == VM_JIT_PENDING_BYTECODE) {
+        /* the interpreter takes over this machine-code frame from here */
+        mc_retaddr = 0;
+        mc_nargs = 0;
+        ip = bytes + vm_jit_pending_nargs;
+        DISPATCH();
+    }
+    if (vm_jit_pending_kind == VM_JIT_PENDING_METHOD) {
+        m = vm_jit_pending_oop;
+        vm_jit_pending_oop = 0;
+        if (vm_method_is_block(m)) goto activate_block; /* a compiled block whose frame needs a new page */
+        goto activate;
+    }
+    sel = vm_jit_pending_oop;
+    vm_jit_pending_oop = 0;
+    goto send;
+
+prim_answer:
+    /* a primitive's answer: to machine code, or onto the stack */
+    if (mc_retaddr) {
+        Oop ra = mc_retaddr;
+        mc_retaddr = 0;
+        /* as machine code's own `ret` would leave it: its n args above the receiver */
+        jregs = (JitRegs){sp + n - mc_nargs, fp, result};
+        jst = vm_jit_enter.return_to(&jregs, (void *)ra);
+        goto machine_code_status;
+    }
+    sp += n;
+    *sp = result;
+    DISPATCH();
+
+activate_block:
+    /* m = block method, the closure is the receiver slot sp[n] */
+    self_value = obj_slots(sp[n])[BLOCK_RECEIVER];
+    frame_kind = 1;
+
+push_frame : {
+    intptr_t hdr = vm_method_hdr(m);
+    int mnargs = (int)((hdr >> 16) & 0xff), ntemps = (int)((hdr >> 24) & 0xffff), maxs = (int)((hdr >> 40) & 0xffff);
+    Oop *link = fp;
+    if (UNLIKELY(mnargs != n)) {
+        snprintf(msg, sizeof msg, "wrong number of arguments: %d given, %s expects %d", n,
+                 frame_kind ? "the block" : "the method", mnargs);
+        WRITE_BACK();
+        runtime_error(msg);
+    }
+    if (UNLIKELY(sp - (FRAME_HEADER_WORDS + ntemps + maxs) < limit)) {
+        Oop *nlimit;
+        sp = overflow_page(fp, sp, n, &nlimit);
+        limit = nlimit;
+        link = NULL;
+    }
+    intptr_t caller_nargs = mc_retaddr ? (intptr_t)(mc_nargs & 0xff) << FRAME_FLAG_CALLER_NARGS_SHIFT : 0;
+    sp[-1] = mc_retaddr ? mc_retaddr : oop_from_int(ip - bytes);
+    mc_retaddr = 0;
+    sp[-2] = (Oop)link;
+    Oop *nfp = sp - 2;
+    if (!link) vm_page->bottom_fp = nfp;
+    nfp[FRAME_METHOD] = m;
+    nfp[FRAME_CONTEXT] = vm_nil;
+    nfp[FRAME_FLAGS] = oop_from_int(FRAME_FLAGS_MAKE(mnargs, ntemps, frame_kind) | caller_nargs);
+    nfp[FRAME_RECEIVER] = self_value;
+    IP_CLEAR(); /* the header is complete: only now may r14 point at it */
+    FP_SET_NEW(nfp);
+    sp = fp + FRAME_RECEIVER;
+    for (int t = 0; t < ntemps; t++) *--sp = vm_nil;
+    method = m;
+    nargs = mnargs;
+    bytes = (uint8_t *)(obj_slots(m) + (hdr & 0xffff));
+    IP_SET(bytes);
+    if (UNLIKELY(VM_PROBE_METHODS_TRACED())) {
+        fp[FRAME_FLAGS] = oop_from_int(frame_flags(fp) | FRAME_FLAG_TRACED);
+        VM_PROBE_METHOD_ENTRY(method, 0);
+    }
+    DISPATCH();
+}
+
+primitive : {
+    VmPrimEntry *e = &vm_prim_table[oop_int(obj_slots(m)[METHOD_PRIMITIVE])];
+    switch (e->special) {
+    case SP_NONE: {
+        Oop *a = prim_args;
+        for (int i = 0; i <= n; i++) a[i] = sp[n - i];
+        Oop r;
+        VmPrimFn fn = (VmPrimFn)e->fn;
+        VM_PROBE_PRIMITIVE(fn, m, e - vm_prim_table);
+        if (LIKELY(fn(a, &r))) {
+            if (UNLIKELY(mc_retaddr)) {
+                result = r;
+                goto prim_answer;
+            }
+            sp += n;
+            *sp = r;
+            DISPATCH();
+        }
+        snprintf(msg, sizeof msg, "%s", vm_prim_last_error());
+        WRITE_BACK();
+        runtime_error(msg);
+    }
+    case SP_BLOCK_VALUE:
+        m = obj_slots(sp[n])[BLOCK_METHOD];
+        goto activate_block;
+    case SP_BLOCK_RESTART:
+        /* restart the method that sent #restart (SOM's whileTrue: idiom).
+         * Sent from machine code, the interpreter takes that frame over, as
+         * for VM_JIT_PENDING_BYTECODE: both keep the same frame layout. */
+        mc_retaddr = 0;
+        mc_nargs = 0;
+        sp = frame_stack_base(fp);
+        ip = bytes;
+        SAFEPOINT_CHECK();
+        DISPATCH();
+    case SP_PERFORM:
+    case SP_PERFORM_WITH_ARGS:
+    case SP_PERFORM_IN_SUPER:
+    case SP_PERFORM_WITH_ARGS_IN_SUPER: {
+        bool with_args = e->special == SP_PERFORM_WITH_ARGS || e->special == SP_PERFORM_WITH_ARGS_IN_SUPER;
+        bool in_super = e->special == SP_PERFORM_IN_SUPER || e->special == SP_PERFORM_WITH_ARGS_IN_SUPER;
+        Oop cls = in_super ? sp[0] : 0;
+        Oop arr = with_args ? sp[in_super ? 1 : 0] : 0;
+        sel = sp[n - 1];
+        sp += n; /* receiver on top */
+        if (vm_is_string(sel)) {
+            char buf[512];
+            sel = vm_symbol_from_cstr(vm_string_cstr(sel, buf, sizeof buf));
+        }
+        if (!vm_is_symbol(sel) || (with_args && !vm_is_array(arr)) || (in_super && !vm_is_class(cls))) {
+            WRITE_BACK();
+            runtime_error("perform: expects a selector Symbol (and an Array of arguments, and a class)");
+        }
+        n = with_args ? (int)obj_num_slots(arr) : 0;
+        if (n > 255) {
+            WRITE_BACK();
+            runtime_error("perform:withArguments: with more than 255 arguments");
+        }
+        for (int i = 0; i < n; i++) *--sp = obj_slots(arr)[i];
+        if (selector_arity(sel) != n) {
+            char buf[512];
+            snprintf(msg, sizeof msg, "perform: selector #%s expects %d arguments, %d given",
+                     vm_string_cstr(sel, buf, sizeof buf), selector_arity(sel), n);
+            WRITE_BACK();
+            runtime_error(msg);
+        }
+        if (!in_super) goto send;
+        m = vm_lookup(cls, sel);
+        if (!m) goto dnu;
+        goto activate;
+    }
+    case SP_INVOKE_ON_WITH: {
+        Oop arr = sp[0], obj = sp[1];
+        m = sp[2];
+        if (!vm_is_array(arr)) {
+            WRITE_BACK();
+            runtime_error("invokeOn:with: expects an Array of arguments");
+        }
+        sp += 2;
+        *sp = obj;
+        n = (int)obj_num_slots(arr);
+        for (int i = 0; i < n; i++) *--sp = obj_slots(arr)[i];
+        goto activate;
+    }
+    case SP_PRINT_STACK_TRACE:
+        WRITE_BACK();
+        fflush(stdout);
+        vm_print_backtrace(stderr);
+        result = sp[n];
+        goto prim_answer;
+    case SP_FULL_GC:
+        WRITE_BACK();
+        gc_collect(true);
+        LOAD_METHOD();
+        ip = bytes + saved_bcpc;
+        result = vm_true;
+        goto prim_answer;
+    case SP_MISSING: {
+        char cls[256], s[256];
+        snprintf(msg, sizeof msg, "%s>>%s is declared primitive, but this VM has no such primitive",
+                 vm_class_name_cstr(obj_slots(m)[METHOD_HOLDER], cls, sizeof cls),
+                 vm_string_cstr(obj_slots(m)[METHOD_SIGNATURE], s, sizeof s));
+        WRITE_BACK();
+        runtime_error(msg);
+    }
+    }
+    vm_panic("bad primitive entry");
+}
+
+dnu : {
+    rcvr = sp[n];
+    Oop arr = vm_array_new((size_t)n);
+    if (!arr) vm_out_of_memory("doesNotUnderstand: arguments");
+    for (int i = 0; i < n; i++) obj_slots(arr)[i] = sp[n - 1 - i];
+    sp += n;
+    *--sp = sel;
+    *--sp = arr;
+    m = vm_lookup_cached(vm_class_index_of(rcvr), sym_dnu);
+    if (!m) {
+        char buf[512];
+        snprintf(msg, sizeof msg, "message #%s not understood, and no doesNotUnderstand:arguments: either",
+                 vm_string_cstr(sel, buf, sizeof buf));
+        WRITE_BACK();
+        runtime_error(msg);
+    }
+    n = 2;
+    goto activate;
+}
+
+    /* -- Returns --------------------------------------------------------- */
+
+op_RETURN_SELF:
+    result = SELF;
+    goto do_return;
+
+op_RETURN_TOP:
+    result = *sp;
+do_return : {
+    intptr_t rfl = frame_flags(fp);
+    if (UNLIKELY(rfl & (FRAME_FLAG_CONTEXT | FRAME_FLAG_TRACED))) {
+        if (rfl & FRAME_FLAG_TRACED) VM_PROBE_METHOD_RETURN(fp[FRAME_METHOD], 0);
+        if (rfl & FRAME_FLAG_CONTEXT) vm_context_widow(fp);
+    }
+    Oop *caller = (Oop *)fp[FRAME_SAVED_FP];
+    Oop saved_ip = fp[FRAME_SAVED_IP];
+    intptr_t rbcpc = oop_int(saved_ip);
+    int fn = (int)(rfl & 0xff);
+    sp = fp + 2 + fn;
+    /* the common case first: an interpreted caller on this page (machine
+     * code exists only with the JIT on) */
+    if (LIKELY(caller != NULL && (!vm_jit_enabled || !vm_jit_is_code_address(saved_ip)))) {
+        *sp = result;
+        IP_CLEAR();
+        FP_SET(caller);
+        LOAD_METHOD();
+        IP_SET(bytes + rbcpc);
+        DISPATCH();
+    }
+    int caller_n = (int)((frame_flags(fp) >> FRAME_FLAG_CALLER_NARGS_SHIFT) & 0xff);
+    if (caller_n == VM_JIT_CALLER_PUSHED_NOTHING) caller_n = -1;
+    if (UNLIKELY(vm_jit_is_code_address(saved_ip)) && caller) {
+        /* the caller is machine code: return as its `ret` would, its own
+         * argument count above the receiver */
+        jregs = (JitRegs){fp + 2 + fn - caller_n, caller, result};
+        jst = vm_jit_enter.return_to(&jregs, (void *)saved_ip);
+        goto machine_code_status;
+    }
+    if (UNLIKELY(!caller)) {
+        FRAMES_UNSTABLE(); /* pages are released and reused below */
+        StackPage *pg = vm_page;
+        if (pg->caller_fp) {
+            caller = pg->caller_fp;
+            sp = pg->caller_sp - 1;
+            vm_stack_pop_page();
+            limit = vm_page->base + HEADROOM;
+            if (vm_jit_is_code_address(saved_ip)) {
+                jregs = (JitRegs){sp - caller_n, caller, result};
+                jst = vm_jit_enter.return_to(&jregs, (void *)saved_ip);
+                goto machine_code_status;
+            }
+        } else if (pg->caller_context) {
+            size_t bc;
+            Oop *nsp;
+            Oop *nfp = vm_context_resume(pg->caller_context, result, &nsp, &bc);
+            FP_SET(nfp);
+            sp = nsp;
+            LOAD_METHOD();
+            IP_SET(bytes + bc);
+            DISPATCH();
+        } else {
+            vm_stack_pop_page();
+            saved_fp = NULL;
+            return result;
+        }
+    }
+    *sp = result;
+    IP_CLEAR();
+    FP_SET(caller);
+    LOAD_METHOD();
+    IP_SET(bytes + rbcpc);
+    DISPATCH();
+}
+
+op_RETURN_NONLOCAL : {
+    result = *sp;
+    Oop *nlr_fp = fp;
+    Oop closure = fp[2 + nargs];
+    Oop home = obj_slots(closure)[BLOCK_OUTER_CONTEXT];
+    while (vm_method_is_block(obj_slots(home)[CTX_METHOD]))
+        home = obj_slots(obj_slots(home)[CTX_CLOSURE])[BLOCK_OUTER_CONTEXT];
+    Oop *hf = ctx_frame(home);
+    FRAMES_UNSTABLE(); /* frames are widowed and pages released below */
+    if (hf) {
+        for (Oop *f = nlr_fp; f != hf;) {
+            VM_PROBE_FRAME_UNWOUND(f);
+            if (frame_flags(f) & FRAME_FLAG_CONTEXT) vm_context_widow(f);
+            Oop *caller = (Oop *)f[FRAME_SAVED_FP];
+            if (!caller) {
+                caller = vm_page->caller_fp;
+                VM_ASSERT(caller != NULL);
+                vm_stack_pop_page();
+            }
+            f = caller;
+        }
+        limit = vm_page->base + HEADROOM;
+        FP_SET(hf);
+        goto do_return;
+    }
+    if (obj_slots(home)[CTX_PC] != vm_nil) {
+        /* home was divorced: every frame on every page is newer than it */
+        StackPage *pg = vm_page;
+        for (Oop *f = nlr_fp; f;) {
+            VM_PROBE_FRAME_UNWOUND(f);
+            if (frame_flags(f) & FRAME_FLAG_CONTEXT) vm_context_widow(f);
+            Oop *caller = (Oop *)f[FRAME_SAVED_FP];
+            if (!caller && pg->caller_fp) {
+                caller = pg->caller_fp;
+                pg = pg->older;
+            }
+            f = caller;
+        }
+        Oop c = pg->caller_context;
+        while (c && c != vm_nil && c != home) {
+            VM_PROBE_CONTEXT_UNWOUND(c);
+            Oop next = obj_slots(c)[CTX_SENDER];
+            obj_slots(c)[CTX_PC] = vm_nil;
+            obj_slots(c)[CTX_SENDER] = vm_nil;
+            c = next;
+        }
+        VM_ASSERT(c == home);
+        VM_PROBE_CONTEXT_UNWOUND(home);
+        Oop target = obj_slots(home)[CTX_SENDER];
+        obj_slots(home)[CTX_PC] = vm_nil;
+        obj_slots(home)[CTX_SENDER] = vm_nil;
+        vm_stack_release_newer(pg);
+        limit = vm_page->base + HEADROOM;
+        if (target == vm_nil) {
+            vm_stack_pop_page();
+            saved_fp = NULL;
+            return result;
+        }
+        size_t bc;
+        Oop *nsp;
+        Oop *nfp = vm_context_resume(target, result, &nsp, &bc);
+        FP_SET(nfp);
+        sp = nsp;
+        LOAD_METHOD();
+        IP_SET(bytes + bc);
+        DISPATCH();
+    }
+    /* the home method has returned: escapedBlock:, whose answer the block returns */
+    FP_SET(nlr_fp);
+    sp[0] = SELF;
+    *--sp = closure;
+    IP_SET(bytes + vm_method_bytecode_length(method) - 1); /* the block's final RETURN_TOP */
+    sel = sym_escaped_block;
+    n = 1;
+    goto send;
+}
+
+    /* -- Jumps ----------------------------------------------------------- */
+
+op_JUMP:
+    ip += 3 + U16(ip + 1);
+    DISPATCH();
+
+op_JUMP_BACK : {
+    unsigned back = U16(ip + 1);
+    ip -= back - 3;
+    SAFEPOINT_CHECK();
+    if (vm_jit_enabled) {
+        size_t jump_bcpc = (size_t)(ip - bytes) + back - 3; /* computed here: --no-jit never needs it */
+        /* backward jumps count as executions: a loop in a method run once
+         * gets compiled and continues in machine code (OSR) */
+        intptr_t cv = oop_int(obj_slots(method)[METHOD_COUNTER]);
+        if (UNLIKELY(cv >= 0)) {
+            if (++cv >= vm_jit_threshold) {
+                WRITE_BACK();
+                cv = vm_jit_hooks->compile(method, NULL);
+            }
+            obj_slots(method)[METHOD_COUNTER] = oop_from_int(cv);
+        }
+        if (cv <= -2 && !VM_PROBE_METHODS_TRACED()) { /* a traced frame's return must be seen */
+            uint8_t *entry = vm_jit_hooks->osr_entry(fp, jump_bcpc);
+            if (entry) {
+                jregs = (JitRegs){sp, fp, 0};
+                jst = vm_jit_enter.return_to(&jregs, entry);
+                goto machine_code_status;
+            }
+        }
+    }
+    DISPATCH();
+}
+
+#define COND_JUMP(NAME, TAKEN, NOT_TAKEN)                  \
+    op_##NAME : {                                          \
+        Oop v = *sp;                                       \
+        if (v == (TAKEN)) {                                \
+            sp++;                                          \
+            ip += 3 + U16(ip + 1);                         \
+            DISPATCH();                                    \
+        }                                                  \
+        if (v == (NOT_TAKEN)) {                            \
+            sp++;                                          \
+            ip += 3;                                       \
+            DISPATCH();                                    \
+        }                                                  \
+        goto non_boolean;                                  \
+    }
+    COND_JUMP(JUMP_IF_TRUE, vm_true, vm_false)
+    COND_JUMP(JUMP_IF_FALSE, vm_false, vm_true)
+
+op_JUMP_IF_NIL:
+    if (*sp++ == vm_nil)
+        ip += 3 + U16(ip + 1);
+    else
+        ip += 3;
+    DISPATCH();
+
+op_JUMP_IF_NOT_NIL:
+    if (*sp++ != vm_nil)
+        ip += 3 + U16(ip + 1);
+    else
+        ip += 3;
+    DISPATCH();
+
+non_boolean:
+    /* Send #mustBeBoolean to the value; its answer is tested again by the
+     * same jump (the saved pc points at it). */
+    sel = sym_must_be_boolean;
+    n = 0;
+    goto send;
+
+safepoint:
+    vm_counters->interrupt_checks++;
+    WRITE_BACK();
+    gc_collect(false);
+    passed_safepoint = true;
+    LOAD_METHOD();
+    ip = bytes + saved_bcpc;
+    DISPATCH();
+}

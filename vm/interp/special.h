@@ -1,0 +1,142 @@
+/*
+ * vm/interp/special.h — what a special send answers without being sent, shared by
+ * the interpreter (vm/interp/interp.c) and the JIT glue (vm/jitrt/runtime.c).
+ *
+ * A fast path may answer only what the send would: the method the send
+ * finds must be the VM's own primitive (a program may bring its own core
+ * library, where Integer>>max: is Smalltalk code), or a method whose answer
+ * is known without running it (`isNil = ( ^false )`).
+ *
+ *   vm_int_special_prims  bit (bc - BC_SEND_ADD) set when Integer's method
+ *                         for special send bc is the VM's Integer primitive
+ *                         of that selector: SmallInteger fast paths of bc
+ *                         apply. Classes never change once loaded, so this
+ *                         is computed once, after the core is loaded.
+ *   vm_double_special_prims  the same for Double's methods and the VM's
+ *                         Double primitives.
+ *   vm_special_constant   the answer of a method that only returns true or
+ *                         false (PUSH_TRUE|PUSH_FALSE, RETURN_TOP), else 0.
+ *
+ * The vm_int_* functions are the SmallInteger cases of the Integer
+ * primitives (vm/prims/prim_integer.c) on untagged values: true with the answer,
+ * false where the primitive answers a large integer or fails (a division by
+ * zero, a negative shift): the send then does it.
+ *
+ * Who may call: vm/interp/interp.c, vm/jitrt/runtime.c, tests.
+ */
+#ifndef VM_SPECIAL_H
+#define VM_SPECIAL_H
+
+#include "gc/object.h"
+#include "vm/bytecode/bytecodes.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+_Static_assert(BC_N_SPECIAL <= 64, "one bit per special send in vm_int_special_prims");
+
+extern uint64_t vm_int_special_prims;
+/* The same for Double's methods and the VM's Double primitives (a Double
+ * receiver's fast paths in machine code, jit/compile.c). */
+extern uint64_t vm_double_special_prims;
+/* Double's // and sqrt are the VM's Double primitives (plain sends that
+ * machine code inlines for Doubles). */
+extern bool vm_double_divide_is_prim, vm_double_sqrt_is_prim;
+/* The constant isNil [0] and notNil [1] answer for nil and for
+ * SmallIntegers (vm_special_constant of their classes' methods), or 0. */
+extern Oop vm_special_nil_answers[2], vm_special_int_answers[2];
+
+static inline bool vm_int_special_is_prim(int bc)
+{
+    return (vm_int_special_prims >> (bc - BC_SEND_ADD)) & 1;
+}
+
+/* isNil/notNil per class index, for machine code: bit 2k set when the
+ * class's method for selector k (0 isNil, 1 notNil) answers a constant,
+ * bit 2k+1 when that constant is true. Filled as lookups of those
+ * selectors miss the lookup cache (vm_special_note_lookup); 0 until then,
+ * and for classes whose methods compute the answer. Classes never change
+ * once loaded, so an entry never goes stale. */
+#define VM_SPECIAL_NIL_TABLE_CLASSES 4096
+extern uint8_t vm_special_nil_table[VM_SPECIAL_NIL_TABLE_CLASSES];
+#define VM_SPECIAL_NIL_KNOWN(k) (1u << (2 * (k)))
+#define VM_SPECIAL_NIL_TRUE(k) (2u << (2 * (k)))
+/* and this bit when the class's == is Object's primitive, which answers
+ * identity for a receiver that is not a number (never set for Integer's
+ * and Double's classes) */
+#define VM_SPECIAL_IDENTITY 0x10u
+
+/* The lookup cache found method m for selector in class class_index. */
+void vm_special_note_lookup(uint32_t class_index, Oop selector, Oop m);
+
+/* Recomputes vm_int_special_prims (the core library must be loaded). */
+void vm_special_init(void);
+
+/* true/false when method m only answers that constant, else 0. */
+Oop vm_special_constant(Oop m);
+
+/* -- SmallInteger cases of the Integer primitives --------------------------------- */
+
+/* `x << y`: a negative or too large shift, or a result past the
+ * SmallInteger range, is the primitive's (an error, a large integer). */
+static inline bool vm_int_shift_left_small(intptr_t x, intptr_t y, intptr_t *r)
+{
+    if (y < 0 || y > 62) return false;
+    intptr_t v = (intptr_t)((uintptr_t)x << y);
+    if ((v >> y) != x || !oop_int_fits(v)) return false;
+    *r = v;
+    return true;
+}
+
+/* `x >>> y`: the primitive reads a negative receiver as a 64-bit word
+ * (prim_shift_right), which leaves the SmallInteger range for y = 1: only
+ * y = 0 is answered here for those. */
+static inline bool vm_int_shift_right_small(intptr_t x, intptr_t y, intptr_t *r)
+{
+    if (y < 0) return false;
+    if (y == 0) {
+        *r = x;
+        return true;
+    }
+    if (x < 0) return false;
+    *r = y >= 63 ? 0 : x >> y;
+    return true;
+}
+
+/* `x / y`: truncated; MIN / -1 is large */
+static inline bool vm_int_div_small(intptr_t x, intptr_t y, intptr_t *r)
+{
+    if (y == 0) return false;
+    intptr_t q = x / y;
+    if (!oop_int_fits(q)) return false;
+    *r = q;
+    return true;
+}
+
+/* `x % y`: floored, the sign of the divisor */
+static inline bool vm_int_mod_small(intptr_t x, intptr_t y, intptr_t *r)
+{
+    if (y == 0) return false;
+    intptr_t m = x % y;
+    if (m != 0 && (m ^ y) < 0) m += y;
+    *r = m;
+    return true;
+}
+
+/* `x rem: y`: truncated, the sign of the dividend */
+static inline bool vm_int_rem_small(intptr_t x, intptr_t y, intptr_t *r)
+{
+    if (y == 0) return false;
+    *r = x % y;
+    return true;
+}
+
+/* `0 - x`: the minimum SmallInteger's negation is large */
+static inline bool vm_int_negated_small(intptr_t x, intptr_t *r)
+{
+    if (!oop_int_fits(-x)) return false;
+    *r = -x;
+    return true;
+}
+
+#endif
