@@ -787,7 +787,7 @@ op_SEND_IDENTICAL : {
     /* Two different SmallIntegers are unequal without a send, and so is a
      * receiver whose == is still Object's primitive; Integer == is value
      * equality (boxed numbers need the real send), and any other class may
-     * define its own == (tests/lang/IdentityOverride.som): that takes the
+     * define its own == (tests/lang/classes/IdentityOverride.som): that takes the
      * send, as in machine code. `x == nil` stays a cache probe. */
     if ((oop_is_int(a & b) && INT_PRIM(BC_SEND_IDENTICAL)) ||
         (oop_is_ptr(a) && !vm_is_large_int(a) && !vm_is_double(a) && object_identical_prim &&
