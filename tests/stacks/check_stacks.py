@@ -64,9 +64,11 @@ def main():
         print('FAIL: fewer than 95% of the samples under leaf: show the whole chain from main and run:'); ok = False
     if called < 100 or pct(called_ok, called) < 95:
         print('FAIL: fewer than 95% of the samples in code leaf: calls show leaf: as an ancestor'); ok = False
-    # 2 points, or 3.5 standard deviations of a share of a + b samples
-    # (weighted samples under load can be fewer than 3000)
-    tol = max(2.0, 3.5 * 100.0 * (0.25 * 0.75 / max(a + b, 1)) ** 0.5)
+    # 3 points, or 3.5 standard deviations of a share of a + b samples
+    # (weighted samples under load can be fewer than 3000); 3, as the other
+    # accuracy tests allow: with two busy loops beside it, runs of the same
+    # build spread from 22.8% to 26.9% (six runs; the draw alone, 0.6 points)
+    tol = max(3.0, 3.5 * 100.0 * (0.25 * 0.75 / max(a + b, 1)) ** 0.5)
     if abs(pct(a, a + b) - 25.0) > tol:
         print(f'FAIL: the 1:3 split between middleA and middleB is not 25% +- {tol:.1f} points'); ok = False
     return 0 if ok else 1
