@@ -666,7 +666,7 @@ static bool emit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label
  * to not_ints unless both are SmallIntegers, to overflow when the answer
  * is not one (rax, rcx intact on both ways). + and - compute in rax itself
  * (two instructions fewer than in a copy, for benchFib's three and every
- * loop counter): on overflow an out-of-line stub takes the wrapped answer
+ * loop counter): on overflow code after the fast path takes the wrapped answer
  * back, as two's complement addition can be undone exactly. */
 static void emit_int_arith(Compiler *c, uint8_t op, bool arg_int, int64_t arg_const, X64Label *not_ints,
                            X64Label *overflow, X64Label *done)
