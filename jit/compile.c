@@ -43,7 +43,7 @@
 #define JIT_LOOP_ALIGN 16 /* Intel's optimization manual: 16-byte aligned branch targets of hot loops */
 #define BOUND_OUTER 160      /* inline chain walk + runtime fallback */
 #define BOUND_RETURN 48     /* widow check + call + epilogue */
-#define MAP_ENTRIES_PER_BYTECODE 3
+#define MAP_ENTRIES_PER_BYTECODE 4 /* + where its cold code starts */
 
 static void say(char *why, size_t whylen, const char *fmt, ...)
 {
@@ -179,7 +179,41 @@ static size_t scan(Compiler *c, char *why, size_t whylen)
 
 /* -- Emit helpers --------------------------------------------------------------------- */
 
-static uint32_t mcpc(const Compiler *c) { return (uint32_t)jit_x64_size(&c->b); }
+static uint32_t mcpc(Compiler *c) { return (uint32_t)jit_x64_size(&c->b); }
+
+/* A map entry here; the cold section's go to their own builder until the
+ * join appends them (the map is built in mcpc order). */
+static void map_here(Compiler *c, size_t bcpc, JitMapKind kind)
+{
+    jit_map_add(jit_x64_in_cold(&c->b) ? &c->cold_map : &c->map, mcpc(c), (uint32_t)bcpc, kind);
+}
+
+void jit_compile_cold_begin(Compiler *c)
+{
+    jit_x64_cold_begin(&c->b);
+    if (!jit_x64_in_cold(&c->b)) return;
+    /* a sample before the piece's first entry finds its bytecode, not the piece before */
+    uint32_t n = jit_map_builder_count(&c->cold_map);
+    if (!n || c->cold_map.entries[n - 1].bcpc != c->pc) map_here(c, c->pc, JIT_MAP_OTHER);
+}
+
+void jit_compile_cold_end(Compiler *c) { jit_x64_cold_end(&c->b); }
+
+/* The cold section after the main code (after its last bytecode, under the
+ * frame's unwind rule): its map entries and literal sites move with it. */
+static void cold_join(Compiler *c)
+{
+    size_t moved = jit_x64_cold_join(&c->b);
+    if (!c->cold_at) return;
+    for (uint32_t i = 0; i < jit_map_builder_count(&c->cold_map); i++) {
+        const JitMapEntry *e = &c->cold_map.entries[i];
+        jit_map_add(&c->map, (uint32_t)(e->mcpc - moved), e->bcpc, e->kind);
+    }
+    if (!jit_map_builder_ok(&c->cold_map)) c->map.failed = true;
+    for (uint32_t i = 0; i < c->nlits; i++)
+        if (c->lits[i] >= c->cold_at) c->lits[i] -= (uint32_t)moved;
+    c->cold_at = 0;
+}
 
 /* From the next instruction on, a profiler finds this piece's caller by
  * `rule` (proto/stackabi.h). Called right after the instruction that
@@ -187,6 +221,7 @@ static uint32_t mcpc(const Compiler *c) { return (uint32_t)jit_x64_size(&c->b); 
  * ret), so every pc has the rule of the state it runs in. */
 static void unwind_from_here(Compiler *c, uint32_t rule)
 {
+    VM_ASSERT(!jit_x64_in_cold(&c->b), "the cold section runs in the frame");
     uint32_t off = mcpc(c);
     if (c->nunwind && c->unwind[2 * (c->nunwind - 1)] == off) {
         c->unwind[2 * (c->nunwind - 1) + 1] = rule;
@@ -370,7 +405,7 @@ static void store_var(Compiler *c, SimKind kind, int v, bool pop)
 void jit_compile_send_call(Compiler *c, int64_t tag, int nargs, size_t bcpc)
 {
     jit_sendsite_emit(&c->b, jit_sendsite_unlinked_tag(tag, nargs), c->rt->send);
-    jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_SEND);
+    map_here(c, (uint32_t)bcpc, JIT_MAP_SEND);
     jit_double_cache_load(c); /* the callee used the xmm registers */
 }
 
@@ -417,7 +452,7 @@ static void emit_global(Compiler *c, int64_t literal, size_t bcpc)
     jit_x64_mov_ri(b, RDI, literal);
     jit_x64_lea_rl(b, RSI, &site);
     jit_x64_call_rel32(b, c->rt->global);
-    jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_OTHER);
+    map_here(c, (uint32_t)bcpc, JIT_MAP_OTHER);
     jit_x64_label_bind(b, &hit); /* the value in rax */
 }
 
@@ -437,13 +472,13 @@ bool jit_compile_global_site_fill(uint8_t *site, Oop value, uint32_t epoch)
 static void runtime_call(Compiler *c, const uint8_t *trampoline, size_t bcpc)
 {
     jit_x64_call_rel32(&c->b, trampoline);
-    jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_OTHER);
+    map_here(c, (uint32_t)bcpc, JIT_MAP_OTHER);
 }
 
 void jit_compile_jcc_to(Compiler *c, X64Cond cc, X64Label *l, size_t bcpc)
 {
     jit_x64_jcc_label32(&c->b, cc, l);
-    jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_BRANCH);
+    map_here(c, (uint32_t)bcpc, JIT_MAP_BRANCH);
 }
 
 /* rax = the answer. A frame that made blocks may have a context, which
@@ -457,7 +492,7 @@ static void epilogue(Compiler *c)
         jit_x64_jcc_label32(&c->b, JIT_X64_CC_NC, &no_context);
         jit_x64_push_r(&c->b, RAX);
         jit_x64_call_rel32(&c->b, c->rt->widow);
-        jit_map_add(&c->map, mcpc(c), 0, JIT_MAP_OTHER);
+        map_here(c, 0, JIT_MAP_OTHER);
         jit_x64_pop_r(&c->b, RAX);
         jit_x64_label_bind(&c->b, &no_context);
     }
@@ -676,7 +711,7 @@ static void emit_int_arith(Compiler *c, uint8_t op, bool arg_int, int64_t arg_co
     if (op == BC_SEND_MUL) {
         arith_mul(c, overflow);
         jit_x64_mov_rr(b, RAX, RDX);
-        jit_x64_jmp_label32(b, done);
+        jit_x64_jmp_forward(b, done);
         return;
     }
     X64Label undo = JIT_X64_LABEL("overflow undone");
@@ -687,7 +722,7 @@ static void emit_int_arith(Compiler *c, uint8_t op, bool arg_int, int64_t arg_co
         if (add) jit_x64_add_ri(b, RAX, (int32_t)twice);
         else jit_x64_sub_ri(b, RAX, (int32_t)twice);
         jit_x64_jcc_label32(b, JIT_X64_CC_O, &undo);
-        jit_x64_jmp_label32(b, done);
+        jit_x64_jmp_forward(b, done);
         jit_x64_label_bind(b, &undo);
         if (add) jit_x64_sub_ri(b, RAX, (int32_t)twice);
         else jit_x64_add_ri(b, RAX, (int32_t)twice);
@@ -695,7 +730,7 @@ static void emit_int_arith(Compiler *c, uint8_t op, bool arg_int, int64_t arg_co
         jit_x64_sub_ri(b, RAX, 1);
         jit_x64_add_rr(b, RAX, RCX);
         jit_x64_jcc_label32(b, JIT_X64_CC_O, &undo);
-        jit_x64_jmp_label32(b, done);
+        jit_x64_jmp_forward(b, done);
         jit_x64_label_bind(b, &undo);
         jit_x64_sub_rr(b, RAX, RCX);
         jit_x64_add_ri(b, RAX, 1);
@@ -703,7 +738,7 @@ static void emit_int_arith(Compiler *c, uint8_t op, bool arg_int, int64_t arg_co
         jit_x64_sub_rr(b, RAX, RCX);
         jit_x64_jcc_label32(b, JIT_X64_CC_O, &undo);
         jit_x64_add_ri(b, RAX, 1);
-        jit_x64_jmp_label32(b, done);
+        jit_x64_jmp_forward(b, done);
         jit_x64_label_bind(b, &undo);
         jit_x64_add_rr(b, RAX, RCX);
     }
@@ -711,20 +746,22 @@ static void emit_int_arith(Compiler *c, uint8_t op, bool arg_int, int64_t arg_co
 }
 
 /* The end of a send with fast paths (emit_special, emit_double_send): at slow,
- * the operands loaded from descriptors go back on the real stack under the k - d
- * already there and the send is made; the fast paths jump to done with the answer
- * in rax. Both drop the operands from the real stack; the answer is SIM_RAX. */
+ * in the cold section, the operands loaded from descriptors go back on the real
+ * stack under the k - d already there and the send is made; the fast paths jump
+ * to done with the answer in rax (the last one's jump is dropped: it falls through). Both drop the operands from the real stack; the answer is SIM_RAX. */
 static void send_and_merge(Compiler *c, X64Label *slow, X64Label *done, const X64Reg regs[2], int s, int k,
                            int64_t tag, int nargs, size_t pc)
 {
     X64Buf *b = &c->b;
     X64Label merged = JIT_X64_LABEL("send merged");
+    jit_compile_cold_begin(c);
     jit_x64_label_bind(b, slow);
     for (int j = s; j < k; j++) jit_x64_push_r(b, regs[j]);
     jit_compile_send_call(c, tag, nargs, pc);
     jit_double_cache_answer(c);
     jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * k));
-    if (s) jit_x64_jmp_label32(b, &merged);
+    jit_x64_jmp_forward(b, s ? &merged : done);
+    jit_compile_cold_end(c);
     jit_x64_label_bind(b, done);
     if (s) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * s));
     jit_x64_label_bind(b, &merged);
@@ -875,11 +912,11 @@ static size_t emit_special(Compiler *c, size_t pc)
             return 1 + vm_bytecode_length[after];
         }
         jit_compile_set_boolean(c, compare_cond(op));
-        jit_x64_jmp_label32(b, &done);
+        jit_x64_jmp_forward(b, &done);
         if (dbl) {
             jit_x64_label_bind(b, &not_ints);
             jit_compile_set_boolean(c, jit_double_compare(c, op, facts, &slow));
-            jit_x64_jmp_label32(b, &done);
+            jit_x64_jmp_forward(b, &done);
         }
     } else if (op == BC_SEND_IDENTICAL) {
         X64Label identical = JIT_X64_LABEL("identical");
@@ -917,7 +954,7 @@ static size_t emit_special(Compiler *c, size_t pc)
         jit_x64_label_bind(b, &decided);
         jit_x64_label_bind(b, &identical); /* ZF: set when identical, clear for two different SmallIntegers */
         jit_compile_set_boolean(c, JIT_X64_CC_E);
-        jit_x64_jmp_label32(b, &done);
+        jit_x64_jmp_forward(b, &done);
     } else if (!emit_int_fast_path(c, op, &slow, &done)) {
         emit_array_fast_path(c, op, pc, value_const, &slow, &done);
     }
@@ -1020,7 +1057,7 @@ static bool emit_inline_accessor(Compiler *c, size_t pc)
     } else {
         jit_x64_mov_rm(b, RAX, field_of_rax(field));
     }
-    jit_x64_jmp_label32(b, &done);
+    jit_x64_jmp_forward(b, &done);
     send_and_merge(c, &slow, &done, regs, s, k, tag, nargs, pc);
     return true;
 }
@@ -1034,7 +1071,7 @@ static void barrier(Compiler *c, size_t bcpc)
     barrier_unneeded(c, &done);
     jit_x64_mov_rr(&c->b, RDI, RAX);
     jit_x64_call_rel32(&c->b, c->rt->barrier);
-    jit_map_add(&c->map, mcpc(c), (uint32_t)bcpc, JIT_MAP_OTHER);
+    map_here(c, (uint32_t)bcpc, JIT_MAP_OTHER);
     jit_x64_label_bind(&c->b, &done);
 }
 
@@ -1113,7 +1150,7 @@ static void emit_outer(Compiler *c, const uint8_t *p, size_t pc)
             jit_x64_mov_mr(b, jit_x64_mem(RAX, 0), RDX); /* a stack slot: no barrier */
             if (op == BC_POP_OUTER) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8));
         }
-        jit_x64_jmp_label32(b, &done);
+        jit_x64_jmp_forward(b, &done);
         jit_x64_label_bind(b, &slow);
     }
     if (op == BC_PUSH_OUTER) {
@@ -1189,7 +1226,7 @@ static bool emit_array_fast_path(Compiler *c, uint8_t op, size_t pc, bool value_
     } else {
         return false;
     }
-    jit_x64_jmp_label32(b, done);
+    jit_x64_jmp_forward(b, done);
     return true;
 }
 
@@ -1228,14 +1265,14 @@ static bool emit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label
             cmp_rax_oop(c, c->rt->nil);
             jit_x64_jcc_label32(b, JIT_X64_CC_NE, &not_nil);
             jit_x64_mov_ri(b, RAX, (int64_t)on_nil);
-            jit_x64_jmp_label32(b, done);
+            jit_x64_jmp_forward(b, done);
             jit_x64_label_bind(b, &not_nil);
         }
         jit_x64_test_ri(b, RAX, 1);
         jit_x64_jcc_label32(b, JIT_X64_CC_Z, &pointer);
         if (on_int) {
             jit_x64_mov_ri(b, RAX, (int64_t)on_int);
-            jit_x64_jmp_label32(b, done);
+            jit_x64_jmp_forward(b, done);
         } else {
             jit_x64_jmp_label32(b, slow);
         }
@@ -1255,7 +1292,7 @@ static bool emit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label
             jit_x64_mov_ri(b, RCX, (int64_t)c->rt->true_obj);
             jit_x64_test_ri(b, RDX, (int32_t)(2u << (2 * k))); /* VM_SPECIAL_NIL_TRUE(k) */
             jit_x64_cmovcc_rr(b, JIT_X64_CC_NZ, RAX, RCX);
-            jit_x64_jmp_label32(b, done);
+            jit_x64_jmp_forward(b, done);
         } else {
             jit_x64_jmp_label32(b, slow);
         }
@@ -1274,7 +1311,7 @@ static bool emit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label
         jit_x64_sub_rr(b, RDX, RAX);
         jit_x64_jcc_label32(b, JIT_X64_CC_O, slow); /* -x of the minimum SmallInteger is large */
         jit_x64_mov_rr(b, RAX, RDX);
-        jit_x64_jmp_label32(b, done);
+        jit_x64_jmp_forward(b, done);
         return true;
     }
     both_ints_or(c, false, slow);
@@ -1350,7 +1387,7 @@ static bool emit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label
         jit_x64_lea_rm(b, RAX, jit_x64_mem_index(RDX, RDX, 1, 1));
         break;
     }
-    jit_x64_jmp_label32(b, done);
+    jit_x64_jmp_forward(b, done);
     return true;
 }
 
@@ -1363,7 +1400,7 @@ static void emit_back_jump(Compiler *c, size_t pc)
     jit_x64_test_rr(b, RAX, RAX);
     jit_x64_jcc_label32(b, JIT_X64_CC_Z, &go);
     jit_x64_call_rel32(b, c->rt->safepoint);
-    jit_map_add(&c->map, mcpc(c), (uint32_t)pc, JIT_MAP_BACKJUMP);
+    map_here(c, (uint32_t)pc, JIT_MAP_BACKJUMP);
     jit_double_cache_load(c); /* after the call; and OSR enters here */
     jit_x64_label_bind(b, &go);
     jit_double_cache_guard_probes(c);
@@ -1614,6 +1651,7 @@ static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *che
     flush(c);
     jit_x64_label_bind(&c->b, &c->labels[c->len]);
     jit_x64_ud2(&c->b); /* the compiler ends every method with a return */
+    cold_join(c);
     unwind_from_here(c, PROF_UNWIND_FRAMELESS); /* the entry checks' exits */
     emit_entry_exits(&c->b, &c->map, c->rt, &header, &abort, &slow, &checked);
 }
@@ -1659,8 +1697,12 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
     size_t map_bound = MAP_ENTRIES_PER_BYTECODE * JIT_MAP_ENTRY_MAX_BYTES * (c.len + 1);
     /* unwind pairs: the entry, prologue, end, and two per return (at most one per bytecode) */
     size_t unwind_bound = 4 + 8 * (4 + 2 * (c.len + 1));
-    m = jit_zone_alloc(z, c.is_block ? JIT_KIND_BLOCK : JIT_KIND_METHOD,
-                       bound + map_bound + unwind_bound + JIT_METHOD_ALIGN);
+    /* the cold section gets the main code's bound too until the join; when
+     * the zone has no room for that, the cold code stays in line */
+    JitMethodKind kind = c.is_block ? JIT_KIND_BLOCK : JIT_KIND_METHOD;
+    m = jit_zone_alloc(z, kind, 2 * bound + map_bound + unwind_bound + JIT_METHOD_ALIGN);
+    if (m) c.cold_at = (uint32_t)bound;
+    else m = jit_zone_alloc(z, kind, bound + map_bound + unwind_bound + JIT_METHOD_ALIGN);
     if (!m) {
         fail(z, NULL, why, whylen, JIT_COMPILE_ZONE_FULL);
         goto out;
@@ -1669,7 +1711,9 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
     m->method = method;
     JitMethod copy = *m;
     jit_x64_buf_init(&c.b, m, m->size);
+    if (c.cold_at) jit_x64_cold_init(&c.b, c.cold_at);
     jit_map_builder_init(&c.map);
+    jit_map_builder_init(&c.cold_map);
     X64Label checked = JIT_X64_LABEL("checked entry"), unchecked = JIT_X64_LABEL("unchecked entry");
     emit_method(&c, &copy, &checked, &unchecked);
     const char *err = NULL;
@@ -1693,6 +1737,8 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
         jit_zone_shrink(z, m, l.size);
     }
     jit_map_builder_release(&c.map);
+    jit_map_builder_release(&c.cold_map);
+    jit_x64_buf_release(&c.b);
 out:
     free(c.region_of);
     free(c.sim);

@@ -60,6 +60,8 @@ typedef struct Compiler {
     X64Label *labels; /* [len + 1]: bytecode pc -> its code */
     X64Buf b;
     JitMapBuilder map;
+    JitMapBuilder cold_map; /* the cold section's entries until the join */
+    uint32_t cold_at;       /* where the cold section is until the join, 0: in line */
     uint32_t *lits;   /* buffer offsets of the literal sites' imm64s (global caches) */
     uint32_t nlits, lits_cap;
     bool lits_failed;
@@ -82,6 +84,10 @@ typedef struct SimEntry {
     int64_t v; /* the Oop (SIM_CONST) or the index */
 } SimEntry;
 
+/* Code that rarely runs goes between these (jit/x64.h, "The cold section"):
+ * after the method's last bytecode, mapped to the bytecode at c->pc. */
+void jit_compile_cold_begin(Compiler *c);
+void jit_compile_cold_end(Compiler *c);
 /* r := the value e describes (r is its own scratch). */
 void jit_compile_sim_load(Compiler *c, SimEntry e, X64Reg r);
 /* A conditional jump for the bytecode at bcpc, mapped as its branch. */

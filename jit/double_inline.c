@@ -40,13 +40,13 @@ static void decode_immediate_to(Compiler *c, X64Reg r, X64Xmm x, X64Label *done)
     jit_x64_ror_ri(b, R11, 4);
     jit_x64_sub_rr(b, R11, RDX);
     jit_x64_movq_xr(b, x, R11);
-    jit_x64_jmp_label32(b, done);
+    jit_x64_jmp_forward(b, done);
     jit_x64_label_bind(b, &zero);
     if (r != R11) jit_x64_mov_rr(b, R11, r);
     jit_x64_shr_ri(b, R11, 3);
     jit_x64_shl_ri(b, R11, 63);
     jit_x64_movq_xr(b, x, R11);
-    jit_x64_jmp_label32(b, done);
+    jit_x64_jmp_forward(b, done);
 }
 
 void jit_double_load(Compiler *c, X64Reg r, X64Xmm x, int cached, bool ints_too, X64Label *other)
@@ -60,7 +60,7 @@ void jit_double_load(Compiler *c, X64Reg r, X64Xmm x, int cached, bool ints_too,
     jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &not_immediate);
     if (cached >= 0) {
         jit_x64_movsd_xx(b, x, (X64Xmm)cached);
-        jit_x64_jmp_label32(b, &have);
+        jit_x64_jmp_forward(b, &have);
     } else {
         decode_immediate_to(c, r, x, &have);
     }
@@ -74,7 +74,7 @@ void jit_double_load(Compiler *c, X64Reg r, X64Xmm x, int cached, bool ints_too,
     if (cached >= 0) jit_x64_movsd_xx(b, x, (X64Xmm)cached);
     else jit_x64_movsd_xm(b, x, jit_x64_mem(r, 8));
     if (ints_too) {
-        jit_x64_jmp_label32(b, &have);
+        jit_x64_jmp_forward(b, &have);
         jit_x64_label_bind(b, &integer);
         jit_x64_mov_rr(b, R11, r);
         jit_x64_sar_ri(b, R11, 1);
@@ -198,7 +198,7 @@ static void immediate_or_fall(Compiler *c, X64Label *done)
     jit_x64_shr_ri(b, RDX, 56);
     jit_x64_jcc_label32(b, JIT_X64_CC_Z, &out_of_window); /* e = 896: below the window */
     jit_x64_mov_rr(b, RAX, RDI);
-    jit_x64_jmp_label32(b, done);
+    jit_x64_jmp_forward(b, done);
     jit_x64_label_bind(b, &out_of_window);
     jit_x64_movq_rx(b, RDI, JIT_X64_XMM0);
     jit_x64_add_rr(b, RDI, RDI); /* all but the sign */
@@ -207,7 +207,7 @@ static void immediate_or_fall(Compiler *c, X64Label *done)
     jit_x64_shr_ri(b, RDI, 63);
     jit_x64_shl_ri(b, RDI, 3);
     jit_x64_lea_rm(b, RAX, jit_x64_mem(RDI, OOP_FLOAT_TAG));
-    jit_x64_jmp_label32(b, done);
+    jit_x64_jmp_forward(b, done);
     jit_x64_label_bind(b, &boxed);
 }
 

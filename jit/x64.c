@@ -11,6 +11,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* -- Encoding primitives ---------------------------------------------------- */
@@ -163,9 +164,12 @@ static bool room(X64Buf *b, size_t n)
     return true;
 }
 
+static void settle(X64Buf *b);
+
 /* Copy a finished instruction in; false if it was not written. */
 static bool emit(X64Buf *b, const Ins *in)
 {
+    settle(b);
     if (in->bad) {
         note_error(b, "x64: %s (at code offset %zu)", in->bad, offset(b));
         return false;
@@ -173,12 +177,14 @@ static bool emit(X64Buf *b, const Ins *in)
     if (!room(b, in->n)) return false;
     memcpy(b->pc, in->b, in->n);
     b->pc += in->n;
+    b->after_jump = false;
     return true;
 }
 
 void jit_x64_buf_init(X64Buf *b, void *mem, size_t size)
 {
     memset(b, 0, sizeof *b);
+    b->cold = -1;
     b->start = b->pc = mem;
     /* labels store offsets in int32 fields; a larger buffer is refused, not truncated */
     if (size > INT32_MAX) {
@@ -189,11 +195,24 @@ void jit_x64_buf_init(X64Buf *b, void *mem, size_t size)
     }
 }
 
-size_t jit_x64_size(const X64Buf *b) { return offset(b); }
+size_t jit_x64_size(X64Buf *b)
+{
+    settle(b); /* an offset taken after the jump must stay true */
+    return offset(b);
+}
+
+void jit_x64_buf_release(X64Buf *b)
+{
+    free(b->fixups);
+    b->fixups = NULL;
+    b->nfixups = b->fixups_cap = 0;
+}
 
 bool jit_x64_finish(X64Buf *b, const char **why)
 {
     bool ok = false;
+    settle(b);
+    if (b->in_cold) note_error(b, "x64: the cold section was begun and not ended");
     if (b->error) {
         /* the message was written when the error happened */
     } else if (b->overflow) {
@@ -214,9 +233,11 @@ bool jit_x64_finish(X64Buf *b, const char **why)
 
 void jit_x64_data(X64Buf *b, const void *bytes, size_t n)
 {
+    settle(b);
     if (!room(b, n)) return;
     memcpy(b->pc, bytes, n);
     b->pc += n;
+    b->after_jump = false;
 }
 
 /* -- Labels --------------------------------------------------------------------- */
@@ -240,8 +261,30 @@ uint8_t *jit_x64_label_address(const X64Buf *b, const X64Label *l)
     return l->pos >= 0 ? b->start + l->pos : NULL;
 }
 
+/* Whether offset off is in the cold section. */
+static bool cold_at(const X64Buf *b, int64_t off) { return b->cold >= 0 && off >= b->cold; }
+
+/* The join must change the rel32 field that ends at offset site. */
+static void note_fixup(X64Buf *b, int64_t site)
+{
+    if (b->nfixups == b->fixups_cap) {
+        uint32_t cap = b->fixups_cap ? 2 * b->fixups_cap : 64;
+        uint32_t *n = realloc(b->fixups, cap * sizeof *n);
+        if (!n) {
+            note_error(b, "x64: out of memory for the cold section's fixups");
+            return;
+        }
+        b->fixups = n;
+        b->fixups_cap = cap;
+    }
+    b->fixups[b->nfixups++] = (uint32_t)site;
+}
+
 void jit_x64_label_bind(X64Buf *b, X64Label *l)
 {
+    if (b->pending == l) b->pending = NULL; /* a jump to here: dropped */
+    else settle(b);
+    b->after_jump = false; /* jumps arrive here: cold code here would leave them stranded */
     if (l->pos >= 0) {
         note_error(b, "x64: label '%s' bound twice", l->name ? l->name : "(unnamed)");
         return;
@@ -252,6 +295,7 @@ void jit_x64_label_bind(X64Buf *b, X64Label *l)
         uint8_t *field = b->start + site - JIT_X64_REL32_BYTES;
         int32_t next = load32(field);
         store32(field, l->pos - site);
+        if (cold_at(b, site) != cold_at(b, l->pos)) note_fixup(b, site);
         site = next;
     }
     l->chain = -1;
@@ -265,10 +309,11 @@ void jit_x64_label_bind(X64Buf *b, X64Label *l)
  * displacement if it is bound, else a link in its chain of references. */
 static void rel32_to_label(X64Buf *b, Ins *in, X64Label *l)
 {
+    settle(b);
     int64_t end = (int64_t)offset(b) + in->n + JIT_X64_REL32_BYTES;
     if (l->pos >= 0) {
         put32(in, (uint32_t)(l->pos - end));
-        emit(b, in);
+        if (emit(b, in) && cold_at(b, end) != cold_at(b, l->pos)) note_fixup(b, end);
         return;
     }
     put32(in, (uint32_t)l->chain);
@@ -286,12 +331,125 @@ static void rel32_to_label(X64Buf *b, Ins *in, X64Label *l)
 /* Finish an instruction whose last field is a displacement of `bytes` to an address. */
 static void rel_to(X64Buf *b, Ins *in, const void *target, int bytes)
 {
+    settle(b);
     uintptr_t end = (uintptr_t)b->pc + in->n + (unsigned)bytes;
     int64_t d = (int64_t)((uintptr_t)target - end);
     if (bytes == 1 && !fits8(d)) fail(in, "rel8 target out of range");
     if (bytes == 4 && !fits32(d)) fail(in, "rel32 target out of range");
+    /* the cold code moves at the join; an address outside it does not */
+    bool moves_along = b->in_cold && (const uint8_t *)target >= b->start + b->cold &&
+                       (const uint8_t *)target <= b->end;
+    if (bytes == 1 && b->in_cold && !moves_along) fail(in, "rel8 from the cold section to code that stays");
     put_imm(in, bytes, d);
-    emit(b, in);
+    if (emit(b, in) && bytes == 4 && b->in_cold && !moves_along)
+        note_fixup(b, (int64_t)(end - (uintptr_t)b->start));
+}
+
+/* -- The cold section and forward jumps ------------------------------------------------ */
+
+static void settle(X64Buf *b)
+{
+    X64Label *l = b->pending;
+    if (!l) return;
+    b->pending = NULL;
+    jit_x64_jmp_label32(b, l);
+}
+
+void jit_x64_jmp_forward(X64Buf *b, X64Label *l)
+{
+    settle(b);
+    if (l->pos >= 0) jit_x64_jmp_label32(b, l);
+    else b->pending = l;
+}
+
+void jit_x64_cold_init(X64Buf *b, size_t at)
+{
+    if (b->cold >= 0 || offset(b) > at || (size_t)(b->end - b->start) < at) {
+        note_error(b, "x64: the cold section cannot start at offset %zu", at);
+        return;
+    }
+    b->cold = (int32_t)at;
+    b->away_pc = b->start + at;
+    b->away_end = b->end;
+    b->end = b->start + at; /* the main code's bound */
+}
+
+static void swap_sections(X64Buf *b)
+{
+    uint8_t *pc = b->pc, *end = b->end;
+    X64Label *pending = b->pending;
+    bool after_jump = b->after_jump;
+    b->pc = b->away_pc, b->end = b->away_end, b->pending = b->away_pending, b->after_jump = b->away_after_jump;
+    b->away_pc = pc, b->away_end = end, b->away_pending = pending, b->away_after_jump = after_jump;
+    b->in_cold = !b->in_cold;
+}
+
+void jit_x64_cold_begin(X64Buf *b)
+{
+    if (b->cold_depth >= 32) {
+        note_error(b, "x64: cold code nested too deep");
+        return;
+    }
+    int level = b->cold_depth++;
+    /* cold code inside cold code stays where it is, and so does cold code
+     * that the main code falls into (a send with no fast path before it) */
+    if (b->cold < 0 || b->in_cold || !(b->pending || b->after_jump)) return;
+    b->swapped |= 1u << level;
+    swap_sections(b); /* the main code's pending jump waits for the merge after the cold code */
+}
+
+void jit_x64_cold_end(X64Buf *b)
+{
+    if (b->cold_depth <= 0) {
+        note_error(b, "x64: the cold section ended and not begun");
+        return;
+    }
+    uint32_t bit = 1u << --b->cold_depth;
+    if (!(b->swapped & bit)) return;
+    b->swapped &= ~bit;
+    settle(b); /* its jump back is emitted: the merge is bound in the main code */
+    swap_sections(b);
+}
+
+bool jit_x64_in_cold(const X64Buf *b) { return b->in_cold; }
+
+size_t jit_x64_cold_join(X64Buf *b)
+{
+    settle(b);
+    if (b->cold < 0) return 0;
+    if (b->in_cold) {
+        note_error(b, "x64: the cold section joined while being emitted into");
+        return 0;
+    }
+    int64_t main_end = (int64_t)offset(b), delta = (int64_t)b->cold - main_end;
+    size_t len = (size_t)(b->away_pc - (b->start + b->cold));
+    for (uint32_t i = 0; i < b->nfixups; i++) {
+        uint8_t *field = b->start + b->fixups[i] - JIT_X64_REL32_BYTES;
+        /* a field in the cold code moves down to a target that stays; a
+         * field in the main code points at cold code that moves down */
+        int64_t d = load32(field) + (cold_at(b, b->fixups[i]) ? delta : -delta);
+        store32(field, (int32_t)d);
+    }
+    for (X64Label *l = b->unresolved; l; l = l->next) {
+        /* the chain links offsets just past rel32 fields (walked as they
+         * are before the move); those in the cold code move down */
+        int32_t site = l->chain;
+        if (cold_at(b, site)) l->chain = (int32_t)(site - delta);
+        while (site >= 0) {
+            uint8_t *field = b->start + site - JIT_X64_REL32_BYTES;
+            int32_t next = load32(field);
+            if (cold_at(b, next)) store32(field, (int32_t)(next - delta));
+            site = next;
+        }
+    }
+    memmove(b->pc, b->start + b->cold, len);
+    b->pc += len;
+    b->end = b->away_end;
+    b->away_pc = b->away_end = NULL;
+    b->away_pending = NULL;
+    b->cold = -1;
+    jit_x64_buf_release(b);
+    return (size_t)delta;
 }
 
 /* -- Shared shapes ---------------------------------------------------------------- */
@@ -650,6 +808,7 @@ void jit_x64_jmp_rel32(X64Buf *b, const void *target)
     Ins in = { .n = 0 };
     put8(&in, 0xE9);
     rel_to(b, &in, target, 4);
+    b->after_jump = true;
 }
 
 /* EB cb */
@@ -658,12 +817,21 @@ void jit_x64_jmp_rel8(X64Buf *b, const void *target)
     Ins in = { .n = 0 };
     put8(&in, 0xEB);
     rel_to(b, &in, target, 1);
+    b->after_jump = true;
 }
 
 /* FF /4 */
-void jit_x64_jmp_r(X64Buf *b, X64Reg target) { op_rr(b, 0, 0, 0xFF, 4, target, 0, 0); }
+void jit_x64_jmp_r(X64Buf *b, X64Reg target)
+{
+    op_rr(b, 0, 0, 0xFF, 4, target, 0, 0);
+    b->after_jump = true;
+}
 /* FF /4 */
-void jit_x64_jmp_m(X64Buf *b, X64Mem target) { op_mem(b, 0, 0, 0xFF, 4, target, 0, 0); }
+void jit_x64_jmp_m(X64Buf *b, X64Mem target)
+{
+    op_mem(b, 0, 0, 0xFF, 4, target, 0, 0);
+    b->after_jump = true;
+}
 
 /* E9 cd */
 void jit_x64_jmp_label32(X64Buf *b, X64Label *label)
@@ -671,12 +839,15 @@ void jit_x64_jmp_label32(X64Buf *b, X64Label *label)
     Ins in = { .n = 0 };
     put8(&in, 0xE9);
     rel32_to_label(b, &in, label);
+    b->after_jump = true;
 }
 
 /* EB cb | E9 cd */
 void jit_x64_jmp_label(X64Buf *b, X64Label *label)
 {
-    if (label->pos >= 0 && fits8((int64_t)label->pos - ((int64_t)offset(b) + 2))) {
+    settle(b);
+    if (label->pos >= 0 && cold_at(b, label->pos) == b->in_cold &&
+        fits8((int64_t)label->pos - ((int64_t)offset(b) + 2))) {
         jit_x64_jmp_rel8(b, b->start + label->pos);
         return;
     }
@@ -715,7 +886,9 @@ void jit_x64_jcc_label32(X64Buf *b, X64Cond cc, X64Label *label)
 /* 70+cc cb | 0F 80+cc cd */
 void jit_x64_jcc_label(X64Buf *b, X64Cond cc, X64Label *label)
 {
-    if (label->pos >= 0 && fits8((int64_t)label->pos - ((int64_t)offset(b) + 2))) {
+    settle(b);
+    if (label->pos >= 0 && cold_at(b, label->pos) == b->in_cold &&
+        fits8((int64_t)label->pos - ((int64_t)offset(b) + 2))) {
         jit_x64_jcc_rel8(b, cc, b->start + label->pos);
         return;
     }
@@ -723,11 +896,19 @@ void jit_x64_jcc_label(X64Buf *b, X64Cond cc, X64Label *label)
 }
 
 /* C3 */
-void jit_x64_ret(X64Buf *b) { op_bytes(b, (const uint8_t[]){ 0xC3 }, 1); }
+void jit_x64_ret(X64Buf *b)
+{
+    op_bytes(b, (const uint8_t[]){ 0xC3 }, 1);
+    b->after_jump = true;
+}
 /* CC */
 void jit_x64_int3(X64Buf *b) { op_bytes(b, (const uint8_t[]){ 0xCC }, 1); }
 /* 0F 0B */
-void jit_x64_ud2(X64Buf *b) { op_bytes(b, (const uint8_t[]){ 0x0F, 0x0B }, 2); }
+void jit_x64_ud2(X64Buf *b)
+{
+    op_bytes(b, (const uint8_t[]){ 0x0F, 0x0B }, 2);
+    b->after_jump = true;
+}
 
 /* 90 | 66 90 | 0F 1F /0 with growing ModRM/SIB/displacement: the Intel SDM's
  * recommended one-instruction NOPs of 1..9 bytes (Vol. 2B, NOP). */

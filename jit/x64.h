@@ -111,17 +111,63 @@ typedef struct X64Buf {
     bool overflow;             /* sticky: an instruction did not fit */
     const char *error;         /* sticky: the first form that could not be encoded */
     X64Label *unresolved;      /* labels referenced before being bound */
-    char message[160];         /* jit_x64_finish's explanation */
+    X64Label *pending;         /* a jit_x64_jmp_forward not emitted yet */
+    /* The cold section (jit_x64_cold_init), -1: none. While it exists the
+     * section not being emitted into keeps its pc, end and pending jump in
+     * away_*; fixups are the offsets just past the rel32 fields that the
+     * join must change: jumps between the sections, and calls and jumps from
+     * the cold one to addresses outside the buffer. */
+    int32_t cold;
+    bool in_cold;
+    int cold_depth;    /* begin/end nesting */
+    uint32_t swapped;  /* bit i: the begin at depth i moved to the cold section */
+    bool after_jump, away_after_jump; /* the last instruction was an unconditional jump */
+    uint8_t *away_pc, *away_end;
+    X64Label *away_pending;
+    uint32_t *fixups;
+    uint32_t nfixups, fixups_cap;
+    char message[160]; /* jit_x64_finish's explanation */
 } X64Buf;
 
 /* Emit into [mem, mem + size). size must be below 2 GiB (labels keep int32 offsets). */
 void jit_x64_buf_init(X64Buf *buf, void *mem, size_t size);
-size_t jit_x64_size(const X64Buf *buf); /* bytes emitted so far */
+size_t jit_x64_size(X64Buf *buf); /* bytes emitted so far (a pending forward jump is emitted first) */
 /* True when the code is complete: no overflow, no encoding error, every
  * referenced label bound. Otherwise false with *why (if why) explaining. */
 bool jit_x64_finish(X64Buf *buf, const char **why);
 /* Copy raw bytes (tables, headers inside the code); all or nothing. */
 void jit_x64_data(X64Buf *buf, const void *bytes, size_t n);
+/* Frees what the buffer allocated (the cold section's fixups); the code stays. */
+void jit_x64_buf_release(X64Buf *buf);
+
+/* The cold section: code that rarely runs (slow paths, boxed operands) is
+ * emitted where it belongs in the template, between jit_x64_cold_begin and
+ * jit_x64_cold_end, but laid out after the rest, so that the fast path
+ * falls through instead of jumping over it: a taken jump ends the
+ * processor's fetch block, and hot code gets denser.
+ *
+ * jit_x64_cold_init(buf, at) makes the section start at offset `at` (the
+ * main code must stay below it; its bound) and jit_x64_cold_join moves it
+ * to just after the main code, fixing every displacement that crosses
+ * between the two or leaves the cold one for an address, and every chain
+ * of a still unbound label. It answers by how much the cold code moved
+ * down: offsets the caller recorded in the cold section (map entries,
+ * literal sites) are that much lower afterwards. Labels bound in the cold
+ * section must not be used after the join.
+ *
+ * Without jit_x64_cold_init, begin and end do nothing and the cold code
+ * stays in line, so a template is written once for both: the code before
+ * jit_x64_cold_begin must not fall through into the cold code (it ends in
+ * a jump), and the cold code must end in a jump too (jit_x64_jmp_forward
+ * to the label bound right after jit_x64_cold_end costs nothing in line).
+ * Begin and end nest: cold code inside cold code is laid out in line there,
+ * and so is cold code the main code falls into (its last instruction is no
+ * unconditional jump). */
+void jit_x64_cold_init(X64Buf *buf, size_t at);
+void jit_x64_cold_begin(X64Buf *buf);
+void jit_x64_cold_end(X64Buf *buf);
+bool jit_x64_in_cold(const X64Buf *buf);
+size_t jit_x64_cold_join(X64Buf *buf);
 
 void jit_x64_label_init(X64Label *label, const char *name);
 /* Bind at the current pc and resolve every earlier reference. */
@@ -225,6 +271,11 @@ void jit_x64_jmp_r(X64Buf *buf, X64Reg target);
 void jit_x64_jmp_m(X64Buf *buf, X64Mem target);
 void jit_x64_jmp_label(X64Buf *buf, X64Label *label);   /* rel8 if bound and in range */
 void jit_x64_jmp_label32(X64Buf *buf, X64Label *label); /* always rel32: patchable */
+/* A jump to a label not bound yet, dropped when the label is bound next
+ * (nothing emitted, no size asked for and no other label bound in
+ * between): a fast path's jump to the merge its slow path left for the cold
+ * section. Not patchable. */
+void jit_x64_jmp_forward(X64Buf *buf, X64Label *label);
 void jit_x64_jcc_rel32(X64Buf *buf, X64Cond cc, const void *target);
 void jit_x64_jcc_rel8(X64Buf *buf, X64Cond cc, const void *target);
 void jit_x64_jcc_label(X64Buf *buf, X64Cond cc, X64Label *label);

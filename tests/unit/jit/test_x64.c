@@ -656,7 +656,7 @@ typedef struct Decoded {
 
 /* Decode the whole buffer; returns the instruction count and fails the test if
  * the bytes do not decode end to end. */
-static size_t decode_all(const X64Buf *b, Decoded *out, size_t max)
+static size_t decode_all(X64Buf *b, Decoded *out, size_t max)
 {
     cs_insn *insn;
     size_t n = jit_x64_size(b);
