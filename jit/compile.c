@@ -669,11 +669,16 @@ static void emit_cond_jump_rax(Compiler *c, size_t pc)
     jit_x64_label_bind(b, &retry);
     cmp_rax_oop(c, on_true ? c->rt->true_obj : c->rt->false_obj);
     jit_compile_jcc_to(c, JIT_X64_CC_E, taken, pc);
+    X64Label non_boolean = JIT_X64_LABEL("not a Boolean");
     cmp_rax_oop(c, on_true ? c->rt->false_obj : c->rt->true_obj);
-    jit_x64_jcc_label32(b, JIT_X64_CC_E, &not_taken);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NE, &non_boolean);
+    jit_x64_jmp_forward(b, &not_taken); /* dropped when the next lines go to the cold section */
+    jit_compile_cold_begin(c);
+    jit_x64_label_bind(b, &non_boolean);
     jit_x64_push_r(b, RAX); /* a non-Boolean: ask it, test the answer again */
     emit_send_rax(c, JIT_SEND_MUST_BE_BOOLEAN, 0, pc);
     jit_x64_jmp_label32(b, &retry);
+    jit_compile_cold_end(c);
     jit_x64_label_bind(b, &not_taken);
 }
 
@@ -723,6 +728,7 @@ static void emit_int_arith(Compiler *c, uint8_t op, bool arg_int, int64_t arg_co
         else jit_x64_sub_ri(b, RAX, (int32_t)twice);
         jit_x64_jcc_label32(b, JIT_X64_CC_O, &undo);
         jit_x64_jmp_forward(b, done);
+        jit_compile_cold_begin(c);
         jit_x64_label_bind(b, &undo);
         if (add) jit_x64_sub_ri(b, RAX, (int32_t)twice);
         else jit_x64_add_ri(b, RAX, (int32_t)twice);
@@ -731,6 +737,7 @@ static void emit_int_arith(Compiler *c, uint8_t op, bool arg_int, int64_t arg_co
         jit_x64_add_rr(b, RAX, RCX);
         jit_x64_jcc_label32(b, JIT_X64_CC_O, &undo);
         jit_x64_jmp_forward(b, done);
+        jit_compile_cold_begin(c);
         jit_x64_label_bind(b, &undo);
         jit_x64_sub_rr(b, RAX, RCX);
         jit_x64_add_ri(b, RAX, 1);
@@ -739,10 +746,12 @@ static void emit_int_arith(Compiler *c, uint8_t op, bool arg_int, int64_t arg_co
         jit_x64_jcc_label32(b, JIT_X64_CC_O, &undo);
         jit_x64_add_ri(b, RAX, 1);
         jit_x64_jmp_forward(b, done);
+        jit_compile_cold_begin(c);
         jit_x64_label_bind(b, &undo);
         jit_x64_add_rr(b, RAX, RCX);
     }
     jit_x64_jmp_label32(b, overflow);
+    jit_compile_cold_end(c);
 }
 
 /* The end of a send with fast paths (emit_special, emit_double_send): at slow,
@@ -859,7 +868,10 @@ static size_t emit_special(Compiler *c, size_t pc)
                              (c->rt->site_saw_double && c->rt->site_saw_double(c->code + pc)));
         if (ints && !double_first) emit_int_arith(c, op, arg_int, arg_const, dbl_arith ? &not_ints : &slow, &slow, &done);
         if (dbl_arith) {
+            /* the path tried second goes to the cold section */
             X64Label try_ints = JIT_X64_LABEL("SmallIntegers after all");
+            bool second = ints && !double_first;
+            if (second) jit_compile_cold_begin(c);
             if (!double_first) jit_x64_label_bind(b, &not_ints);
             JitDoubleLink links[JIT_DOUBLE_CHAIN_MAX];
             int n = jit_double_chain_scan(c, pc, links, JIT_DOUBLE_CHAIN_MAX);
@@ -870,9 +882,12 @@ static size_t emit_special(Compiler *c, size_t pc)
             }
             jit_double_arith(c, op, facts, double_first ? &try_ints : &slow, &done);
             if (double_first) {
+                jit_compile_cold_begin(c);
                 jit_x64_label_bind(b, &try_ints);
                 emit_int_arith(c, op, arg_int, arg_const, &slow, &slow, &done);
+                jit_compile_cold_end(c);
             }
+            if (second) jit_compile_cold_end(c);
         }
     } else if (is_compare(op) && (ints || dbl_cmp)) {
         uint8_t after = next < c->len ? c->code[next] : BC_HALT;
@@ -880,43 +895,55 @@ static size_t emit_special(Compiler *c, size_t pc)
         bool fuse = br >= 0;
         uint8_t br_op = fuse ? c->code[br] : BC_HALT;
         bool dbl = dbl_cmp;
-        if (ints)
+        /* the SmallIntegers' compare in line, the Doubles' in the cold
+         * section after it; the Doubles' in line when it is the only one */
+        if (ints) {
             both_ints_or(c, arg_int, dbl ? &not_ints : &slow);
-        else
-            jit_x64_jmp_label32(b, &not_ints); /* the SmallInteger code below is never run */
-        if (arg_int && fits_i32(arg_const)) jit_x64_cmp_ri(b, RAX, (int32_t)arg_const);
-        else jit_x64_cmp_rr(b, RAX, RCX);
+            if (arg_int && fits_i32(arg_const)) jit_x64_cmp_ri(b, RAX, (int32_t)arg_const);
+            else jit_x64_cmp_rr(b, RAX, RCX);
+        }
         if (fuse) {
             X64Cond cc = compare_cond(op);
             if (br_op == BC_JUMP_IF_FALSE) cc = jit_x64_cc_negate(cc);
             X64Label fallthrough = JIT_X64_LABEL("fused fallthrough");
             X64Label *taken = &c->labels[jit_compile_jump_target(c->code, (size_t)br)];
-            if (s) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * s)); /* lea keeps the flags */
-            jit_compile_jcc_to(c, cc, taken, (size_t)br);
-            jit_x64_jmp_label32(b, &fallthrough);
+            if (ints) {
+                if (s) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * s)); /* lea keeps the flags */
+                jit_compile_jcc_to(c, cc, taken, (size_t)br);
+                jit_x64_jmp_forward(b, &fallthrough);
+            }
             if (dbl) {
+                if (ints) jit_compile_cold_begin(c);
                 jit_x64_label_bind(b, &not_ints);
                 X64Cond dc = jit_double_compare(c, op, facts, &slow);
                 if (br_op == BC_JUMP_IF_FALSE) dc = jit_x64_cc_negate(dc);
                 if (s) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * s));
                 jit_compile_jcc_to(c, dc, taken, (size_t)br);
-                jit_x64_jmp_label32(b, &fallthrough);
+                jit_x64_jmp_forward(b, &fallthrough);
+                if (ints) jit_compile_cold_end(c);
             }
+            jit_compile_cold_begin(c);
             jit_x64_label_bind(b, &slow);
             for (int j = s; j < k; j++) jit_x64_push_r(b, regs[j]);
             emit_send_rax(c, jit_send_tag_special(op), nargs, pc);
             emit_cond_jump_rax(c, (size_t)br);
+            jit_x64_jmp_forward(b, &fallthrough);
+            jit_compile_cold_end(c);
             jit_x64_label_bind(b, &fallthrough);
             /* through a JUMP to the conditional jump: on where that one falls through */
             if ((size_t)br != next) jit_x64_jmp_label32(b, &c->labels[(size_t)br + vm_bytecode_length[br_op]]);
             return 1 + vm_bytecode_length[after];
         }
-        jit_compile_set_boolean(c, compare_cond(op));
-        jit_x64_jmp_forward(b, &done);
+        if (ints) {
+            jit_compile_set_boolean(c, compare_cond(op));
+            jit_x64_jmp_forward(b, &done);
+        }
         if (dbl) {
+            if (ints) jit_compile_cold_begin(c);
             jit_x64_label_bind(b, &not_ints);
             jit_compile_set_boolean(c, jit_double_compare(c, op, facts, &slow));
             jit_x64_jmp_forward(b, &done);
+            if (ints) jit_compile_cold_end(c);
         }
     } else if (op == BC_SEND_IDENTICAL) {
         X64Label identical = JIT_X64_LABEL("identical");

@@ -25,36 +25,39 @@ static void load_constant(Compiler *c, X64Xmm x, double d)
     jit_x64_movq_xr(&c->b, x, R11);
 }
 
-/* x := the value of the immediate Double in r (gc/object.h: rotate the
- * tag back up, take the exponent's bias off; a zero is its sign), then to
- * done (one jump fewer than falling through to a jump there). Keeps r
- * unless it is r11; clobbers rdx, r11. */
-static void decode_immediate_to(Compiler *c, X64Reg r, X64Xmm x, X64Label *done)
+/* x := the value of the immediate Double in r other than a zero (gc/object.h:
+ * rotate the tag back up, take the exponent's bias off), then to done; to
+ * zero for the two zeros. Keeps r unless it is r11; clobbers rdx, r11. */
+static void decode_immediate_to(Compiler *c, X64Reg r, X64Xmm x, X64Label *zero, X64Label *done)
 {
     X64Buf *b = &c->b;
-    X64Label zero = JIT_X64_LABEL("a zero");
     jit_x64_cmp_ri(b, r, OOP_FLOAT_ZEROS);
-    jit_x64_jcc_label32(b, JIT_X64_CC_B, &zero); /* predicted: off the value's path */
+    jit_x64_jcc_label32(b, JIT_X64_CC_B, zero);
     jit_x64_mov_ri64(b, RDX, OOP_FLOAT_BIAS);
     if (r != R11) jit_x64_mov_rr(b, R11, r);
     jit_x64_ror_ri(b, R11, 4);
     jit_x64_sub_rr(b, R11, RDX);
     jit_x64_movq_xr(b, x, R11);
     jit_x64_jmp_forward(b, done);
-    jit_x64_label_bind(b, &zero);
+}
+
+/* x := the zero in r, the immediate Double whose sign is all it has. */
+static void decode_zero(Compiler *c, X64Reg r, X64Xmm x)
+{
+    X64Buf *b = &c->b;
     if (r != R11) jit_x64_mov_rr(b, R11, r);
     jit_x64_shr_ri(b, R11, 3);
     jit_x64_shl_ri(b, R11, 63);
     jit_x64_movq_xr(b, x, R11);
-    jit_x64_jmp_forward(b, done);
 }
 
 void jit_double_load(Compiler *c, X64Reg r, X64Xmm x, int cached, bool ints_too, X64Label *other)
 {
     X64Buf *b = &c->b;
     X64Label have = JIT_X64_LABEL("operand loaded"), not_immediate = JIT_X64_LABEL("not an immediate Double"),
-             integer = JIT_X64_LABEL("SmallInteger operand");
-    /* the immediate Double first: it is what these paths are for */
+             integer = JIT_X64_LABEL("SmallInteger operand"), zero = JIT_X64_LABEL("a zero");
+    /* the immediate Double in line: it is what these paths are for; the
+     * zeros, boxed Doubles and SmallIntegers in the cold section */
     jit_x64_lea_rm(b, RDX, jit_x64_mem(r, -OOP_FLOAT_TAG));
     jit_x64_test_ri(b, RDX, 7);
     jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &not_immediate);
@@ -62,7 +65,13 @@ void jit_double_load(Compiler *c, X64Reg r, X64Xmm x, int cached, bool ints_too,
         jit_x64_movsd_xx(b, x, (X64Xmm)cached);
         jit_x64_jmp_forward(b, &have);
     } else {
-        decode_immediate_to(c, r, x, &have);
+        decode_immediate_to(c, r, x, &zero, &have);
+    }
+    jit_compile_cold_begin(c);
+    if (cached < 0) {
+        jit_x64_label_bind(b, &zero);
+        decode_zero(c, r, x);
+        jit_x64_jmp_label32(b, &have);
     }
     jit_x64_label_bind(b, &not_immediate);
     jit_x64_test_ri(b, r, 7); /* now a SmallInteger or an object */
@@ -74,12 +83,14 @@ void jit_double_load(Compiler *c, X64Reg r, X64Xmm x, int cached, bool ints_too,
     if (cached >= 0) jit_x64_movsd_xx(b, x, (X64Xmm)cached);
     else jit_x64_movsd_xm(b, x, jit_x64_mem(r, 8));
     if (ints_too) {
-        jit_x64_jmp_forward(b, &have);
+        jit_x64_jmp_label32(b, &have);
         jit_x64_label_bind(b, &integer);
         jit_x64_mov_rr(b, R11, r);
         jit_x64_sar_ri(b, R11, 1);
         jit_x64_cvtsi2sd_xr(b, x, R11);
     }
+    jit_x64_jmp_forward(b, &have);
+    jit_compile_cold_end(c);
     jit_x64_label_bind(b, &have);
 }
 
@@ -179,11 +190,12 @@ static void box_at_rdi(Compiler *c)
     jit_x64_mov_rr(b, RAX, RDI);
 }
 
-/* rax := the immediate Double of xmm0, then to done; falls through with
- * rax and rcx intact when xmm0's value must be boxed (gc/object.h,
- * oop_float_encode: out of the exponent window, the tag comes out wrong).
- * Clobbers rdx, rdi. */
-static void immediate_or_fall(Compiler *c, X64Label *done)
+/* rax := the immediate Double of xmm0, then to done; when xmm0's value
+ * must be boxed (gc/object.h, oop_float_encode: out of the exponent window,
+ * the tag comes out wrong) goes on in the cold section with rax and rcx
+ * intact: the caller boxes, jumps and ends the cold section. Clobbers rdx,
+ * rdi. */
+static void immediate_or_cold(Compiler *c, X64Label *done)
 {
     X64Buf *b = &c->b;
     X64Label out_of_window = JIT_X64_LABEL("exponent out of the window"), boxed = JIT_X64_LABEL("boxed");
@@ -199,6 +211,7 @@ static void immediate_or_fall(Compiler *c, X64Label *done)
     jit_x64_jcc_label32(b, JIT_X64_CC_Z, &out_of_window); /* e = 896: below the window */
     jit_x64_mov_rr(b, RAX, RDI);
     jit_x64_jmp_forward(b, done);
+    jit_compile_cold_begin(c);
     jit_x64_label_bind(b, &out_of_window);
     jit_x64_movq_rx(b, RDI, JIT_X64_XMM0);
     jit_x64_add_rr(b, RDI, RDI); /* all but the sign */
@@ -207,7 +220,7 @@ static void immediate_or_fall(Compiler *c, X64Label *done)
     jit_x64_shr_ri(b, RDI, 63);
     jit_x64_shl_ri(b, RDI, 3);
     jit_x64_lea_rm(b, RAX, jit_x64_mem(RDI, OOP_FLOAT_TAG));
-    jit_x64_jmp_forward(b, done);
+    jit_x64_jmp_label32(b, done);
     jit_x64_label_bind(b, &boxed);
 }
 
@@ -216,10 +229,11 @@ static void immediate_or_fall(Compiler *c, X64Label *done)
  * written on the way to slow; rax and rcx stay intact until then. */
 static void answer_double(Compiler *c, X64Label *slow, X64Label *done)
 {
-    immediate_or_fall(c, done);
+    immediate_or_cold(c, done);
     eden_room_or(c, slow);
     box_at_rdi(c);
-    jit_x64_jmp_label32(&c->b, done);
+    jit_x64_jmp_forward(&c->b, done);
+    jit_compile_cold_end(c);
 }
 
 static void arith_xx(Compiler *c, uint8_t op, X64Xmm dst, X64Xmm src)
@@ -477,12 +491,13 @@ void jit_double_chain(Compiler *c, const JitDoubleLink *links, int n, int s, Jit
     const JitDoubleLink *last = &links[n - 1];
     size_t next = link_next(c, last);
     if (is_arith(last->op)) {
-        immediate_or_fall(c, &c->labels[next]);
+        immediate_or_cold(c, &c->labels[next]);
         jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->eden_top);
         jit_x64_mov_rm(b, RDI, jit_x64_mem(R11, 0));
         jit_x64_lea_rm(b, RDX, jit_x64_mem(RDI, 16));
         box_at_rdi(c);
         jit_x64_jmp_label32(b, &c->labels[next]);
+        jit_compile_cold_end(c);
     } else {
         long br = jit_compile_fused_branch(c, next);
         if (br >= 0) { /* as emit_special fuses the jump */
@@ -495,6 +510,7 @@ void jit_double_chain(Compiler *c, const JitDoubleLink *links, int n, int s, Jit
             jit_x64_jmp_label32(b, &c->labels[next]);
         }
     }
+    jit_compile_cold_begin(c);
     for (int k = 1; k < n; k++) {
         /* the answer so far boxed, where the plain code of link k expects it */
         jit_x64_label_bind(b, &bails[k]);
@@ -504,4 +520,5 @@ void jit_double_chain(Compiler *c, const JitDoubleLink *links, int n, int s, Jit
         box_at_rdi(c);
         jit_x64_jmp_label32(b, &c->labels[links[k].pc]); /* its push, if any, emitted nothing */
     }
+    jit_compile_cold_end(c);
 }
