@@ -39,7 +39,7 @@
 #define BOUND_SPECIAL 560      /* inline SmallInteger, Double or Array path + generic send */
 #define BOUND_COND_JUMP 96     /* two compares + mustBeBoolean send */
 #define BOUND_BACK_JUMP 48     /* safepoint check + call + jmp */
-#define BOUND_TAIL 16
+#define BOUND_TAIL 32 /* ud2, the Double bias aligned */
 #define JIT_LOOP_ALIGN 16 /* Intel's optimization manual: 16-byte aligned branch targets of hot loops */
 #define BOUND_OUTER 160      /* inline chain walk + runtime fallback */
 #define BOUND_RETURN 48     /* widow check + call + epilogue */
@@ -1678,6 +1678,12 @@ static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *che
     flush(c);
     jit_x64_label_bind(&c->b, &c->labels[c->len]);
     jit_x64_ud2(&c->b); /* the compiler ends every method with a return */
+    if (c->float_bias.chain >= 0) {
+        uint64_t bias = OOP_FLOAT_BIAS;
+        jit_x64_align(&c->b, sizeof bias);
+        jit_x64_label_bind(&c->b, &c->float_bias);
+        jit_x64_data(&c->b, &bias, sizeof bias);
+    }
     cold_join(c);
     unwind_from_here(c, PROF_UNWIND_FRAMELESS); /* the entry checks' exits */
     emit_entry_exits(&c->b, &c->map, c->rt, &header, &abort, &slow, &checked);
@@ -1715,6 +1721,7 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
         return fail(z, NULL, why, whylen, "out of C memory");
     }
     for (size_t i = 0; i <= c.len; i++) jit_x64_label_init(&c.labels[i], "bytecode");
+    jit_x64_label_init(&c.float_bias, "the Double bias");
     JitMethod *m = NULL;
     size_t bound = scan(&c, why, whylen);
     if (!bound) goto out;

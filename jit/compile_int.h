@@ -62,6 +62,10 @@ typedef struct Compiler {
     JitMapBuilder map;
     JitMapBuilder cold_map; /* the cold section's entries until the join */
     uint32_t cold_at;       /* where the cold section is until the join, 0: in line */
+    /* OOP_FLOAT_BIAS, 8 bytes after the method's last bytecode when used: a
+     * memory operand of the Double decodes and encodes, one instruction
+     * fewer than a movabs into a register each time */
+    X64Label float_bias;
     uint32_t *lits;   /* buffer offsets of the literal sites' imm64s (global caches) */
     uint32_t nlits, lits_cap;
     bool lits_failed;

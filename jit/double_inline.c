@@ -33,10 +33,9 @@ static void decode_immediate_to(Compiler *c, X64Reg r, X64Xmm x, X64Label *zero,
     X64Buf *b = &c->b;
     jit_x64_cmp_ri(b, r, OOP_FLOAT_ZEROS);
     jit_x64_jcc_label32(b, JIT_X64_CC_B, zero);
-    jit_x64_mov_ri64(b, RDX, OOP_FLOAT_BIAS);
     if (r != R11) jit_x64_mov_rr(b, R11, r);
     jit_x64_ror_ri(b, R11, 4);
-    jit_x64_sub_rr(b, R11, RDX);
+    jit_x64_sub_rl(b, R11, &c->float_bias);
     jit_x64_movq_xr(b, x, R11);
     jit_x64_jmp_forward(b, done);
 }
@@ -199,9 +198,8 @@ static void immediate_or_cold(Compiler *c, X64Label *done)
 {
     X64Buf *b = &c->b;
     X64Label out_of_window = JIT_X64_LABEL("exponent out of the window"), boxed = JIT_X64_LABEL("boxed");
-    jit_x64_mov_ri64(b, RDX, OOP_FLOAT_BIAS);
     jit_x64_movq_rx(b, RDI, JIT_X64_XMM0);
-    jit_x64_add_rr(b, RDI, RDX);
+    jit_x64_add_rl(b, RDI, &c->float_bias);
     jit_x64_rol_ri(b, RDI, 4);
     jit_x64_lea_rm(b, RDX, jit_x64_mem(RDI, -OOP_FLOAT_TAG));
     jit_x64_test_ri(b, RDX, 7);

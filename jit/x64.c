@@ -594,6 +594,20 @@ void jit_x64_lea_rl(X64Buf *b, X64Reg dst, X64Label *label)
     rel32_to_label(b, &in, label);
 }
 
+/* A 64-bit op with a RIP-relative memory operand at label: ModRM mod = 00, rm = 101. */
+static void op_rl(X64Buf *b, uint32_t opcode, X64Reg dst, X64Label *label)
+{
+    Ins in = { .n = 0 };
+    head(&in, 0, REXW, opcode, dst, 0, 0, false);
+    put8(&in, modrm(0, dst, 5));
+    rel32_to_label(b, &in, label);
+}
+
+/* REX.W 03 /r */
+void jit_x64_add_rl(X64Buf *b, X64Reg dst, X64Label *label) { op_rl(b, 0x03, dst, label); }
+/* REX.W 2B /r */
+void jit_x64_sub_rl(X64Buf *b, X64Reg dst, X64Label *label) { op_rl(b, 0x2B, dst, label); }
+
 /* REX.W 0F 40+cc /r */
 void jit_x64_cmovcc_rr(X64Buf *b, X64Cond cc, X64Reg dst, X64Reg src)
 {

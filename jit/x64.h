@@ -193,6 +193,8 @@ void jit_x64_movzx_rm16(X64Buf *buf, X64Reg dst, X64Mem src);
 void jit_x64_movzx_rr8(X64Buf *buf, X64Reg dst, X64Reg src);
 void jit_x64_lea_rm(X64Buf *buf, X64Reg dst, X64Mem src);
 void jit_x64_lea_rl(X64Buf *buf, X64Reg dst, X64Label *label); /* RIP-relative */
+void jit_x64_add_rl(X64Buf *buf, X64Reg dst, X64Label *label);  /* dst += [rip + label], 64 bits */
+void jit_x64_sub_rl(X64Buf *buf, X64Reg dst, X64Label *label);  /* dst -= [rip + label], 64 bits */
 void jit_x64_cmovcc_rr(X64Buf *buf, X64Cond cc, X64Reg dst, X64Reg src);
 void jit_x64_setcc_r(X64Buf *buf, X64Cond cc, X64Reg dst);     /* low byte only */
 void jit_x64_push_r(X64Buf *buf, X64Reg src);
