@@ -758,6 +758,12 @@ static void emit_int_arith(Compiler *c, uint8_t op, bool arg_int, int64_t arg_co
  * in the cold section, the operands loaded from descriptors go back on the real
  * stack under the k - d already there and the send is made; the fast paths jump
  * to done with the answer in rax (the last one's jump is dropped: it falls through). Both drop the operands from the real stack; the answer is SIM_RAX. */
+/* rcx := the constant argument emit_special left out of it (c->lazy_rcx). */
+static void load_lazy_rcx(Compiler *c)
+{
+    if (c->lazy_rcx) jit_x64_mov_ri(&c->b, RCX, c->lazy_rcx_value);
+}
+
 static void send_and_merge(Compiler *c, X64Label *slow, X64Label *done, const X64Reg regs[2], int s, int k,
                            int64_t tag, int nargs, size_t pc)
 {
@@ -765,6 +771,8 @@ static void send_and_merge(Compiler *c, X64Label *slow, X64Label *done, const X6
     X64Label merged = JIT_X64_LABEL("send merged");
     jit_compile_cold_begin(c);
     jit_x64_label_bind(b, slow);
+    load_lazy_rcx(c);
+    c->lazy_rcx = false;
     for (int j = s; j < k; j++) jit_x64_push_r(b, regs[j]);
     jit_compile_send_call(c, tag, nargs, pc);
     jit_double_cache_answer(c);
@@ -843,15 +851,10 @@ static size_t emit_special(Compiler *c, size_t pc)
     int64_t arg_const = 0;
     JitOperandFacts facts = { .receiver_xmm = -1, .arg_xmm = -1 };
     if (k <= 2) {
-        load_operands(c, k, regs);
         arg_int = k == 2 && d == 2 && c->sim[1].kind == SIM_CONST && oop_is_int((Oop)c->sim[1].v);
         arg_const = arg_int ? c->sim[1].v : 0;
         if (k == 2) facts = jit_double_facts(c, s == 0 ? &c->sim[0] : NULL, d >= 1 ? &c->sim[d - 1] : NULL);
-    } else {
-        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 16)); /* at:put: receiver and index (all on the real stack) */
-        jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 8));
     }
-    c->nsim = 0;
     X64Label slow = JIT_X64_LABEL("generic send"), done = JIT_X64_LABEL("special done");
     X64Label not_ints = JIT_X64_LABEL("not SmallIntegers");
     bool dbl_arith = (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) && jit_double_inline(c, op);
@@ -859,13 +862,29 @@ static size_t emit_special(Compiler *c, size_t pc)
                    jit_double_inline(c, op);
     /* a literal Double operand: no SmallInteger answer, straight to the Double path */
     bool ints = int_inline(c, op) && !((facts.receiver_double || facts.arg_double) && (dbl_arith || dbl_cmp));
+    /* an operand from a temp that likely holds a Double (jit/double_types.c),
+     * or a site the interpreter ran on Doubles (vm/interp/doublesites.h): the Double
+     * path first, the SmallIntegers' when it is not taken */
+    bool double_first = (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) && ints && dbl_arith && k == 2 &&
+                        ((s == 0 && jit_double_likely(c, &c->sim[0])) || (d >= 1 && jit_double_likely(c, &c->sim[d - 1])) ||
+                         (c->rt->site_saw_double && c->rt->site_saw_double(c->code + pc)));
+    /* a SmallInteger constant argument that the SmallIntegers' path, tried
+     * first, takes as an immediate: rcx is loaded only where the other paths
+     * start (load_lazy_rcx), so a counter's `i + 1` or `n < 2` costs no mov */
+    c->lazy_rcx = arg_int && ints && !double_first &&
+                  (((op == BC_SEND_ADD || op == BC_SEND_SUB) && fits_i32(arg_const - 1)) ||
+                   (is_compare(op) && op != BC_SEND_NOT_EQUAL && op != BC_SEND_NE && fits_i32(arg_const)));
+    c->lazy_rcx_value = arg_const;
+    if (c->lazy_rcx) {
+        jit_compile_sim_load(c, c->sim[0], RAX);
+    } else if (k <= 2) {
+        load_operands(c, k, regs);
+    } else {
+        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 16)); /* at:put: receiver and index (all on the real stack) */
+        jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 8));
+    }
+    c->nsim = 0;
     if (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) {
-        /* an operand from a temp that likely holds a Double (jit/double_types.c),
-         * or a site the interpreter ran on Doubles (vm/interp/doublesites.h): the Double
-         * path first, the SmallIntegers' when it is not taken */
-        bool double_first = ints && dbl_arith && k == 2 &&
-                            ((s == 0 && jit_double_likely(c, &c->sim[0])) || (d >= 1 && jit_double_likely(c, &c->sim[d - 1])) ||
-                             (c->rt->site_saw_double && c->rt->site_saw_double(c->code + pc)));
         if (ints && !double_first) emit_int_arith(c, op, arg_int, arg_const, dbl_arith ? &not_ints : &slow, &slow, &done);
         if (dbl_arith) {
             /* the path tried second goes to the cold section */
@@ -873,6 +892,7 @@ static size_t emit_special(Compiler *c, size_t pc)
             bool second = ints && !double_first;
             if (second) jit_compile_cold_begin(c);
             if (!double_first) jit_x64_label_bind(b, &not_ints);
+            load_lazy_rcx(c);
             JitDoubleLink links[JIT_DOUBLE_CHAIN_MAX];
             int n = jit_double_chain_scan(c, pc, links, JIT_DOUBLE_CHAIN_MAX);
             if (n >= 2) {
@@ -915,6 +935,7 @@ static size_t emit_special(Compiler *c, size_t pc)
             if (dbl) {
                 if (ints) jit_compile_cold_begin(c);
                 jit_x64_label_bind(b, &not_ints);
+                load_lazy_rcx(c);
                 X64Cond dc = jit_double_compare(c, op, facts, &slow);
                 if (br_op == BC_JUMP_IF_FALSE) dc = jit_x64_cc_negate(dc);
                 if (s) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * s));
@@ -924,6 +945,8 @@ static size_t emit_special(Compiler *c, size_t pc)
             }
             jit_compile_cold_begin(c);
             jit_x64_label_bind(b, &slow);
+            load_lazy_rcx(c);
+            c->lazy_rcx = false;
             for (int j = s; j < k; j++) jit_x64_push_r(b, regs[j]);
             emit_send_rax(c, jit_send_tag_special(op), nargs, pc);
             emit_cond_jump_rax(c, (size_t)br);
@@ -941,6 +964,7 @@ static size_t emit_special(Compiler *c, size_t pc)
         if (dbl) {
             if (ints) jit_compile_cold_begin(c);
             jit_x64_label_bind(b, &not_ints);
+            load_lazy_rcx(c);
             jit_compile_set_boolean(c, jit_double_compare(c, op, facts, &slow));
             jit_x64_jmp_forward(b, &done);
             if (ints) jit_compile_cold_end(c);

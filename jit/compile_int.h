@@ -66,6 +66,8 @@ typedef struct Compiler {
      * memory operand of the Double decodes and encodes, one instruction
      * fewer than a movabs into a register each time */
     X64Label float_bias;
+    bool lazy_rcx;           /* a special send's rcx is loaded where a path other than the first needs it */
+    int64_t lazy_rcx_value;
     uint32_t *lits;   /* buffer offsets of the literal sites' imm64s (global caches) */
     uint32_t nlits, lits_cap;
     bool lits_failed;
