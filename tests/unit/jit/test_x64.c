@@ -1017,6 +1017,151 @@ static void overflow_is_sticky_and_nothing_is_written_past_the_end(void **state)
     assert_false(jit_x64_finish(&b, NULL));
 }
 
+/* -- The cold section ------------------------------------------------------------------ */
+
+/* The decoded instruction n-th from the buffer's start. */
+static const Decoded *nth(const Decoded *d, size_t n, size_t i)
+{
+    assert_true(i < n);
+    return &d[i];
+}
+
+static void cold_code_moves_after_the_main_code_and_every_jump_still_lands(void **state)
+{
+    (void)state;
+    static uint8_t mem[1024];
+    X64Buf b;
+    jit_x64_buf_init(&b, mem, sizeof mem);
+    jit_x64_cold_init(&b, 512);
+    X64Label top = JIT_X64_LABEL("top"), slow = JIT_X64_LABEL("slow"), done = JIT_X64_LABEL("done"),
+             late = JIT_X64_LABEL("bound after the join");
+    jit_x64_label_bind(&b, &top);
+    jit_x64_test_ri(&b, RAX, 1);                         /* 0: test al, 1 (2 bytes) */
+    jit_x64_jcc_label(&b, JIT_X64_CC_Z, &slow);          /* 2: jz slow (cold, rel32) */
+    jit_x64_mov_ri(&b, RCX, 7);                          /* 8: the fast path */
+    jit_x64_jmp_forward(&b, &done);                      /* dropped: done is bound next in the main code */
+    jit_x64_cold_begin(&b);
+    assert_true(jit_x64_in_cold(&b));
+    assert_int_equal(jit_x64_size(&b), 512);
+    jit_x64_label_bind(&b, &slow);
+    jit_x64_call_rel32(&b, mem + 2);                     /* an address that stays */
+    jit_x64_jcc_label(&b, JIT_X64_CC_NE, &top);          /* back to the main code: rel32, not rel8 */
+    jit_x64_jcc_label(&b, JIT_X64_CC_O, &late);          /* to a label bound after the join */
+    jit_x64_jmp_forward(&b, &done);                      /* emitted: done is in the main code */
+    jit_x64_cold_end(&b);
+    assert_false(jit_x64_in_cold(&b));
+    jit_x64_label_bind(&b, &done);
+    assert_int_equal(jit_x64_size(&b), 13);              /* no jump over the cold code */
+    jit_x64_ret(&b);                                     /* 13 */
+    size_t moved = jit_x64_cold_join(&b);
+    assert_int_equal(moved, 512 - 14);
+    uint8_t *cold = mem + 14;
+    jit_x64_label_bind(&b, &late);
+    jit_x64_int3(&b);
+    assert_true(jit_x64_finish(&b, NULL));
+
+    static Decoded d[40];
+    size_t n = decode_all(&b, d, COUNT(d));
+    assert_string_equal(nth(d, n, 1)->mnemonic, "je");
+    assert_string_equal(nth(d, n, 1)->op_str, num((uint64_t)(uintptr_t)cold));
+    assert_string_equal(nth(d, n, 2)->mnemonic, "mov");
+    assert_string_equal(nth(d, n, 3)->mnemonic, "ret");
+    assert_string_equal(nth(d, n, 4)->mnemonic, "call");
+    assert_int_equal(nth(d, n, 4)->address, (uint64_t)(uintptr_t)cold);
+    assert_string_equal(nth(d, n, 4)->op_str, num((uint64_t)(uintptr_t)(mem + 2)));
+    assert_string_equal(nth(d, n, 5)->mnemonic, "jne");
+    assert_string_equal(nth(d, n, 5)->op_str, num((uint64_t)(uintptr_t)mem));
+    assert_string_equal(nth(d, n, 6)->mnemonic, "jo");
+    assert_string_equal(nth(d, n, 6)->op_str, num((uint64_t)(uintptr_t)jit_x64_label_address(&b, &late)));
+    assert_string_equal(nth(d, n, 7)->mnemonic, "jmp");
+    assert_string_equal(nth(d, n, 7)->op_str, num((uint64_t)(uintptr_t)(mem + 13)));
+    assert_string_equal(nth(d, n, 8)->mnemonic, "int3");
+}
+
+static void without_a_cold_section_the_cold_code_stays_in_line(void **state)
+{
+    (void)state;
+    static uint8_t mem[256];
+    X64Buf b;
+    jit_x64_buf_init(&b, mem, sizeof mem);
+    X64Label slow = JIT_X64_LABEL("slow"), done = JIT_X64_LABEL("done");
+    jit_x64_jcc_label(&b, JIT_X64_CC_Z, &slow); /* 0: 6 bytes */
+    jit_x64_jmp_forward(&b, &done);             /* 6: emitted, the cold code follows it */
+    jit_x64_cold_begin(&b);
+    assert_false(jit_x64_in_cold(&b));
+    jit_x64_label_bind(&b, &slow);              /* 11 */
+    jit_x64_int3(&b);
+    jit_x64_jmp_forward(&b, &done);             /* dropped: done is bound next */
+    jit_x64_cold_end(&b);
+    jit_x64_label_bind(&b, &done);
+    jit_x64_ret(&b);
+    assert_int_equal(jit_x64_cold_join(&b), 0);
+    assert_true(jit_x64_finish(&b, NULL));
+    assert_int_equal(jit_x64_size(&b), 13);
+    static Decoded d[8];
+    size_t n = decode_all(&b, d, COUNT(d));
+    assert_int_equal(n, 4);
+    assert_string_equal(d[1].mnemonic, "jmp");
+    assert_string_equal(d[1].op_str, num((uint64_t)(uintptr_t)(mem + 12)));
+    assert_string_equal(d[0].op_str, num((uint64_t)(uintptr_t)(mem + 11)));
+
+    /* code that falls into the cold code keeps it in line even with a cold section */
+    jit_x64_buf_init(&b, mem, sizeof mem);
+    jit_x64_cold_init(&b, 128);
+    jit_x64_nop(&b, 1);
+    jit_x64_cold_begin(&b);
+    assert_false(jit_x64_in_cold(&b));
+    jit_x64_int3(&b);
+    jit_x64_cold_begin(&b); /* nested: begun in the main code, so still in line */
+    assert_false(jit_x64_in_cold(&b));
+    jit_x64_cold_end(&b);
+    jit_x64_cold_end(&b);
+    assert_int_equal(jit_x64_size(&b), 2);
+    assert_int_equal(jit_x64_cold_join(&b), 128 - 2);
+    assert_true(jit_x64_finish(&b, NULL));
+
+    /* a forward jump is dropped only when its label is the next thing bound */
+    jit_x64_buf_init(&b, mem, sizeof mem);
+    X64Label l = JIT_X64_LABEL("l"), other = JIT_X64_LABEL("other");
+    jit_x64_jmp_forward(&b, &l);
+    jit_x64_label_bind(&b, &other);
+    jit_x64_label_bind(&b, &l);
+    assert_int_equal(jit_x64_size(&b), 5);
+    jit_x64_jmp_forward(&b, &l); /* bound already: a plain backward jump */
+    assert_int_equal(jit_x64_size(&b), 10);
+    assert_true(jit_x64_finish(&b, NULL));
+    /* and a begin without an end is reported */
+    jit_x64_buf_init(&b, mem, sizeof mem);
+    jit_x64_cold_init(&b, 64);
+    X64Label x = JIT_X64_LABEL("x"), y = JIT_X64_LABEL("y");
+    jit_x64_jmp_forward(&b, &x);
+    jit_x64_jmp_label(&b, &y);
+    jit_x64_cold_begin(&b);
+    assert_false(jit_x64_finish(&b, NULL));
+}
+
+static void rip_relative_add_and_sub_read_their_label(void **state)
+{
+    (void)state;
+    static uint8_t mem[64];
+    X64Buf b;
+    jit_x64_buf_init(&b, mem, sizeof mem);
+    X64Label k = JIT_X64_LABEL("constant");
+    jit_x64_add_rl(&b, JIT_X64_RDI, &k);
+    jit_x64_sub_rl(&b, JIT_X64_R11, &k);
+    jit_x64_ret(&b);
+    jit_x64_label_bind(&b, &k);
+    uint8_t *at_k = b.pc;
+    assert_true(jit_x64_finish(&b, NULL));
+    static Decoded d[8];
+    size_t n = decode_all(&b, d, COUNT(d));
+    assert_int_equal(n, 3);
+    assert_string_equal(d[0].mnemonic, "add");
+    assert_string_equal(d[0].op_str, S("rdi, qword ptr [rip + %s]", num((uint64_t)(uintptr_t)at_k - (d[0].address + d[0].size))));
+    assert_string_equal(d[1].mnemonic, "sub");
+    assert_string_equal(d[1].op_str, S("r11, qword ptr [rip + %s]", num((uint64_t)(uintptr_t)at_k - (d[1].address + d[1].size))));
+}
+
 static void data_is_copied_whole(void **state)
 {
     (void)state;
@@ -1055,6 +1200,9 @@ int main(void)
         cmocka_unit_test_setup(movabs_sites_patch_and_read_back, setup),
         cmocka_unit_test_setup(overflow_is_sticky_and_nothing_is_written_past_the_end, setup),
         cmocka_unit_test_setup(data_is_copied_whole, setup),
+        cmocka_unit_test_setup(cold_code_moves_after_the_main_code_and_every_jump_still_lands, setup),
+        cmocka_unit_test_setup(without_a_cold_section_the_cold_code_stays_in_line, setup),
+        cmocka_unit_test_setup(rip_relative_add_and_sub_read_their_label, setup),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
