@@ -359,6 +359,70 @@ static void flush_below(Compiler *c, int keep)
 
 static void flush(Compiler *c) { flush_below(c, 0); }
 
+/* Whether no send can change the value descriptor e reads: constants,
+ * self, arguments, literals, and temps when no block of the method writes
+ * an outer variable (c->temps_stable). Fields and rax can change. */
+static bool sim_stable(const Compiler *c, SimEntry e)
+{
+    switch (e.kind) {
+    case SIM_CONST: case SIM_SELF: case SIM_ARG: case SIM_LIT: return true;
+    case SIM_TEMP: return c->temps_stable;
+    default: return false;
+    }
+}
+
+/* Below the k operands of a special or accessor send whose fast path makes
+ * no call: pushes the descriptors up to the last one a send could change
+ * and holds the stable ones above it aside (c->held), so that operands met
+ * later still know where their values are (a cached temp's register, a
+ * constant). The send's slow path pushes them under its operands, as the
+ * frame must be whole at its map entry, and drops them after the call: the
+ * values did not change. hold_end puts them back under the answer. When
+ * some operand is on the real stack nothing can be held (the real stack is
+ * always below the simulated one). */
+static void hold_below(Compiler *c, int k)
+{
+    VM_ASSERT(c->nheld == 0, "descriptors held twice");
+    int n = c->nsim - k;
+    if (n <= 0) return;
+    int m = n; /* sim[m .. n) are stable */
+    while (m > 0 && sim_stable(c, c->sim[m - 1])) m--;
+    for (int i = 0; i < m; i++) sim_materialise(c, c->sim[i]);
+    c->nheld = n - m;
+    memcpy(c->held, c->sim + m, (size_t)c->nheld * sizeof *c->sim);
+    memmove(c->sim, c->sim + n, (size_t)k * sizeof *c->sim);
+    c->nsim = k;
+}
+
+static void hold_end(Compiler *c)
+{
+    if (!c->nheld) return;
+    VM_ASSERT(c->nsim + c->nheld <= (int)c->len + 2, "simulated stack overflow");
+    memmove(c->sim + c->nheld, c->sim, (size_t)c->nsim * sizeof *c->sim);
+    memcpy(c->sim, c->held, (size_t)c->nheld * sizeof *c->sim);
+    c->nsim += c->nheld;
+    c->nheld = 0;
+}
+
+/* Whether a block of the method (at any depth) writes an outer variable:
+ * only then can a send change one of the method's temps. */
+static bool blocks_write_outer(Oop method, int depth)
+{
+    const uint8_t *code = vm_method_bytecodes(method);
+    size_t len = vm_method_bytecode_length(method);
+    for (size_t pc = 0; pc < len; pc += vm_bytecode_length[code[pc]]) {
+        uint8_t op = code[pc];
+        if (depth > 0 && (op == BC_STORE_OUTER || op == BC_POP_OUTER)) return true;
+        if (op == BC_PUSH_BLOCK || op == BC_PUSH_BLOCK_W) {
+            if (depth > 8) return true; /* deep enough: assume it does */
+            size_t lit = op == BC_PUSH_BLOCK ? code[pc + 1] : (size_t)operand_w(code + pc + 1);
+            Oop block = obj_slots(method)[METHOD_FIXED_SLOTS + lit];
+            if (blocks_write_outer(block, depth + 1)) return true;
+        }
+    }
+    return false;
+}
+
 /* Whether a descriptor below the top reads variable (kind, v). */
 static bool sim_reads_below_top(const Compiler *c, SimKind kind, int64_t v)
 {
@@ -773,10 +837,12 @@ static void send_and_merge(Compiler *c, X64Label *slow, X64Label *done, const X6
     jit_x64_label_bind(b, slow);
     load_lazy_rcx(c);
     c->lazy_rcx = false;
+    VM_ASSERT(!c->nheld || !s, "held descriptors above the real stack's operands");
+    for (int i = 0; i < c->nheld; i++) sim_materialise(c, c->held[i]); /* a whole frame for the send */
     for (int j = s; j < k; j++) jit_x64_push_r(b, regs[j]);
     jit_compile_send_call(c, tag, nargs, pc);
     jit_double_cache_answer(c);
-    jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * k));
+    jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * (k + c->nheld)));
     jit_x64_jmp_forward(b, s ? &merged : done);
     jit_compile_cold_end(c);
     jit_x64_label_bind(b, done);
@@ -841,7 +907,18 @@ static size_t emit_special(Compiler *c, size_t pc)
     bool value_const = k == 3 && c->nsim >= 1 && c->sim[c->nsim - 1].kind == SIM_CONST;
     VM_ASSERT(!value_const || oop_is_int((Oop)c->sim[c->nsim - 1].v) ||
               (uintptr_t)c->sim[c->nsim - 1].v >= *c->rt->old_start);
-    if (keeps) flush_below(c, k);
+    /* a conditional jump fused with the compare flushes what lies below, as
+     * every jump does; a chain whose later link takes the answer so far as
+     * its argument finds that link's receiver on the real stack */
+    bool hold = keeps && !(is_compare(op) && jit_compile_fused_branch(c, next) >= 0);
+    if (hold && (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL)) {
+        JitDoubleLink links[JIT_DOUBLE_CHAIN_MAX];
+        int n = jit_double_chain_scan(c, pc, links, JIT_DOUBLE_CHAIN_MAX);
+        for (int i = 1; i < n; i++)
+            if (!links[i].prev_is_receiver && links[i].op != JIT_DOUBLE_OP_SQRT) hold = false;
+    }
+    if (hold) hold_below(c, k);
+    else if (keeps) flush_below(c, k);
     else flush(c);
     int d = c->nsim, s = k - d;
     VM_ASSERT(d <= k && k <= 3);
@@ -1010,6 +1087,7 @@ static size_t emit_special(Compiler *c, size_t pc)
         emit_array_fast_path(c, op, pc, value_const, &slow, &done);
     }
     send_and_merge(c, &slow, &done, regs, s, k, jit_send_tag_special(op), nargs, pc);
+    hold_end(c);
     /* every path to here leaves xmm0 with rax's value when it is a Double: the Double
      * fast paths (a chain's too) compute it there, the send's jit_double_cache_answer */
     if (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) c->xmm0_pc = next;
@@ -1026,7 +1104,7 @@ static void emit_double_send(Compiler *c, size_t pc, JitDoubleSend kind)
     int nargs = p[0] == BC_SEND ? p[2] : p[3];
     int k = nargs + 1;
     VM_ASSERT(k <= 2);
-    flush_below(c, k);
+    hold_below(c, k);
     int d = c->nsim, s = k - d;
     X64Reg regs[2] = { RAX, RCX };
     load_operands(c, k, regs);
@@ -1035,6 +1113,7 @@ static void emit_double_send(Compiler *c, size_t pc, JitDoubleSend kind)
     X64Label slow = JIT_X64_LABEL("Double send"), done = JIT_X64_LABEL("Double send done");
     jit_double_send(c, kind, facts, &slow, &done);
     send_and_merge(c, &slow, &done, regs, s, k, tag, nargs, pc);
+    hold_end(c);
     c->xmm0_pc = pc + vm_bytecode_length[p[0]];
 }
 
@@ -1067,7 +1146,7 @@ static bool emit_inline_accessor(Compiler *c, size_t pc)
     int field;
     if (!jit_compile_accessor(c, pc, &class_index, &setter, &field)) return false;
     int k = nargs + 1;
-    flush_below(c, k);
+    hold_below(c, k);
     int d = c->nsim, s = k - d;
     /* a getter of a temp whose class the region's r8 vouches for, or a setter
      * of a receiver pushed from one */
@@ -1075,12 +1154,14 @@ static bool emit_inline_accessor(Compiler *c, size_t pc)
     int32_t guard = setter  ? jit_double_cache_setter_guard(c, class_index, &guarded_temp)
                     : d     ? jit_double_cache_guard(c, &c->sim[c->nsim - 1], class_index)
                             : 0;
+    /* a receiver read from the temp itself just now is its value */
+    bool receiver_is_temp = s == 0 && c->sim[0].kind == SIM_TEMP && c->sim[0].v == guarded_temp;
     X64Reg regs[2] = { RAX, RCX };
     load_operands(c, k, regs);
     c->nsim = 0;
     X64Label slow = JIT_X64_LABEL("accessor send"), done = JIT_X64_LABEL("accessor done");
     if (guard) { /* the setter's receiver must still be the temp's value */
-        if (setter) {
+        if (setter && !receiver_is_temp) {
             jit_x64_cmp_rm(b, RAX, temp_slot(guarded_temp));
             jit_x64_jcc_label32(b, JIT_X64_CC_NE, &slow);
         }
@@ -1110,6 +1191,7 @@ static bool emit_inline_accessor(Compiler *c, size_t pc)
     }
     jit_x64_jmp_forward(b, &done);
     send_and_merge(c, &slow, &done, regs, s, k, tag, nargs, pc);
+    hold_end(c);
     return true;
 }
 
@@ -1734,9 +1816,11 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
     c.loop_head = calloc(c.len + 1, sizeof *c.loop_head);
     c.labels = malloc((c.len + 1) * sizeof *c.labels);
     c.sim = malloc((c.len + 2) * sizeof *c.sim);
+    c.held = malloc((c.len + 2) * sizeof *c.held);
     c.region_of = calloc(c.len + 1, sizeof *c.region_of);
     c.xmm0_pc = SIZE_MAX;
-    if (!c.target || !c.labels || !c.loop_head || !c.sim || !c.region_of) {
+    if (!c.target || !c.labels || !c.loop_head || !c.sim || !c.held || !c.region_of) {
+        free(c.held);
         free(c.region_of);
         free(c.sim);
         free(c.loop_head);
@@ -1746,6 +1830,7 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
     }
     for (size_t i = 0; i <= c.len; i++) jit_x64_label_init(&c.labels[i], "bytecode");
     jit_x64_label_init(&c.float_bias, "the Double bias");
+    c.temps_stable = !blocks_write_outer(method, 0);
     JitMethod *m = NULL;
     size_t bound = scan(&c, why, whylen);
     if (!bound) goto out;
@@ -1800,6 +1885,7 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
 out:
     free(c.region_of);
     free(c.sim);
+    free(c.held);
     free(c.unwind);
     free(c.lits);
     free(c.loop_head);

@@ -75,6 +75,9 @@ typedef struct Compiler {
     uint32_t nunwind, unwind_cap;
     struct SimEntry *sim; /* [len + 2]: the simulated stack (see "The simulated stack") */
     int nsim;
+    struct SimEntry *held; /* [len + 2]: descriptors below a send's operands (hold_below) */
+    int nheld;
+    bool temps_stable;     /* no block writes an outer variable: a send cannot change a temp */
     size_t pc;                  /* the bytecode being emitted */
     size_t xmm0_pc;             /* at this pc xmm0 holds rax's value when rax is a Double */
     bool likely_double[256]; /* temp index (PUSH_TEMP's byte) -> likely a Double (jit/double_types.c) */
