@@ -246,19 +246,19 @@ static __attribute__((noinline)) Oop *overflow_page(Oop *fp, Oop *sp, int n, Oop
 #define HEADROOM (VM_STACK_HEADROOM_WORDS)
 
 /* The interpreter alone in its section, with its cold paths after it
- * (INTERP_COLD), so profilers know its bounds (__start_/__stop_ symbols the
+ * (INTERP_HELPER), so profilers know its bounds (__start_/__stop_ symbols the
  * linker makes for a section named like a C identifier). Without GCSE and
  * tree PRE, GCC 12 keeps fewer values live across the dispatch's indirect
  * jumps, so fewer spill and reload around every bytecode: callgrind,
  * --no-jit, 4 % fewer instructions on Richards and Fibonacci, 10 % on
  * Sieve. hot: GCC's guessed profile of a loop of computed gotos is
- * fragile, and with the cold paths' calls in it GCC 12 counted the whole
- * loop as never run and stopped inlining in it (oop_double, gc_store,
- * vm_lookup_cached: +2 to +12 % instructions, callgrind, --no-jit, NBody
- * worst); hot makes every block of it worth inlining into, whatever the
- * guess. no_reorder: in the section in the order first declared, so
- * interpret() comes first (vm/boot/boot.c publishes the section's start as
- * its address). */
+ * fragile; once the cold paths became calls (INTERP_HELPER), GCC 12 guessed
+ * the loop ran almost never and stopped inlining in it (oop_double,
+ * gc_store, vm_lookup_cached: +2 to +12 % instructions, callgrind,
+ * --no-jit, NBody worst); hot makes every block of it worth inlining into,
+ * whatever the guess. no_reorder: functions go into the section in the
+ * order first declared, so interpret() comes first (vm/boot/boot.c
+ * publishes the section's start as its address). */
 #define INTERP_SECTION __attribute__((section("stvm_interp_text"), noinline, no_reorder, hot, optimize("no-gcse", "no-tree-pre")))
 extern const char __start_stvm_interp_text[], __stop_stvm_interp_text[];
 
@@ -322,19 +322,20 @@ typedef enum InterpNext {
 } InterpNext;
 
 /* In the interpreter's section, so profilers count them as the interpreter,
- * and after interpret() in it (no_reorder: see INTERP_SECTION). cold: the
- * branches that call them are laid out of the loop's way. */
-#define INTERP_COLD __attribute__((section("stvm_interp_text"), noinline, no_reorder, cold))
+ * and after interpret() in it (no_reorder: see INTERP_SECTION). Not cold:
+ * GCC then lays out interpret() differently, and it measured 0.5-1.5 %
+ * more instructions (callgrind, --no-jit, Fibonacci, Richards, DeltaBlue). */
+#define INTERP_HELPER __attribute__((section("stvm_interp_text"), noinline, no_reorder))
 
-static InterpNext from_machine_code(InterpRegs *r, JitStatus jst, const JitRegs *jregs) INTERP_COLD;
-static InterpNext return_across(InterpRegs *r, JitRegs *jregs, Oop *caller, Oop saved_ip) INTERP_COLD;
-static InterpNext return_nonlocal(InterpRegs *r) INTERP_COLD;
-static InterpNext primitive_special(InterpRegs *r, const VmPrimEntry *e) INTERP_COLD;
-static InterpNext not_understood(InterpRegs *r) INTERP_COLD;
-static InterpNext global_missing(InterpRegs *r) INTERP_COLD;
-static InterpNext collect_garbage(InterpRegs *r) INTERP_COLD;
-static _Noreturn void primitive_failed(Oop *sp, const uint8_t *bytes) INTERP_COLD;
-static _Noreturn void wrong_arg_count(Oop *sp, const uint8_t *bytes, int n, int frame_kind, int expected) INTERP_COLD;
+static InterpNext from_machine_code(InterpRegs *r, JitStatus jst, const JitRegs *jregs) INTERP_HELPER;
+static InterpNext return_across(InterpRegs *r, JitRegs *jregs, Oop *caller, Oop saved_ip) INTERP_HELPER;
+static InterpNext return_nonlocal(InterpRegs *r) INTERP_HELPER;
+static InterpNext primitive_special(InterpRegs *r, const VmPrimEntry *e) INTERP_HELPER;
+static InterpNext not_understood(InterpRegs *r) INTERP_HELPER;
+static InterpNext global_missing(InterpRegs *r) INTERP_HELPER;
+static InterpNext collect_garbage(InterpRegs *r) INTERP_HELPER;
+static _Noreturn void primitive_failed(Oop *sp, const uint8_t *bytes) INTERP_HELPER;
+static _Noreturn void wrong_arg_count(Oop *sp, const uint8_t *bytes, int n, int frame_kind, int expected) INTERP_HELPER;
 
 static Oop interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
 {
@@ -1184,6 +1185,13 @@ do_return : {
         IP_SET(bytes + rbcpc);
         DISPATCH();
     }
+    if (!caller && !vm_page->caller_fp && !vm_page->caller_context) {
+        /* the first frame returns: interpret() answers */
+        FRAMES_UNSTABLE(); /* the page is released */
+        vm_stack_pop_page();
+        saved_fp = NULL;
+        return result;
+    }
     /* a caller on an older page or in machine code */
     InterpRegs r = {COLD_IN, .result = result};
     GO(r, return_across(&r, &jregs, caller, saved_ip));
@@ -1511,9 +1519,10 @@ static InterpNext from_machine_code(InterpRegs *r, JitStatus jst, const JitRegs 
 }
 
 /* A return whose caller is not an interpreted frame on this page: machine
- * code, or (caller NULL) the frame below this page's first, a context, or
- * interpret()'s own caller. r->sp is where the answer goes, fp the
- * returning frame still. */
+ * code, or (caller NULL) the frame below this page's first or a context.
+ * (interpret()'s own caller it returns to itself: with that exit, too,
+ * behind a call, its loop measured 0.5-1 % more instructions.) r->sp is
+ * where the answer goes, fp the returning frame still. */
 static InterpNext return_across(InterpRegs *r, JitRegs *jregs, Oop *caller, Oop saved_ip)
 {
     Oop *sp = r->sp;
@@ -1548,9 +1557,7 @@ static InterpNext return_across(InterpRegs *r, JitRegs *jregs, Oop *caller, Oop 
             IP_SET(r->bytes + bc);
             return NEXT_DISPATCH;
         } else {
-            vm_stack_pop_page();
-            saved_fp = NULL;
-            return NEXT_EXIT;
+            vm_panic("return_across: interpret()'s first frame returns in interpret()");
         }
     }
     *sp = r->result;
