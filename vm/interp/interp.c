@@ -245,13 +245,21 @@ static __attribute__((noinline)) Oop *overflow_page(Oop *fp, Oop *sp, int n, Oop
 #define U16(p) ((unsigned)(p)[0] | ((unsigned)(p)[1] << 8))
 #define HEADROOM (VM_STACK_HEADROOM_WORDS)
 
-/* The interpreter alone in its section, so profilers know its bounds
- * (__start_/__stop_ symbols the linker makes for a section named like a C
- * identifier). Without GCSE and tree PRE, GCC 12 keeps fewer values live
- * across the dispatch's indirect jumps, so fewer spill and reload around
- * every bytecode: callgrind, --no-jit, 4 % fewer instructions on Richards
- * and Fibonacci, 10 % on Sieve. */
-#define INTERP_SECTION __attribute__((section("stvm_interp_text"), noinline, optimize("no-gcse", "no-tree-pre")))
+/* The interpreter alone in its section, with its cold paths after it
+ * (INTERP_HELPER), so profilers know its bounds (__start_/__stop_ symbols the
+ * linker makes for a section named like a C identifier). Without GCSE and
+ * tree PRE, GCC 12 keeps fewer values live across the dispatch's indirect
+ * jumps, so fewer spill and reload around every bytecode: callgrind,
+ * --no-jit, 4 % fewer instructions on Richards and Fibonacci, 10 % on
+ * Sieve. hot: GCC's guessed profile of a loop of computed gotos is
+ * fragile; once the cold paths became calls (INTERP_HELPER), GCC 12 guessed
+ * the loop ran almost never and stopped inlining in it (oop_double,
+ * gc_store, vm_lookup_cached: +2 to +12 % instructions, callgrind,
+ * --no-jit, NBody worst); hot makes every block of it worth inlining into,
+ * whatever the guess. no_reorder: functions go into the section in the
+ * order first declared, so interpret() comes first (vm/boot/boot.c
+ * publishes the section's start as its address). */
+#define INTERP_SECTION __attribute__((section("stvm_interp_text"), noinline, no_reorder, hot, optimize("no-gcse", "no-tree-pre")))
 extern const char __start_stvm_interp_text[], __stop_stvm_interp_text[];
 
 static Oop interpret(Oop receiver, Oop selector, Oop *args, int nargs0) INTERP_SECTION;
@@ -277,6 +285,58 @@ static inline Oop *jregs_fp(const JitRegs *r) { return r->fp; }
 
 #define fp vm_ifp /* interpret()'s frame pointer is r14 (above) */
 
+/* -- Cold paths ------------------------------------------------------------ */
+
+/* interpret()'s locals, as its cold paths (the helpers after it) read and
+ * write them. A call copies in the frame's state and the machine-code send
+ * (live throughout the loop anyway) and only those send fields that path
+ * reads, and copies back what that path defines (GO below). Passing the
+ * locals' addresses instead would keep them in memory throughout the loop,
+ * and copying in a field that is dead at the call would keep it alive for
+ * it: either costs the registers --no-jit's speed rests on. */
+typedef struct InterpRegs {
+    Oop *sp, *limit; /* the frame's state */
+    Oop method;
+    uint8_t *bytes;
+    int nargs;
+    Oop mc_retaddr; /* the send machine code asked for (see interpret()) */
+    int mc_nargs;
+    int n;          /* a send's argument count */
+    Oop sel, m;     /* its selector; the method it runs */
+    Oop result;     /* a return's or a primitive's answer */
+    void *mc_target; /* NEXT_MACHINE_CODE's return address into machine code */
+} InterpRegs;
+
+/* Where interpret() continues after a cold path, and the fields (besides
+ * the frame's state and the machine-code send) that path then defines. */
+typedef enum InterpNext {
+    NEXT_DISPATCH,       /* the bytecode at ip */
+    NEXT_SEND,           /* n, sel: send sel to sp[n] */
+    NEXT_DNU,            /* n, sel: sp[n] does not understand sel */
+    NEXT_ACTIVATE,       /* n, m: run m for sp[n] */
+    NEXT_ACTIVATE_BLOCK, /* n, m: run block method m, the closure at sp[n] */
+    NEXT_PRIM_ANSWER,    /* n, result: the primitive send answers result */
+    NEXT_RETURN,         /* result: the frame at fp returns it */
+    NEXT_MACHINE_CODE,   /* mc_target, the caller's JitRegs: return into machine code */
+    NEXT_EXIT,           /* result: interpret() answers it */
+} InterpNext;
+
+/* In the interpreter's section, so profilers count them as the interpreter,
+ * and after interpret() in it (no_reorder: see INTERP_SECTION). Not cold:
+ * GCC then lays out interpret() differently, and it measured 0.5-1.5 %
+ * more instructions (callgrind, --no-jit, Fibonacci, Richards, DeltaBlue). */
+#define INTERP_HELPER __attribute__((section("stvm_interp_text"), noinline, no_reorder))
+
+static InterpNext from_machine_code(InterpRegs *r, JitStatus jst, const JitRegs *jregs) INTERP_HELPER;
+static InterpNext return_across(InterpRegs *r, JitRegs *jregs, Oop *caller, Oop saved_ip) INTERP_HELPER;
+static InterpNext return_nonlocal(InterpRegs *r) INTERP_HELPER;
+static InterpNext primitive_special(InterpRegs *r, const VmPrimEntry *e) INTERP_HELPER;
+static InterpNext not_understood(InterpRegs *r) INTERP_HELPER;
+static InterpNext global_missing(InterpRegs *r) INTERP_HELPER;
+static InterpNext collect_garbage(InterpRegs *r) INTERP_HELPER;
+static _Noreturn void primitive_failed(Oop *sp, const uint8_t *bytes) INTERP_HELPER;
+static _Noreturn void wrong_arg_count(Oop *sp, const uint8_t *bytes, int n, int frame_kind, int expected) INTERP_HELPER;
+
 static Oop interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
 {
     static const void *const dispatch[BC_COUNT] = {
@@ -284,6 +344,8 @@ static Oop interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
         BYTECODE_LIST(BC_LABEL)
 #undef BC_LABEL
     };
+    /* no_reorder keeps this true (INTERP_SECTION; vm/boot/boot.c relies on it) */
+    VM_ASSERT((uintptr_t)interpret == (uintptr_t)__start_stvm_interp_text);
     init_symbols();
     sym_identical = vm_symbol_from_cstr("==");
     object_identical_prim = 0;
@@ -331,7 +393,6 @@ static Oop interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
         [SENDCACHE_PRIM_FN] = &&site_prim_fn,
     };
     bool passed_safepoint = false;
-    static char msg[1024]; /* static: keeps the interpreter's frame small so registers stay registers */
 
     *--sp = receiver;
     for (int i = 0; i < nargs0; i++) *--sp = args[i];
@@ -363,6 +424,34 @@ static Oop interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
 #define TEMP(t) ((fp + FRAME_FIRST_TEMP)[-(intptr_t)(t)])
 /* the method's literals: derived, not a variable, so it needs no register */
 #define LITS (obj_slots(method) + METHOD_FIXED_SLOTS)
+/* A cold path's call: InterpRegs r = {COLD_IN, what else it reads};
+ * GO(r, helper(&r)) copies back what it defined and continues there. */
+#define COLD_IN                                                                                         \
+    .sp = sp, .limit = limit, .method = method, .bytes = bytes, .nargs = nargs, .mc_retaddr = mc_retaddr, \
+    .mc_nargs = mc_nargs
+#define GO(r, next)                                                                                   \
+    do {                                                                                              \
+        InterpNext go_next = (next);                                                                  \
+        sp = (r).sp;                                                                                  \
+        limit = (r).limit;                                                                            \
+        method = (r).method;                                                                          \
+        bytes = (r).bytes;                                                                            \
+        nargs = (r).nargs;                                                                            \
+        mc_retaddr = (r).mc_retaddr;                                                                  \
+        mc_nargs = (r).mc_nargs;                                                                      \
+        switch (go_next) {                                                                            \
+        case NEXT_DISPATCH: DISPATCH();                                                               \
+        case NEXT_SEND: n = (r).n; sel = (r).sel; goto send;                                          \
+        case NEXT_DNU: n = (r).n; sel = (r).sel; goto dnu;                                            \
+        case NEXT_ACTIVATE: n = (r).n; m = (r).m; goto activate;                                      \
+        case NEXT_ACTIVATE_BLOCK: n = (r).n; m = (r).m; goto activate_block;                          \
+        case NEXT_PRIM_ANSWER: n = (r).n; result = (r).result; goto prim_answer;                      \
+        case NEXT_RETURN: result = (r).result; goto do_return;                                        \
+        case NEXT_MACHINE_CODE: jst = vm_jit_enter.return_to(&jregs, (r).mc_target); goto machine_code_status; \
+        case NEXT_EXIT: return (r).result;                                                            \
+        }                                                                                             \
+        __builtin_unreachable();                                                                      \
+    } while (0)
 
 op_HALT:
     WRITE_BACK();
@@ -480,18 +569,8 @@ push_global : {
         *--sp = v;
         DISPATCH();
     }
-    char name[512];
-    WRITE_BACK();
-    v = vm_load_class(vm_string_cstr(sel, name, sizeof name));
-    if (v) {
-        *--sp = v;
-        DISPATCH();
-    }
-    *--sp = SELF;
-    *--sp = sel;
-    sel = sym_unknown_global;
-    n = 1;
-    goto send;
+    InterpRegs r = {COLD_IN, .sel = sel};
+    GO(r, global_missing(&r));
 }
 
 op_PUSH_BLOCK:
@@ -971,68 +1050,10 @@ enter_machine_code:
         jst = vm_jit_enter.enter(&jregs, jit_method_unchecked_entry(jm));
     }
 
-machine_code_status:
-    limit = vm_page->base + HEADROOM;
-    /* r14/r15 are the interpreter's again only from the IP_SET on: until
-     * then the mode stays machine code's (proto/stackabi.h) */
-    if (jst == JIT_STATUS_RETURNED) {
-        /* back in the interpreter frame that entered machine code */
-        IP_CLEAR();
-        FP_SET(jregs_fp(&jregs));
-        intptr_t fl = frame_flags(fp);
-        int pn = (int)((fl >> FRAME_FLAG_PENDING_SHIFT) & 0xff);
-        size_t bc = (size_t)((fl >> FRAME_FLAG_BCPC_SHIFT) & 0x7ffff);
-        fp[FRAME_FLAGS] = oop_from_int(fl & ~FRAME_FLAG_PENDING_MASK);
-        sp = jregs.sp + pn;
-        *sp = jregs.result;
-        LOAD_METHOD();
-        IP_SET(bytes + bc);
-        jit_cstate.mode = PROF_STATE_INTERP;
-        DISPATCH();
-    }
-    VM_ASSERT(jst == JIT_STATUS_INTERPRET);
-    /* machine code asks for a send: receiver and args under its return address */
-    IP_CLEAR();
-    FP_SET(jregs_fp(&jregs));
-    mc_retaddr = jregs.sp[0];
-    sp = jregs.sp + 1;
-    LOAD_METHOD();
-    IP_SET(bytes + vm_jit_resume_bcpc(mc_retaddr, fp));
-    jit_cstate.mode = PROF_STATE_INTERP;
-    if (UNLIKELY(gc_collect_wanted)) {
-        vm_counters->interrupt_checks++;
-        WRITE_BACK();
-        gc_collect(false);
-        LOAD_METHOD();
-        ip = bytes + saved_bcpc;
-    }
-    n = mc_nargs = vm_jit_pending_nargs;
-    if (vm_jit_pending_kind == VM_JIT_PENDING_UNKNOWN_GLOBAL) {
-        /* machine code pushed nothing: send unknownGlobal: on its behalf */
-        Oop gsym = LITS[vm_jit_pending_nargs];
-        *--sp = SELF;
-        *--sp = gsym;
-        n = 1;
-        mc_nargs = -1;
-        sel = sym_unknown_global;
-        goto send;
-    }
-    if (vm_jit_pending_kind == VM_JIT_PENDING_BYTECODE) {
-        /* the interpreter takes over this machine-code frame from here */
-        mc_retaddr = 0;
-        mc_nargs = 0;
-        ip = bytes + vm_jit_pending_nargs;
-        DISPATCH();
-    }
-    if (vm_jit_pending_kind == VM_JIT_PENDING_METHOD) {
-        m = vm_jit_pending_oop;
-        vm_jit_pending_oop = 0;
-        if (vm_method_is_block(m)) goto activate_block; /* a compiled block whose frame needs a new page */
-        goto activate;
-    }
-    sel = vm_jit_pending_oop;
-    vm_jit_pending_oop = 0;
-    goto send;
+machine_code_status : {
+    InterpRegs r = {COLD_IN};
+    GO(r, from_machine_code(&r, jst, &jregs));
+}
 
 prim_answer:
     /* a primitive's answer: to machine code, or onto the stack */
@@ -1057,12 +1078,7 @@ push_frame : {
     intptr_t hdr = vm_method_hdr(m);
     int mnargs = (int)((hdr >> 16) & 0xff), ntemps = (int)((hdr >> 24) & 0xffff), maxs = (int)((hdr >> 40) & 0xffff);
     Oop *link = fp;
-    if (UNLIKELY(mnargs != n)) {
-        snprintf(msg, sizeof msg, "wrong number of arguments: %d given, %s expects %d", n,
-                 frame_kind ? "the block" : "the method", mnargs);
-        WRITE_BACK();
-        runtime_error(msg);
-    }
+    if (UNLIKELY(mnargs != n)) wrong_arg_count(sp, bytes, n, frame_kind, mnargs);
     if (UNLIKELY(sp - (FRAME_HEADER_WORDS + ntemps + maxs) < limit)) {
         Oop *nlimit;
         sp = overflow_page(fp, sp, n, &nlimit);
@@ -1112,9 +1128,7 @@ primitive : {
             *sp = r;
             DISPATCH();
         }
-        snprintf(msg, sizeof msg, "%s", vm_prim_last_error());
-        WRITE_BACK();
-        runtime_error(msg);
+        primitive_failed(sp, bytes);
     }
     case SP_BLOCK_VALUE:
         m = obj_slots(sp[n])[BLOCK_METHOD];
@@ -1129,98 +1143,17 @@ primitive : {
         ip = bytes;
         SAFEPOINT_CHECK();
         DISPATCH();
-    case SP_PERFORM:
-    case SP_PERFORM_WITH_ARGS:
-    case SP_PERFORM_IN_SUPER:
-    case SP_PERFORM_WITH_ARGS_IN_SUPER: {
-        bool with_args = e->special == SP_PERFORM_WITH_ARGS || e->special == SP_PERFORM_WITH_ARGS_IN_SUPER;
-        bool in_super = e->special == SP_PERFORM_IN_SUPER || e->special == SP_PERFORM_WITH_ARGS_IN_SUPER;
-        Oop cls = in_super ? sp[0] : 0;
-        Oop arr = with_args ? sp[in_super ? 1 : 0] : 0;
-        sel = sp[n - 1];
-        sp += n; /* receiver on top */
-        if (vm_is_string(sel)) {
-            char buf[512];
-            sel = vm_symbol_from_cstr(vm_string_cstr(sel, buf, sizeof buf));
-        }
-        if (!vm_is_symbol(sel) || (with_args && !vm_is_array(arr)) || (in_super && !vm_is_class(cls))) {
-            WRITE_BACK();
-            runtime_error("perform: expects a selector Symbol (and an Array of arguments, and a class)");
-        }
-        n = with_args ? (int)obj_num_slots(arr) : 0;
-        if (n > 255) {
-            WRITE_BACK();
-            runtime_error("perform:withArguments: with more than 255 arguments");
-        }
-        for (int i = 0; i < n; i++) *--sp = obj_slots(arr)[i];
-        if (selector_arity(sel) != n) {
-            char buf[512];
-            snprintf(msg, sizeof msg, "perform: selector #%s expects %d arguments, %d given",
-                     vm_string_cstr(sel, buf, sizeof buf), selector_arity(sel), n);
-            WRITE_BACK();
-            runtime_error(msg);
-        }
-        if (!in_super) goto send;
-        m = vm_lookup(cls, sel);
-        if (!m) goto dnu;
-        goto activate;
-    }
-    case SP_INVOKE_ON_WITH: {
-        Oop arr = sp[0], obj = sp[1];
-        m = sp[2];
-        if (!vm_is_array(arr)) {
-            WRITE_BACK();
-            runtime_error("invokeOn:with: expects an Array of arguments");
-        }
-        sp += 2;
-        *sp = obj;
-        n = (int)obj_num_slots(arr);
-        for (int i = 0; i < n; i++) *--sp = obj_slots(arr)[i];
-        goto activate;
-    }
-    case SP_PRINT_STACK_TRACE:
-        WRITE_BACK();
-        fflush(stdout);
-        vm_print_backtrace(stderr);
-        result = sp[n];
-        goto prim_answer;
-    case SP_FULL_GC:
-        WRITE_BACK();
-        gc_collect(true);
-        LOAD_METHOD();
-        ip = bytes + saved_bcpc;
-        result = vm_true;
-        goto prim_answer;
-    case SP_MISSING: {
-        char cls[256], s[256];
-        snprintf(msg, sizeof msg, "%s>>%s is declared primitive, but this VM has no such primitive",
-                 vm_class_name_cstr(obj_slots(m)[METHOD_HOLDER], cls, sizeof cls),
-                 vm_string_cstr(obj_slots(m)[METHOD_SIGNATURE], s, sizeof s));
-        WRITE_BACK();
-        runtime_error(msg);
+    default: {
+        /* perform: and the other primitives that change the send */
+        InterpRegs r = {COLD_IN, .n = n, .m = m};
+        GO(r, primitive_special(&r, e));
     }
     }
-    vm_panic("bad primitive entry");
 }
 
 dnu : {
-    rcvr = sp[n];
-    Oop arr = vm_array_new((size_t)n);
-    if (!arr) vm_out_of_memory("doesNotUnderstand: arguments");
-    for (int i = 0; i < n; i++) obj_slots(arr)[i] = sp[n - 1 - i];
-    sp += n;
-    *--sp = sel;
-    *--sp = arr;
-    m = vm_lookup_cached(vm_class_index_of(rcvr), sym_dnu);
-    if (!m) {
-        char buf[512];
-        snprintf(msg, sizeof msg, "message #%s not understood, and no doesNotUnderstand:arguments: either",
-                 vm_string_cstr(sel, buf, sizeof buf));
-        WRITE_BACK();
-        runtime_error(msg);
-    }
-    n = 2;
-    goto activate;
+    InterpRegs r = {COLD_IN, .n = n, .sel = sel};
+    GO(r, not_understood(&r));
 }
 
     /* -- Returns --------------------------------------------------------- */
@@ -1252,126 +1185,21 @@ do_return : {
         IP_SET(bytes + rbcpc);
         DISPATCH();
     }
-    int caller_n = (int)((frame_flags(fp) >> FRAME_FLAG_CALLER_NARGS_SHIFT) & 0xff);
-    if (caller_n == VM_JIT_CALLER_PUSHED_NOTHING) caller_n = -1;
-    if (UNLIKELY(vm_jit_is_code_address(saved_ip)) && caller) {
-        /* the caller is machine code: return as its `ret` would, its own
-         * argument count above the receiver */
-        jregs = (JitRegs){fp + 2 + fn - caller_n, caller, result};
-        jst = vm_jit_enter.return_to(&jregs, (void *)saved_ip);
-        goto machine_code_status;
+    if (!caller && !vm_page->caller_fp && !vm_page->caller_context) {
+        /* the first frame returns: interpret() answers */
+        FRAMES_UNSTABLE(); /* the page is released */
+        vm_stack_pop_page();
+        saved_fp = NULL;
+        return result;
     }
-    if (UNLIKELY(!caller)) {
-        FRAMES_UNSTABLE(); /* pages are released and reused below */
-        StackPage *pg = vm_page;
-        if (pg->caller_fp) {
-            caller = pg->caller_fp;
-            sp = pg->caller_sp - 1;
-            vm_stack_pop_page();
-            limit = vm_page->base + HEADROOM;
-            if (vm_jit_is_code_address(saved_ip)) {
-                jregs = (JitRegs){sp - caller_n, caller, result};
-                jst = vm_jit_enter.return_to(&jregs, (void *)saved_ip);
-                goto machine_code_status;
-            }
-        } else if (pg->caller_context) {
-            size_t bc;
-            Oop *nsp;
-            Oop *nfp = vm_context_resume(pg->caller_context, result, &nsp, &bc);
-            FP_SET(nfp);
-            sp = nsp;
-            LOAD_METHOD();
-            IP_SET(bytes + bc);
-            DISPATCH();
-        } else {
-            vm_stack_pop_page();
-            saved_fp = NULL;
-            return result;
-        }
-    }
-    *sp = result;
-    IP_CLEAR();
-    FP_SET(caller);
-    LOAD_METHOD();
-    IP_SET(bytes + rbcpc);
-    DISPATCH();
+    /* a caller on an older page or in machine code */
+    InterpRegs r = {COLD_IN, .result = result};
+    GO(r, return_across(&r, &jregs, caller, saved_ip));
 }
 
 op_RETURN_NONLOCAL : {
-    result = *sp;
-    Oop *nlr_fp = fp;
-    Oop closure = fp[2 + nargs];
-    Oop home = obj_slots(closure)[BLOCK_OUTER_CONTEXT];
-    while (vm_method_is_block(obj_slots(home)[CTX_METHOD]))
-        home = obj_slots(obj_slots(home)[CTX_CLOSURE])[BLOCK_OUTER_CONTEXT];
-    Oop *hf = ctx_frame(home);
-    FRAMES_UNSTABLE(); /* frames are widowed and pages released below */
-    if (hf) {
-        for (Oop *f = nlr_fp; f != hf;) {
-            VM_PROBE_FRAME_UNWOUND(f);
-            if (frame_flags(f) & FRAME_FLAG_CONTEXT) vm_context_widow(f);
-            Oop *caller = (Oop *)f[FRAME_SAVED_FP];
-            if (!caller) {
-                caller = vm_page->caller_fp;
-                VM_ASSERT(caller != NULL);
-                vm_stack_pop_page();
-            }
-            f = caller;
-        }
-        limit = vm_page->base + HEADROOM;
-        FP_SET(hf);
-        goto do_return;
-    }
-    if (obj_slots(home)[CTX_PC] != vm_nil) {
-        /* home was divorced: every frame on every page is newer than it */
-        StackPage *pg = vm_page;
-        for (Oop *f = nlr_fp; f;) {
-            VM_PROBE_FRAME_UNWOUND(f);
-            if (frame_flags(f) & FRAME_FLAG_CONTEXT) vm_context_widow(f);
-            Oop *caller = (Oop *)f[FRAME_SAVED_FP];
-            if (!caller && pg->caller_fp) {
-                caller = pg->caller_fp;
-                pg = pg->older;
-            }
-            f = caller;
-        }
-        Oop c = pg->caller_context;
-        while (c && c != vm_nil && c != home) {
-            VM_PROBE_CONTEXT_UNWOUND(c);
-            Oop next = obj_slots(c)[CTX_SENDER];
-            obj_slots(c)[CTX_PC] = vm_nil;
-            obj_slots(c)[CTX_SENDER] = vm_nil;
-            c = next;
-        }
-        VM_ASSERT(c == home);
-        VM_PROBE_CONTEXT_UNWOUND(home);
-        Oop target = obj_slots(home)[CTX_SENDER];
-        obj_slots(home)[CTX_PC] = vm_nil;
-        obj_slots(home)[CTX_SENDER] = vm_nil;
-        vm_stack_release_newer(pg);
-        limit = vm_page->base + HEADROOM;
-        if (target == vm_nil) {
-            vm_stack_pop_page();
-            saved_fp = NULL;
-            return result;
-        }
-        size_t bc;
-        Oop *nsp;
-        Oop *nfp = vm_context_resume(target, result, &nsp, &bc);
-        FP_SET(nfp);
-        sp = nsp;
-        LOAD_METHOD();
-        IP_SET(bytes + bc);
-        DISPATCH();
-    }
-    /* the home method has returned: escapedBlock:, whose answer the block returns */
-    FP_SET(nlr_fp);
-    sp[0] = SELF;
-    *--sp = closure;
-    IP_SET(bytes + vm_method_bytecode_length(method) - 1); /* the block's final RETURN_TOP */
-    sel = sym_escaped_block;
-    n = 1;
-    goto send;
+    InterpRegs r = {COLD_IN};
+    GO(r, return_nonlocal(&r));
 }
 
     /* -- Jumps ----------------------------------------------------------- */
@@ -1447,12 +1275,376 @@ non_boolean:
     n = 0;
     goto send;
 
-safepoint:
-    vm_counters->interrupt_checks++;
-    WRITE_BACK();
-    gc_collect(false);
+safepoint : {
     passed_safepoint = true;
-    LOAD_METHOD();
-    ip = bytes + saved_bcpc;
-    DISPATCH();
+    InterpRegs r = {COLD_IN};
+    GO(r, collect_garbage(&r));
+}
+}
+
+/* -- Cold paths (declared above interpret()) ------------------------------- */
+
+#define REGS_WRITE_BACK(r) (saved_sp = (r)->sp, saved_fp = fp, saved_bcpc = (size_t)(ip - (r)->bytes))
+
+/* LOAD_METHOD's: the method of the frame at fp */
+static inline __attribute__((always_inline)) void regs_load_method(InterpRegs *r)
+{
+    r->method = fp[FRAME_METHOD];
+    r->bytes = (uint8_t *)(obj_slots(r->method) + vm_method_pointer_slots(r->method));
+    r->nargs = frame_nargs(fp);
+}
+
+/* A safe point's collection: the registers written back, the frame's method
+ * reloaded (it may have moved) and ip with it. */
+static InterpNext collect_garbage(InterpRegs *r)
+{
+    vm_counters->interrupt_checks++;
+    REGS_WRITE_BACK(r);
+    gc_collect(false);
+    regs_load_method(r);
+    ip = r->bytes + saved_bcpc;
+    return NEXT_DISPATCH;
+}
+
+static _Noreturn void primitive_failed(Oop *sp, const uint8_t *bytes)
+{
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", vm_prim_last_error());
+    WRITE_BACK();
+    runtime_error(msg);
+}
+
+static _Noreturn void wrong_arg_count(Oop *sp, const uint8_t *bytes, int n, int frame_kind, int expected)
+{
+    char msg[1024];
+    snprintf(msg, sizeof msg, "wrong number of arguments: %d given, %s expects %d", n,
+             frame_kind ? "the block" : "the method", expected);
+    WRITE_BACK();
+    runtime_error(msg);
+}
+
+/* PUSH_GLOBAL of a name with no global: a class loaded by that name, else
+ * unknownGlobal: sent to self. */
+static InterpNext global_missing(InterpRegs *r)
+{
+    char name[512];
+    REGS_WRITE_BACK(r);
+    Oop v = vm_load_class(vm_string_cstr(r->sel, name, sizeof name));
+    if (v) {
+        *--r->sp = v;
+        return NEXT_DISPATCH;
+    }
+    *--r->sp = SELF;
+    *--r->sp = r->sel;
+    r->sel = sym_unknown_global;
+    r->n = 1;
+    return NEXT_SEND;
+}
+
+/* sel not understood by sp[n]: doesNotUnderstand:arguments: takes its place */
+static InterpNext not_understood(InterpRegs *r)
+{
+    int n = r->n;
+    Oop *sp = r->sp;
+    Oop rcvr = sp[n];
+    Oop arr = vm_array_new((size_t)n);
+    if (!arr) vm_out_of_memory("doesNotUnderstand: arguments");
+    for (int i = 0; i < n; i++) obj_slots(arr)[i] = sp[n - 1 - i];
+    sp += n;
+    *--sp = r->sel;
+    *--sp = arr;
+    r->sp = sp;
+    r->m = vm_lookup_cached(vm_class_index_of(rcvr), sym_dnu);
+    if (!r->m) {
+        char buf[512], msg[1024];
+        snprintf(msg, sizeof msg, "message #%s not understood, and no doesNotUnderstand:arguments: either",
+                 vm_string_cstr(r->sel, buf, sizeof buf));
+        REGS_WRITE_BACK(r);
+        runtime_error(msg);
+    }
+    r->n = 2;
+    return NEXT_ACTIVATE;
+}
+
+/* The primitives that are no function of their arguments: perform: and its
+ * kin and invokeOn:with: turn into another send, printStackTrace and
+ * fullGC need the interpreter's registers. m the method, n its argument
+ * count, the receiver at sp[n]. */
+static InterpNext primitive_special(InterpRegs *r, const VmPrimEntry *e)
+{
+    int n = r->n;
+    Oop *sp = r->sp;
+    switch (e->special) {
+    case SP_PERFORM:
+    case SP_PERFORM_WITH_ARGS:
+    case SP_PERFORM_IN_SUPER:
+    case SP_PERFORM_WITH_ARGS_IN_SUPER: {
+        bool with_args = e->special == SP_PERFORM_WITH_ARGS || e->special == SP_PERFORM_WITH_ARGS_IN_SUPER;
+        bool in_super = e->special == SP_PERFORM_IN_SUPER || e->special == SP_PERFORM_WITH_ARGS_IN_SUPER;
+        Oop cls = in_super ? sp[0] : 0;
+        Oop arr = with_args ? sp[in_super ? 1 : 0] : 0;
+        Oop sel = sp[n - 1];
+        r->sp = sp += n; /* receiver on top */
+        if (vm_is_string(sel)) {
+            char buf[512];
+            sel = vm_symbol_from_cstr(vm_string_cstr(sel, buf, sizeof buf));
+        }
+        if (!vm_is_symbol(sel) || (with_args && !vm_is_array(arr)) || (in_super && !vm_is_class(cls))) {
+            REGS_WRITE_BACK(r);
+            runtime_error("perform: expects a selector Symbol (and an Array of arguments, and a class)");
+        }
+        n = with_args ? (int)obj_num_slots(arr) : 0;
+        if (n > 255) {
+            REGS_WRITE_BACK(r);
+            runtime_error("perform:withArguments: with more than 255 arguments");
+        }
+        for (int i = 0; i < n; i++) *--sp = obj_slots(arr)[i];
+        r->sp = sp;
+        if (selector_arity(sel) != n) {
+            char buf[512], msg[1024];
+            snprintf(msg, sizeof msg, "perform: selector #%s expects %d arguments, %d given",
+                     vm_string_cstr(sel, buf, sizeof buf), selector_arity(sel), n);
+            REGS_WRITE_BACK(r);
+            runtime_error(msg);
+        }
+        r->sel = sel;
+        r->n = n;
+        if (!in_super) return NEXT_SEND;
+        r->m = vm_lookup(cls, sel);
+        if (!r->m) return NEXT_DNU;
+        return NEXT_ACTIVATE;
+    }
+    case SP_INVOKE_ON_WITH: {
+        Oop arr = sp[0], obj = sp[1];
+        r->m = sp[2];
+        if (!vm_is_array(arr)) {
+            REGS_WRITE_BACK(r);
+            runtime_error("invokeOn:with: expects an Array of arguments");
+        }
+        sp += 2;
+        *sp = obj;
+        n = (int)obj_num_slots(arr);
+        for (int i = 0; i < n; i++) *--sp = obj_slots(arr)[i];
+        r->sp = sp;
+        r->n = n;
+        return NEXT_ACTIVATE;
+    }
+    case SP_PRINT_STACK_TRACE:
+        REGS_WRITE_BACK(r);
+        fflush(stdout);
+        vm_print_backtrace(stderr);
+        r->result = sp[n];
+        return NEXT_PRIM_ANSWER;
+    case SP_FULL_GC:
+        REGS_WRITE_BACK(r);
+        gc_collect(true);
+        regs_load_method(r);
+        ip = r->bytes + saved_bcpc;
+        r->result = vm_true;
+        return NEXT_PRIM_ANSWER;
+    case SP_MISSING: {
+        char cls[256], s[256], msg[1024];
+        snprintf(msg, sizeof msg, "%s>>%s is declared primitive, but this VM has no such primitive",
+                 vm_class_name_cstr(obj_slots(r->m)[METHOD_HOLDER], cls, sizeof cls),
+                 vm_string_cstr(obj_slots(r->m)[METHOD_SIGNATURE], s, sizeof s));
+        REGS_WRITE_BACK(r);
+        runtime_error(msg);
+    }
+    default:
+        break;
+    }
+    vm_panic("bad primitive entry");
+}
+
+/* The status machine code left the interpreter with (jregs: its registers):
+ * it returned into the interpreted frame that entered it, or it asks the
+ * interpreter for a send, an activation or to take its frame over. */
+static InterpNext from_machine_code(InterpRegs *r, JitStatus jst, const JitRegs *jregs)
+{
+    r->limit = vm_page->base + HEADROOM;
+    /* r14/r15 are the interpreter's again only from the IP_SET on: until
+     * then the mode stays machine code's (proto/stackabi.h) */
+    if (jst == JIT_STATUS_RETURNED) {
+        /* back in the interpreter frame that entered machine code */
+        IP_CLEAR();
+        FP_SET(jregs_fp(jregs));
+        intptr_t fl = frame_flags(fp);
+        int pn = (int)((fl >> FRAME_FLAG_PENDING_SHIFT) & 0xff);
+        size_t bc = (size_t)((fl >> FRAME_FLAG_BCPC_SHIFT) & 0x7ffff);
+        fp[FRAME_FLAGS] = oop_from_int(fl & ~FRAME_FLAG_PENDING_MASK);
+        r->sp = jregs->sp + pn;
+        *r->sp = jregs->result;
+        regs_load_method(r);
+        IP_SET(r->bytes + bc);
+        jit_cstate.mode = PROF_STATE_INTERP;
+        return NEXT_DISPATCH;
+    }
+    VM_ASSERT(jst == JIT_STATUS_INTERPRET);
+    /* machine code asks for a send: receiver and args under its return address */
+    IP_CLEAR();
+    FP_SET(jregs_fp(jregs));
+    r->mc_retaddr = jregs->sp[0];
+    r->sp = jregs->sp + 1;
+    regs_load_method(r);
+    IP_SET(r->bytes + vm_jit_resume_bcpc(r->mc_retaddr, fp));
+    jit_cstate.mode = PROF_STATE_INTERP;
+    if (UNLIKELY(gc_collect_wanted)) collect_garbage(r);
+    r->n = r->mc_nargs = vm_jit_pending_nargs;
+    if (vm_jit_pending_kind == VM_JIT_PENDING_UNKNOWN_GLOBAL) {
+        /* machine code pushed nothing: send unknownGlobal: on its behalf */
+        Oop gsym = (obj_slots(r->method) + METHOD_FIXED_SLOTS)[vm_jit_pending_nargs];
+        *--r->sp = SELF;
+        *--r->sp = gsym;
+        r->n = 1;
+        r->mc_nargs = -1;
+        r->sel = sym_unknown_global;
+        return NEXT_SEND;
+    }
+    if (vm_jit_pending_kind == VM_JIT_PENDING_BYTECODE) {
+        /* the interpreter takes over this machine-code frame from here */
+        r->mc_retaddr = 0;
+        r->mc_nargs = 0;
+        ip = r->bytes + vm_jit_pending_nargs;
+        return NEXT_DISPATCH;
+    }
+    if (vm_jit_pending_kind == VM_JIT_PENDING_METHOD) {
+        r->m = vm_jit_pending_oop;
+        vm_jit_pending_oop = 0;
+        /* a compiled block whose frame needs a new page */
+        return vm_method_is_block(r->m) ? NEXT_ACTIVATE_BLOCK : NEXT_ACTIVATE;
+    }
+    r->sel = vm_jit_pending_oop;
+    vm_jit_pending_oop = 0;
+    return NEXT_SEND;
+}
+
+/* A return whose caller is not an interpreted frame on this page: machine
+ * code, or (caller NULL) the frame below this page's first or a context.
+ * (interpret()'s own caller it returns to itself: with that exit, too,
+ * behind a call, its loop measured 0.5-1 % more instructions.) r->sp is
+ * where the answer goes, fp the returning frame still. */
+static InterpNext return_across(InterpRegs *r, JitRegs *jregs, Oop *caller, Oop saved_ip)
+{
+    Oop *sp = r->sp;
+    int caller_n = (int)((frame_flags(fp) >> FRAME_FLAG_CALLER_NARGS_SHIFT) & 0xff);
+    if (caller_n == VM_JIT_CALLER_PUSHED_NOTHING) caller_n = -1;
+    r->mc_target = (void *)saved_ip;
+    if (UNLIKELY(vm_jit_is_code_address(saved_ip)) && caller) {
+        /* the caller is machine code: return as its `ret` would, its own
+         * argument count above the receiver */
+        *jregs = (JitRegs){sp - caller_n, caller, r->result};
+        return NEXT_MACHINE_CODE;
+    }
+    if (UNLIKELY(!caller)) {
+        FRAMES_UNSTABLE(); /* pages are released and reused below */
+        StackPage *pg = vm_page;
+        if (pg->caller_fp) {
+            caller = pg->caller_fp;
+            r->sp = sp = pg->caller_sp - 1;
+            vm_stack_pop_page();
+            r->limit = vm_page->base + HEADROOM;
+            if (vm_jit_is_code_address(saved_ip)) {
+                *jregs = (JitRegs){sp - caller_n, caller, r->result};
+                return NEXT_MACHINE_CODE;
+            }
+        } else if (pg->caller_context) {
+            size_t bc;
+            Oop *nsp;
+            Oop *nfp = vm_context_resume(pg->caller_context, r->result, &nsp, &bc);
+            FP_SET(nfp);
+            r->sp = nsp;
+            regs_load_method(r);
+            IP_SET(r->bytes + bc);
+            return NEXT_DISPATCH;
+        } else {
+            vm_panic("return_across: interpret()'s first frame returns in interpret()");
+        }
+    }
+    *sp = r->result;
+    IP_CLEAR();
+    FP_SET(caller);
+    regs_load_method(r);
+    IP_SET(r->bytes + oop_int(saved_ip));
+    return NEXT_DISPATCH;
+}
+
+/* ^ in a block: unwinds to the home method's frame, which then returns
+ * (NEXT_RETURN); or, the home divorced into a context, to its sender; or,
+ * the home returned already, sends escapedBlock:. */
+static InterpNext return_nonlocal(InterpRegs *r)
+{
+    Oop result = r->result = *r->sp;
+    Oop *nlr_fp = fp;
+    Oop closure = fp[2 + r->nargs];
+    Oop home = obj_slots(closure)[BLOCK_OUTER_CONTEXT];
+    while (vm_method_is_block(obj_slots(home)[CTX_METHOD]))
+        home = obj_slots(obj_slots(home)[CTX_CLOSURE])[BLOCK_OUTER_CONTEXT];
+    Oop *hf = ctx_frame(home);
+    FRAMES_UNSTABLE(); /* frames are widowed and pages released below */
+    if (hf) {
+        for (Oop *f = nlr_fp; f != hf;) {
+            VM_PROBE_FRAME_UNWOUND(f);
+            if (frame_flags(f) & FRAME_FLAG_CONTEXT) vm_context_widow(f);
+            Oop *caller = (Oop *)f[FRAME_SAVED_FP];
+            if (!caller) {
+                caller = vm_page->caller_fp;
+                VM_ASSERT(caller != NULL);
+                vm_stack_pop_page();
+            }
+            f = caller;
+        }
+        r->limit = vm_page->base + HEADROOM;
+        FP_SET(hf);
+        return NEXT_RETURN;
+    }
+    if (obj_slots(home)[CTX_PC] != vm_nil) {
+        /* home was divorced: every frame on every page is newer than it */
+        StackPage *pg = vm_page;
+        for (Oop *f = nlr_fp; f;) {
+            VM_PROBE_FRAME_UNWOUND(f);
+            if (frame_flags(f) & FRAME_FLAG_CONTEXT) vm_context_widow(f);
+            Oop *caller = (Oop *)f[FRAME_SAVED_FP];
+            if (!caller && pg->caller_fp) {
+                caller = pg->caller_fp;
+                pg = pg->older;
+            }
+            f = caller;
+        }
+        Oop c = pg->caller_context;
+        while (c && c != vm_nil && c != home) {
+            VM_PROBE_CONTEXT_UNWOUND(c);
+            Oop next = obj_slots(c)[CTX_SENDER];
+            obj_slots(c)[CTX_PC] = vm_nil;
+            obj_slots(c)[CTX_SENDER] = vm_nil;
+            c = next;
+        }
+        VM_ASSERT(c == home);
+        VM_PROBE_CONTEXT_UNWOUND(home);
+        Oop target = obj_slots(home)[CTX_SENDER];
+        obj_slots(home)[CTX_PC] = vm_nil;
+        obj_slots(home)[CTX_SENDER] = vm_nil;
+        vm_stack_release_newer(pg);
+        r->limit = vm_page->base + HEADROOM;
+        if (target == vm_nil) {
+            vm_stack_pop_page();
+            saved_fp = NULL;
+            return NEXT_EXIT;
+        }
+        size_t bc;
+        Oop *nsp;
+        Oop *nfp = vm_context_resume(target, result, &nsp, &bc);
+        FP_SET(nfp);
+        r->sp = nsp;
+        regs_load_method(r);
+        IP_SET(r->bytes + bc);
+        return NEXT_DISPATCH;
+    }
+    /* the home method has returned: escapedBlock:, whose answer the block returns */
+    FP_SET(nlr_fp);
+    r->sp[0] = SELF;
+    *--r->sp = closure;
+    IP_SET(r->bytes + vm_method_bytecode_length(r->method) - 1); /* the block's final RETURN_TOP */
+    r->sel = sym_escaped_block;
+    r->n = 1;
+    return NEXT_SEND;
 }
