@@ -188,16 +188,38 @@ static void map_here(Compiler *c, size_t bcpc, JitMapKind kind)
     jit_map_add(jit_x64_in_cold(&c->b) ? &c->cold_map : &c->map, mcpc(c), (uint32_t)bcpc, kind);
 }
 
-void jit_compile_cold_begin(Compiler *c)
+/* An OTHER entry at mcpc for the bytecode being emitted, unless the last
+ * entry says the same. */
+static void map_other_at(JitMapBuilder *map, size_t mcpc, size_t bcpc)
 {
-    jit_x64_cold_begin(&c->b);
-    if (!jit_x64_in_cold(&c->b)) return;
-    /* a sample before the piece's first entry finds its bytecode, not the piece before */
-    uint32_t n = jit_map_builder_count(&c->cold_map);
-    if (!n || c->cold_map.entries[n - 1].bcpc != c->pc) map_here(c, c->pc, JIT_MAP_OTHER);
+    uint32_t n = jit_map_builder_count(map);
+    /* one bytecode per mcpc (jit_map_bcpc_at answers the first); the same one is no news */
+    if (n && map->entries[n - 1].mcpc == mcpc) return;
+    jit_map_add(map, (uint32_t)mcpc, (uint32_t)bcpc, JIT_MAP_OTHER);
 }
 
-void jit_compile_cold_end(Compiler *c) { jit_x64_cold_end(&c->b); }
+/* The profiler reads the code before an entry as its bytecode's (report/ranges.c), so a
+ * piece moved to the cold section gets entries where it starts and ends, and the main
+ * code one where the piece left it: the bytecode's send entry, which marked the end of
+ * its fast path, is in the cold section now. */
+void jit_compile_cold_begin(Compiler *c)
+{
+    size_t here = jit_x64_here(&c->b); /* the fast path's pending jump is dropped or comes after */
+    bool from_main = !jit_x64_in_cold(&c->b);
+    jit_x64_cold_begin(&c->b);
+    if (!from_main || !jit_x64_in_cold(&c->b)) return;
+    map_other_at(&c->map, here, c->pc);
+    uint32_t n = jit_map_builder_count(&c->cold_map);
+    if (n && c->cold_map.entries[n - 1].mcpc == mcpc(c) && c->cold_map.entries[n - 1].bcpc != c->pc)
+        jit_x64_int3(&c->b); /* the piece before ends here with its own bytecode's entry */
+    map_other_at(&c->cold_map, mcpc(c), c->pc);
+}
+
+void jit_compile_cold_end(Compiler *c)
+{
+    if (jit_x64_cold_ending(&c->b)) map_here(c, c->pc, JIT_MAP_OTHER); /* after its jump back */
+    jit_x64_cold_end(&c->b);
+}
 
 /* The cold section after the main code (after its last bytecode, under the
  * frame's unwind rule): its map entries and literal sites move with it. */

@@ -413,6 +413,13 @@ void jit_x64_cold_end(X64Buf *b)
 
 bool jit_x64_in_cold(const X64Buf *b) { return b->in_cold; }
 
+bool jit_x64_cold_ending(const X64Buf *b)
+{
+    return b->cold_depth > 0 && (b->swapped & (1u << (b->cold_depth - 1)));
+}
+
+size_t jit_x64_here(const X64Buf *b) { return offset(b); }
+
 size_t jit_x64_cold_join(X64Buf *b)
 {
     settle(b);

@@ -167,6 +167,11 @@ void jit_x64_cold_init(X64Buf *buf, size_t at);
 void jit_x64_cold_begin(X64Buf *buf);
 void jit_x64_cold_end(X64Buf *buf);
 bool jit_x64_in_cold(const X64Buf *buf);
+/* Whether the next jit_x64_cold_end goes back to the main code. */
+bool jit_x64_cold_ending(const X64Buf *buf);
+/* Where the next instruction goes, a pending forward jump left pending
+ * (jit_x64_size emits it first). */
+size_t jit_x64_here(const X64Buf *buf);
 size_t jit_x64_cold_join(X64Buf *buf);
 
 void jit_x64_label_init(X64Label *label, const char *name);
