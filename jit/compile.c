@@ -1306,6 +1306,7 @@ static void emit_outer(Compiler *c, const uint8_t *p, size_t pc)
             if (op == BC_POP_OUTER) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8));
         }
         jit_x64_jmp_forward(b, &done);
+        jit_compile_cold_begin(c);
         jit_x64_label_bind(b, &slow);
     }
     if (op == BC_PUSH_OUTER) {
@@ -1318,7 +1319,11 @@ static void emit_outer(Compiler *c, const uint8_t *p, size_t pc)
         jit_x64_mov_r32i(b, RDI, (uint32_t)(p[2] << 8 | p[1]));
         runtime_call(c, c->rt->outer_set, pc);
     }
-    if (inline_ok) jit_x64_label_bind(b, &done);
+    if (inline_ok) {
+        jit_x64_jmp_forward(b, &done);
+        jit_compile_cold_end(c);
+        jit_x64_label_bind(b, &done);
+    }
 }
 
 /* rdx := the slot count of the Array receiver in rax, or to slow (not an
