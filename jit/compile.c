@@ -188,14 +188,14 @@ static void map_here(Compiler *c, size_t bcpc, JitMapKind kind)
     jit_map_add(jit_x64_in_cold(&c->b) ? &c->cold_map : &c->map, mcpc(c), (uint32_t)bcpc, kind);
 }
 
-/* An OTHER entry at mcpc for the bytecode being emitted, unless the last
- * entry says the same. */
-static void map_other_at(JitMapBuilder *map, size_t mcpc, size_t bcpc)
+/* A mark at mcpc for the bytecode being emitted, unless the last entry
+ * is at the same place. */
+static void map_mark_at(JitMapBuilder *map, size_t mcpc, size_t bcpc)
 {
     uint32_t n = jit_map_builder_count(map);
     /* one bytecode per mcpc (jit_map_bcpc_at answers the first); the same one is no news */
     if (n && map->entries[n - 1].mcpc == mcpc) return;
-    jit_map_add(map, (uint32_t)mcpc, (uint32_t)bcpc, JIT_MAP_OTHER);
+    jit_map_add(map, (uint32_t)mcpc, (uint32_t)bcpc, JIT_MAP_LOCAL); /* no call or jump out ends here */
 }
 
 /* The profiler reads the code before an entry as its bytecode's (report/ranges.c), so a
@@ -208,16 +208,16 @@ void jit_compile_cold_begin(Compiler *c)
     bool from_main = !jit_x64_in_cold(&c->b);
     jit_x64_cold_begin(&c->b);
     if (!from_main || !jit_x64_in_cold(&c->b)) return;
-    map_other_at(&c->map, here, c->pc);
+    map_mark_at(&c->map, here, c->pc);
     uint32_t n = jit_map_builder_count(&c->cold_map);
     if (n && c->cold_map.entries[n - 1].mcpc == mcpc(c) && c->cold_map.entries[n - 1].bcpc != c->pc)
         jit_x64_int3(&c->b); /* the piece before ends here with its own bytecode's entry */
-    map_other_at(&c->cold_map, mcpc(c), c->pc);
+    map_mark_at(&c->cold_map, mcpc(c), c->pc);
 }
 
 void jit_compile_cold_end(Compiler *c)
 {
-    if (jit_x64_cold_ending(&c->b)) map_here(c, c->pc, JIT_MAP_OTHER); /* after its jump back */
+    if (jit_x64_cold_ending(&c->b)) map_mark_at(&c->cold_map, mcpc(c), c->pc); /* after its jump back */
     jit_x64_cold_end(&c->b);
 }
 
@@ -564,7 +564,7 @@ static void runtime_call(Compiler *c, const uint8_t *trampoline, size_t bcpc)
 void jit_compile_jcc_to(Compiler *c, X64Cond cc, X64Label *l, size_t bcpc)
 {
     jit_x64_jcc_label32(&c->b, cc, l);
-    map_here(c, (uint32_t)bcpc, JIT_MAP_BRANCH);
+    map_here(c, (uint32_t)bcpc, JIT_MAP_LOCAL);
 }
 
 /* rax = the answer. A frame that made blocks may have a context, which

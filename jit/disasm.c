@@ -82,7 +82,7 @@ typedef struct Listing {
 } Listing;
 
 static const char *const map_kind_names[] = {
-    [JIT_MAP_SEND] = "send", [JIT_MAP_BRANCH] = "branch", [JIT_MAP_BACKJUMP] = "backjump", [JIT_MAP_OTHER] = "other"
+    [JIT_MAP_SEND] = "send", [JIT_MAP_LOCAL] = "local", [JIT_MAP_BACKJUMP] = "backjump", [JIT_MAP_OTHER] = "other"
 };
 _Static_assert(sizeof map_kind_names / sizeof map_kind_names[0] == JIT_MAP_KIND_MASK + 1, "a name per map kind");
 

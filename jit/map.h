@@ -50,6 +50,9 @@
  *     answers for that exact address.
  *   - Several entries may share a bcpc (a send and its inlined fast path's
  *     branch); mcpc_for answers the first in mcpc order.
+ *   - Compaction reads the instruction ending at every entry but a LOCAL
+ *     one as a possible call or jump out of the method (jit/relocate.c), so
+ *     an entry at an arbitrary place in the code must be LOCAL.
  *   - Encoded maps are trusted (the JIT wrote them); a malformed one is a
  *     broken invariant and panics.
  *
@@ -65,7 +68,10 @@
 
 typedef enum JitMapKind {
     JIT_MAP_SEND = 0,     /* mcpc = the call's return address */
-    JIT_MAP_BRANCH = 1,   /* conditional branch: mcpc just past the jcc */
+    JIT_MAP_LOCAL = 1,    /* nothing ending at mcpc leaves the method: a conditional
+                           * branch (mcpc just past the jcc), or where a piece of the
+                           * cold section, or what the main code keeps of its bytecode,
+                           * begins or ends (jit/DESIGN.md, "The cold section") */
     JIT_MAP_BACKJUMP = 2, /* backward jump: mcpc just past its interrupt check */
     JIT_MAP_OTHER = 3     /* anything else a template wants findable */
 } JitMapKind;

@@ -55,7 +55,7 @@ static uint64_t relocate_method(JitZone *zone, JitMethod *m, ptrdiff_t delta, co
     JitMapEntry e;
     jit_map_iter_init(&it, jit_method_map(m));
     while (jit_map_iter_next(&it, &e)) {
-        if (e.kind == JIT_MAP_BRANCH) continue; /* inside the method */
+        if (e.kind == JIT_MAP_LOCAL) continue; /* inside the method */
         uint8_t *end = jit_method_at(m, e.mcpc);
         if (!ends_call_or_jmp(end)) continue;
         if (relocate_rel32(zone, m, end, delta)) continue;

@@ -525,7 +525,7 @@ static void loop_with_fused_compare_and_safepoints(void **state)
     /* The map has the fused branch (bcpc 11) and the backward jump (27). */
     JitMapEntry e;
     assert_true(jit_map_mcpc_for(jit_method_map(slow), 11, &e));
-    assert_int_equal(e.kind, JIT_MAP_BRANCH);
+    assert_int_equal(e.kind, JIT_MAP_LOCAL);
     assert_true(jit_map_mcpc_for(jit_method_map(slow), 27, &e));
     assert_int_equal(e.kind, JIT_MAP_BACKJUMP);
 }
@@ -727,7 +727,7 @@ static void conditional_jumps_and_must_be_boolean(void **state)
     assert_int_equal(seen.sends, 2);
     JitMapEntry e;
     assert_true(jit_map_mcpc_for(jit_method_map(jn), 2, &e));
-    assert_int_equal(e.kind, JIT_MAP_BRANCH);
+    assert_int_equal(e.kind, JIT_MAP_LOCAL);
 }
 
 /* A block's frame: the receiver slot holds the closure, self is the

@@ -142,7 +142,7 @@ static Built build_method(void)
     jit_x64_test_rr(&buf, JIT_X64_RAX, JIT_X64_RAX);
     jit_x64_jcc_label32(&buf, JIT_X64_CC_E, &done);
     b.jcc_end = HERE();
-    jit_map_add(&map, b.jcc_end, 5, JIT_MAP_BRANCH);
+    jit_map_add(&map, b.jcc_end, 5, JIT_MAP_LOCAL);
     jit_x64_jmp_rel32(&buf, arena + TRAMPOLINE_AT + 16);
     jit_x64_label_bind(&buf, &done);
     b.mov_mi = HERE();
@@ -312,7 +312,7 @@ static void calls_and_jumps_name_their_targets(void **state)
 
     char *je = line_with(text, "je ");
     char want[64];
-    snprintf(want, sizeof want, "-> +%u; bc 5 branch: jump if false to 9", (unsigned)b.mov_mi);
+    snprintf(want, sizeof want, "-> +%u; bc 5 local: jump if false to 9", (unsigned)b.mov_mi);
     assert_string_equal(decorations(je), want);
 
     char *jmp = line_with(text, "jmp ");

@@ -207,10 +207,10 @@ static void return_addresses_and_shared_pcs_answer_as_documented(void **state)
     (void)state;
     JitMapBuilder b;
     jit_map_builder_init(&b);
-    jit_map_add(&b, 30, 1, JIT_MAP_BRANCH);
+    jit_map_add(&b, 30, 1, JIT_MAP_LOCAL);
     jit_map_add(&b, 40, 3, JIT_MAP_SEND);
     jit_map_add(&b, 40, 4, JIT_MAP_OTHER);
-    jit_map_add(&b, 70, 7, JIT_MAP_BRANCH);
+    jit_map_add(&b, 70, 7, JIT_MAP_LOCAL);
     jit_map_add(&b, 90, 7, JIT_MAP_SEND);
     jit_map_add(&b, 95, 2, JIT_MAP_BACKJUMP);
     JitMapView view;
@@ -233,7 +233,7 @@ static void return_addresses_and_shared_pcs_answer_as_documented(void **state)
 
     assert_true(jit_map_mcpc_for(view, 7, &e)); /* the first of two */
     assert_int_equal(e.mcpc, 70);
-    assert_int_equal(e.kind, JIT_MAP_BRANCH);
+    assert_int_equal(e.kind, JIT_MAP_LOCAL);
     assert_true(jit_map_mcpc_for(view, 2, &e));
     assert_int_equal(e.mcpc, 95);
     assert_false(jit_map_mcpc_for(view, 5, &e));
@@ -266,7 +266,7 @@ static void encoding_is_the_documented_leb128_bytes(void **state)
     JitMapBuilder b;
     jit_map_builder_init(&b);
     jit_map_add(&b, 10, 0, JIT_MAP_SEND);      /* 10<<2|0 = 0x28, zigzag(0) = 0 */
-    jit_map_add(&b, 25, 2, JIT_MAP_BRANCH);    /* 15<<2|1 = 0x3d, zigzag(2) = 4 */
+    jit_map_add(&b, 25, 2, JIT_MAP_LOCAL);    /* 15<<2|1 = 0x3d, zigzag(2) = 4 */
     jit_map_add(&b, 25, 1, JIT_MAP_OTHER);     /* 0<<2|3 = 0x03, zigzag(-1) = 1 */
     jit_map_add(&b, 225, 65, JIT_MAP_BACKJUMP); /* 200<<2|2 = 802 = 0xa2 0x06, zigzag(64) = 128 = 0x80 0x01 */
     static const uint8_t want[] = { 0x28, 0x00, 0x3d, 0x04, 0x03, 0x01, 0xa2, 0x06, 0x80, 0x01 };
@@ -332,7 +332,7 @@ static void a_method_layout_holds_code_map_and_literal_sites(void **state)
     JitMapBuilder b;
     jit_map_builder_init(&b);
     jit_map_add(&b, JIT_METHOD_CODE + 10, 0, JIT_MAP_SEND);
-    jit_map_add(&b, JIT_METHOD_CODE + 31, 4, JIT_MAP_BRANCH);
+    jit_map_add(&b, JIT_METHOD_CODE + 31, 4, JIT_MAP_LOCAL);
     jit_map_add(&b, JIT_METHOD_CODE + 77, 9, JIT_MAP_SEND);
     JitMethodLayout l;
     assert_true(jit_method_layout(&l, 77, jit_map_builder_bytes(&b), jit_map_builder_count(&b), 3));
