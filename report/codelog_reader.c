@@ -349,8 +349,22 @@ static size_t parse_chunk(ReportCodeLog *r, ReportCodeMap *map, size_t n, uint64
  * than the ring allows. */
 static bool refresh(ReportCodeLog *r, ProfCodeLogControl *c, char *warn, size_t warnlen)
 {
-    if (!r->read(r->ctx, 0, c, sizeof *c)) {
-        say(warn, warnlen, "code log: the control block cannot be read any more");
+    /* A copy of another process's memory is not atomic even per word: a
+     * copy torn while the writer moves on can pass every check below with
+     * positions ahead of the writer's, and the reader would then refuse every
+     * true copy as going back. Two copies that agree are not torn. */
+    bool agree = false;
+    for (int attempt = 0; attempt < 4 && !agree; attempt++) {
+        ProfCodeLogControl again;
+        if (!r->read(r->ctx, 0, c, sizeof *c) || !r->read(r->ctx, 0, &again, sizeof again)) {
+            say(warn, warnlen, "code log: the control block cannot be read any more");
+            return false;
+        }
+        agree = c->write_begin == again.write_begin && c->write_end == again.write_end &&
+                c->checkpoint_pos == again.checkpoint_pos;
+    }
+    if (!agree) {
+        say(warn, warnlen, "code log: its control block kept changing while it was read; trying at the next poll");
         return false;
     }
     if (c->magic != PROF_CODE_LOG_MAGIC || c->ring_size != r->ring_size || c->ring_offset != r->ring_offset) {

@@ -43,6 +43,7 @@ typedef struct Rig {
     /* a hook the read function runs once, after the first ring read of a poll */
     void (*during_read)(struct Rig *);
     bool in_hook;
+    int torn_control_reads; /* copies of the control block read_mem tears */
 } Rig;
 
 static Rig *current_rig; /* for the writer's warning callback */
@@ -59,6 +60,13 @@ static bool read_mem(void *ctx, uint64_t off, void *buf, size_t len)
     if (off > g->size || len > g->size - off)
         return false;
     memcpy(buf, g->mem + off, len);
+    if (g->torn_control_reads > 0 && off == 0 && len >= sizeof(ProfCodeLogControl)) {
+        /* positions ahead of the writer's, consistent with each other: what a
+         * copy torn while the writer moved on can look like */
+        g->torn_control_reads--;
+        ProfCodeLogControl *c = buf;
+        c->write_begin = c->write_end = c->write_end + 4096;
+    }
     if (g->during_read && !g->in_hook && off >= 128) {
         g->in_hook = true;
         g->during_read(g);
@@ -641,6 +649,22 @@ static void positions_that_go_back_are_refused(void **state)
     rig_free(g);
 }
 
+static void a_torn_copy_of_the_control_block_is_not_believed(void **state)
+{
+    (void)state;
+    Rig *g = rig_new(RING);
+    rig_open_reader(g);
+    method(g, 2000, ZONE, "Foo>>a");
+    poll_ok(g);
+    g->torn_control_reads = 1; /* the next copy is torn, the one after it is not */
+    method(g, 2100, ZONE + SLOT, "Foo>>b");
+    assert_int_equal(poll_ok(g), 1);
+    method(g, 2200, ZONE + 2 * SLOT, "Foo>>c");
+    assert_int_equal(poll_ok(g), 1); /* a believed torn copy would refuse this one as going back */
+    expect_piece(g, 2300, ZONE + 2 * SLOT, "Foo>>c", ZONE + 2 * SLOT);
+    rig_free(g);
+}
+
 /* -- The writer's limits ------------------------------------------------------------- */
 
 static void a_load_too_big_for_the_ring_loses_lines_then_map_but_keeps_its_name(void **state)
@@ -703,6 +727,7 @@ int main(void)
         cmocka_unit_test(a_gap_in_the_sequence_numbers_is_damage),
         cmocka_unit_test(a_bad_control_block_is_refused_with_its_reason),
         cmocka_unit_test(positions_that_go_back_are_refused),
+        cmocka_unit_test(a_torn_copy_of_the_control_block_is_not_believed),
         cmocka_unit_test(a_load_too_big_for_the_ring_loses_lines_then_map_but_keeps_its_name),
         cmocka_unit_test(a_checkpoint_too_big_for_half_the_ring_is_refused_and_said),
     };
