@@ -140,6 +140,9 @@ _Static_assert(sizeof(ProfExportHeader) == 104 + PROF_EXPORT_PATH_MAX, "ProfExpo
  *   2. copy the record into the ring
  *   3. write_end = end + size     (release store)  the record is complete
  * Reader, from its cursor c:
+ *   0. copies the control block until two copies agree (a copy from another
+ *      process is not atomic even per word: a torn one could be ahead of the
+ *      writer, and positions only grow)
  *   1. e = write_end               (acquire)
  *   2. copy the stream [c, e) out of the ring
  *   3. b = write_begin             (acquire)
