@@ -6,8 +6,10 @@
 
 #include "gc/heap.h"
 #include "profiler/codelog_writer.h"
+#include "proto/identity.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -65,6 +67,47 @@ static void open_code_log(const ProfPublishInit *init, char *err, size_t errlen)
 
 static void unlink_at_exit(void) { prof_publish_close(); }
 
+/* Creates the segment's object, new and ours, and answers its descriptor;
+ * -1 with a warning in err when another user's file is in the way or the
+ * object cannot be made. shm_open adds O_NOFOLLOW; O_EXCL makes a new
+ * object, so no reader can still map an old one under this name, and a
+ * file planted by another user is never written into. A file of our own
+ * user with our pid is stale (its maker had our pid and is gone): removed. */
+static int create_segment(char *err, size_t errlen)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int fd = shm_open(shm_name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            struct stat st;
+            /* what we asked for: a plain file of ours, mode 0600, one name */
+            if (fchmod(fd, 0600) == 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+                (st.st_mode & 07777) == 0600 && st.st_nlink == 1)
+                return fd;
+            close(fd);
+            shm_unlink(shm_name);
+            if (err) snprintf(err, errlen, "the profiler export %s is not the private file stvm made; not used "
+                              "(profilers will see native symbols only)", shm_path);
+            return -1;
+        }
+        if (errno != EEXIST) break;
+        struct stat st;
+        if (lstat(shm_path, &st) != 0) continue; /* gone meanwhile: try again */
+        if (st.st_uid != geteuid()) {
+            struct passwd *pw = getpwuid(st.st_uid);
+            if (err) snprintf(err, errlen, "%s (%s) belongs to user %s (uid %u), not to us: no profiler export; "
+                              "profilers will see native symbols only (remove it as that user or root)",
+                              shm_path, S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISREG(st.st_mode) ? "a file" : "not a file",
+                              pw ? pw->pw_name : "?", (unsigned)st.st_uid);
+            return -1;
+        }
+        /* ours and named for our pid: an earlier process's, stale */
+        shm_unlink(shm_name);
+    }
+    if (err) snprintf(err, errlen, "cannot create the profiler export %s: %s (profilers will see native symbols only)",
+                      shm_path, strerror(errno));
+    return -1;
+}
+
 /* A VM ended by a signal must not leave its segment behind: unlink, then
  * die of the same signal (SIGKILL cannot be caught; profilers check that
  * the pid is alive). */
@@ -93,17 +136,19 @@ ProfCounters *prof_publish_open(const ProfPublishInit *init, char *err, size_t e
         size_t log_offset = (walk_offset + sizeof(ProfWalkFacts) + LOG_ALIGN - 1) / LOG_ALIGN * LOG_ALIGN;
         size_t need = log_offset + prof_codelog_region_bytes(ring);
         segment_size = (need + (size_t)page - 1) / (size_t)page * (size_t)page;
-        /* O_TRUNC: a segment left by an earlier process with our pid is stale */
-        int fd = shm_open(shm_name, O_CREAT | O_RDWR | O_TRUNC, 0600);
+        prof_segment_sweep(); /* dead VMs' segments: SIGKILL leaves them */
+        int fd = create_segment(err, errlen);
         void *mem = MAP_FAILED;
-        if (fd >= 0 && fchmod(fd, 0600) == 0 && ftruncate(fd, (off_t)segment_size) == 0)
+        if (fd >= 0 && ftruncate(fd, (off_t)segment_size) == 0)
             mem = mmap(NULL, segment_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         int saved = errno;
         if (fd >= 0) close(fd);
         if (mem == MAP_FAILED) {
-            if (fd >= 0) shm_unlink(shm_name);
-            if (err) snprintf(err, errlen, "cannot create the profiler export %s: %s (profilers will see native symbols only)",
-                              shm_path, strerror(saved));
+            if (fd >= 0) {
+                shm_unlink(shm_name);
+                if (err) snprintf(err, errlen, "cannot create the profiler export %s: %s (profilers will see native symbols only)",
+                                  shm_path, strerror(saved));
+            }
             shm_name[0] = 0;
         } else {
             header = mem;
@@ -115,6 +160,11 @@ ProfCounters *prof_publish_open(const ProfPublishInit *init, char *err, size_t e
             header->pid = (int32_t)pid;
             header->vm_tid = (int32_t)gettid();
             header->start_monotonic_ns = init->start_monotonic_ns;
+            ProfIdentity me;
+            if (prof_identity_of(0, &me)) {
+                header->start_ticks = me.start_ticks;
+                memcpy(header->boot_id, me.boot_id, sizeof header->boot_id);
+            }
             header->counters_offset = sizeof(ProfExportHeader);
             header->counters_size = sizeof(ProfCounters);
             header->code_log_offset = log_offset;
@@ -131,7 +181,8 @@ ProfCounters *prof_publish_open(const ProfPublishInit *init, char *err, size_t e
             counters = (ProfCounters *)((char *)mem + header->counters_offset);
             open_code_log(init, err, errlen);
             atexit(unlink_at_exit);
-            static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+            /* every end the VM can see: SIGPIPE is `stvm … | head -1`, SIGABRT a failed assertion */
+            static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGABRT};
             for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
                 struct sigaction sa;
                 memset(&sa, 0, sizeof sa);

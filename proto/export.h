@@ -30,6 +30,13 @@
  * A reader of version 3 that meets an older segment has no walk facts and
  * says so in its stacks; it never guesses.
  *
+ * Version 4 adds who made the segment (start_ticks, boot_id: the process's
+ * start time from /proc/PID/stat and the boot it started in, as
+ * proto/identity.h computes them). A pid alone does not name a process: a
+ * VM killed by SIGKILL leaves its segment, and a later process may get its
+ * pid. A reader trusts a segment only when both match the target's; an
+ * older segment cannot be matched and is read with a warning.
+ *
  * A wire format (proto/): header-only, it depends on nothing, and stvm and
  * vmprofd share it at build time through the CMake target proto_export.
  *
@@ -43,9 +50,10 @@
 #include <stdint.h>
 
 #define PROF_EXPORT_MAGIC 0x464f5250d56d7473ull /* "stm\xd5PROF" little-endian */
-#define PROF_EXPORT_VERSION 3
+#define PROF_EXPORT_VERSION 4
 #define PROF_EXPORT_VERSION_CODE_LOG 2 /* the first version with a code event log */
 #define PROF_EXPORT_VERSION_STACKS 3   /* the first with walk facts and unwind pairs */
+#define PROF_EXPORT_VERSION_IDENTITY 4 /* the first that says which process made it */
 #define PROF_EXPORT_NAME_FMT "/stvm-%d"     /* shm_open name; the file is /dev/shm/stvm-<pid> */
 #define PROF_EXPORT_PATH_FMT "/dev/shm/stvm-%d"
 #define PROF_EXPORT_PATH_MAX 512
@@ -107,13 +115,17 @@ typedef struct ProfExportHeader {
     char vm_path[PROF_EXPORT_PATH_MAX]; /* the VM executable (/proc/self/exe) */
     uint64_t walk_offset;      /* version >= 3: ProfWalkFacts (proto/stackabi.h); 0 = absent */
     uint64_t walk_size;
+    uint64_t start_ticks;      /* version >= 4: /proc/self/stat field 22 (clock ticks after boot) */
+    char boot_id[40];          /* version >= 4: /proc/sys/kernel/random/boot_id, NUL-terminated */
 } ProfExportHeader;
 
 _Static_assert(sizeof(ProfCounters) == 8 * 30, "ProfCounters layout is ABI");
 _Static_assert(offsetof(ProfCounters, scavenges) == 48, "ProfCounters layout is ABI");
 _Static_assert(offsetof(ProfCounters, process_switches) == 136, "ProfCounters layout is ABI");
 _Static_assert(offsetof(ProfExportHeader, counters_offset) == 40, "ProfExportHeader layout is ABI");
-_Static_assert(sizeof(ProfExportHeader) == 104 + PROF_EXPORT_PATH_MAX, "ProfExportHeader layout is ABI");
+_Static_assert(sizeof(ProfExportHeader) == 152 + PROF_EXPORT_PATH_MAX, "ProfExportHeader layout is ABI");
+_Static_assert(offsetof(ProfExportHeader, start_ticks) == 104 + PROF_EXPORT_PATH_MAX, "ProfExportHeader layout is ABI");
+#define PROF_EXPORT_HEADER_V3_SIZE (104 + PROF_EXPORT_PATH_MAX)
 #define PROF_EXPORT_HEADER_V2_SIZE (88 + PROF_EXPORT_PATH_MAX)
 
 /* -- The code event log (version >= 2) -----------------------------------------

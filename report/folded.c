@@ -6,8 +6,10 @@
  *
  * root first, frames named by their function, lines sorted by stack text
  * so equal profiles give identical files. flamegraph.pl splits frames at
- * ';' and the count at the last whitespace, so a name's ';' becomes ':'
- * and its whitespace '_' ("[] in Foo>>bar" -> "[]_in_Foo>>bar").
+ * ';' and the count at the last whitespace of the line, so names keep their
+ * spaces ("[] in Foo>>bar", as perf script's folded output and py-spy keep
+ * them); only what would split a frame or a line is replaced: ';' becomes
+ * ':' and a line break a space.
  */
 #include "report/mem.h"
 #include "report/profile.h"
@@ -66,8 +68,8 @@ static char *sanitize_into(char *d, const char *s)
         char c = *s;
         if (c == ';')
             c = ':';
-        else if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f')
-            c = '_';
+        else if (c == '\n' || c == '\r')
+            c = ' ';
         *d++ = c;
     }
     return d;

@@ -354,8 +354,10 @@ static void build(Message *m, Builder *b)
     build_locations(m, b);
     build_samples(m, b, period);
 
-    /* Up to 3 fixed comments (mode, lost, rejected) and one per note. */
-    m->comments = report_mem_array(3 + p->nnotes, sizeof *m->comments);
+    /* One per warning, up to 3 fixed comments (mode, lost, rejected), one per note. */
+    m->comments = report_mem_array(3 + p->nwarnings + p->nnotes, sizeof *m->comments);
+    for (size_t i = 0; i < p->nwarnings; i++)
+        add_comment(m, b, format("warning: %s", p->warnings[i]));
     if (h->mode)
         add_comment(m, b,
                     h->mode_reason ? format("sampled with %s (%s)", h->mode, h->mode_reason)
@@ -436,31 +438,17 @@ static bool gzip(const uint8_t *in, size_t n, uint8_t **out, size_t *outlen, cha
     return true;
 }
 
-static bool write_file(const char *path, const uint8_t *data, size_t n, char *err, size_t errlen)
+static bool write_stream(FILE *f, const uint8_t *data, size_t n, const char *name, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
-        return false;
-    }
-    bool ok = fwrite(data, 1, n, f) == n;
-    int saved = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = false;
-        saved = errno;
-    }
-    if (!ok)
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(saved));
-    return ok;
+    if (fwrite(data, 1, n, f) == n && fflush(f) == 0)
+        return true;
+    snprintf(err, errlen, "cannot write %s: %s", name, strerror(errno));
+    return false;
 }
 
-bool report_write_pprof(const char *path, const Profile *p, char *err, size_t errlen)
+/* The gzipped, packed profile in *gz (malloc'd). */
+static bool pack(const Profile *p, uint8_t **gz, size_t *gzlen, char *err, size_t errlen)
 {
-    char scratch[1];
-    if (!err || errlen == 0) { /* callers that ignore the message still get false */
-        err = scratch;
-        errlen = sizeof scratch;
-    }
     Builder b = {.p = p};
     Message m = {0};
     build(&m, &b);
@@ -468,11 +456,46 @@ bool report_write_pprof(const char *path, const Profile *p, char *err, size_t er
     uint8_t *packed = report_mem_alloc(n);
     perftools__profiles__profile__pack(&m.profile, packed);
     message_free(&m, &b);
+    bool ok = gzip(packed, n, gz, gzlen, err, errlen);
+    free(packed);
+    return ok;
+}
 
+bool report_write_pprof_stream(FILE *f, const Profile *p, char *err, size_t errlen)
+{
+    char scratch[1];
+    if (!err || errlen == 0) { /* callers that ignore the message still get false */
+        err = scratch;
+        errlen = sizeof scratch;
+    }
     uint8_t *gz = NULL;
     size_t gzlen = 0;
-    bool ok = gzip(packed, n, &gz, &gzlen, err, errlen) && write_file(path, gz, gzlen, err, errlen);
-    free(packed);
+    bool ok = pack(p, &gz, &gzlen, err, errlen) && write_stream(f, gz, gzlen, "the pprof profile", err, errlen);
+    free(gz);
+    return ok;
+}
+
+bool report_write_pprof(const char *path, const Profile *p, char *err, size_t errlen)
+{
+    char scratch[1];
+    if (!err || errlen == 0) {
+        err = scratch;
+        errlen = sizeof scratch;
+    }
+    uint8_t *gz = NULL;
+    size_t gzlen = 0;
+    if (!pack(p, &gz, &gzlen, err, errlen))
+        return false;
+    FILE *f = fopen(path, "wb");
+    bool ok = f != NULL;
+    if (!f)
+        snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+    else
+        ok = write_stream(f, gz, gzlen, path, err, errlen);
+    if (f && fclose(f) != 0 && ok) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        ok = false;
+    }
     free(gz);
     return ok;
 }

@@ -32,6 +32,9 @@ void report_profile_free(Profile *p)
     for (size_t i = 0; i < p->nnotes; i++)
         free(p->notes[i]);
     free(p->notes);
+    for (size_t i = 0; i < p->nwarnings; i++)
+        free(p->warnings[i]);
+    free(p->warnings);
     for (size_t i = 0; i < p->nmappings; i++) {
         free((char *)p->mappings[i].file);
         free((char *)p->mappings[i].build_id);
@@ -63,20 +66,36 @@ void report_profile_set_header(Profile *p, const ReportHeader *h)
     p->header.mode_reason = report_mem_strdup(h->mode_reason);
 }
 
+static void add_string(char ***v, size_t *n, size_t *cap, const char *fmt, va_list ap)
+{
+    va_list again;
+    va_copy(again, ap);
+    int len = vsnprintf(NULL, 0, fmt, ap);
+    if (len < 0) {
+        va_end(again);
+        return; /* an encoding error in the caller's format: nothing sensible to keep */
+    }
+    char *s = report_mem_alloc((size_t)len + 1);
+    vsnprintf(s, (size_t)len + 1, fmt, again);
+    va_end(again);
+    report_mem_reserve(v, cap, *n + 1, sizeof **v);
+    (*v)[(*n)++] = s;
+}
+
 void report_profile_add_note(Profile *p, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    add_string(&p->notes, &p->nnotes, &p->notes_cap, fmt, ap);
     va_end(ap);
-    if (n < 0)
-        return; /* an encoding error in the caller's format: nothing sensible to keep */
-    char *s = report_mem_alloc((size_t)n + 1);
+}
+
+void report_profile_add_warning(Profile *p, const char *fmt, ...)
+{
+    va_list ap;
     va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    add_string(&p->warnings, &p->nwarnings, &p->warnings_cap, fmt, ap);
     va_end(ap);
-    report_mem_reserve(&p->notes, &p->notes_cap, p->nnotes + 1, sizeof *p->notes);
-    p->notes[p->nnotes++] = s;
 }
 
 /* -- Interning ------------------------------------------------------------ */

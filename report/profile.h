@@ -4,6 +4,7 @@
  *
  *   Profile
  *   ├─ header        ReportHeader, strings owned
+ *   ├─ warnings[]    owned strings: what it cannot show, printed first
  *   ├─ notes[]       owned strings, printed in order
  *   ├─ mappings[]    ReportMappingInfo, strings owned     ┐ each interned
  *   ├─ functions[]   ReportFunctionInfo, strings and       │ through its own
@@ -41,6 +42,8 @@ struct Profile {
     ReportHeader header;
     char **notes;
     size_t nnotes, notes_cap;
+    char **warnings;
+    size_t nwarnings, warnings_cap;
 
     ReportMappingInfo *mappings;
     size_t nmappings, mappings_cap;

@@ -93,6 +93,9 @@ typedef struct ReportHeader {
     uint64_t sched_run_ns, sched_wait_ns;
     bool have_counters;     /* start/end below are valid */
     ProfCounters start, end;
+    /* Not an stvm (or one that publishes nothing): the text report is one
+     * table of native functions, without the VM's tables and counters. */
+    bool native_only;
 } ReportHeader;
 
 typedef struct ReportTextOptions {
@@ -108,6 +111,10 @@ void report_profile_free(Profile *p);
 void report_profile_set_header(Profile *p, const ReportHeader *h); /* copies strings */
 /* Free-form notes printed at the end of the text report ("target exited", …). */
 void report_profile_add_note(Profile *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* What the profile cannot show (not an stvm, a stale segment, no CPU used):
+ * printed at the top of the text report as "warning: …", and first among
+ * pprof's comments. The producer also says them on stderr. */
+void report_profile_add_warning(Profile *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Interning: the same mapping / function (by name+region+start, and size
  * and bytecode info: two blocks of one method share a name) / location (by
@@ -130,6 +137,8 @@ size_t report_profile_sample_count(const Profile *p);
  * samples, as REPORT.md says). */
 bool report_write_text(FILE *out, const Profile *p, const ReportTextOptions *opt, char *err, size_t errlen);
 bool report_write_pprof(const char *path, const Profile *p, char *err, size_t errlen);
+/* The same into an open stream (flushed, not closed). */
+bool report_write_pprof_stream(FILE *f, const Profile *p, char *err, size_t errlen);
 bool report_write_folded(FILE *out, const Profile *p, char *err, size_t errlen);
 /* A self-contained interactive SVG flame graph of the whole stacks
  * (report/flamegraph.c); opt may be NULL. */

@@ -95,7 +95,8 @@ static void table_free(Table *t)
  * ("[libc.so.6]", "[vdso]") is not suffixed twice. */
 static char *row_label(const Profile *p, const ReportFunctionInfo *f)
 {
-    if (f->region != REPORT_REGION_REST || f->mapping < 0 || !p->mappings[f->mapping].file)
+    bool with_lib = f->region == REPORT_REGION_REST || p->header.native_only;
+    if (!with_lib || f->mapping < 0 || !p->mappings[f->mapping].file)
         return report_mem_strdup(f->name);
     const char *file = p->mappings[f->mapping].file;
     const char *slash = strrchr(file, '/');
@@ -127,7 +128,8 @@ static void build_tables(const Profile *p, Table tables[3])
             continue;
         const ReportLocation *loc = &p->locations[l];
         const ReportFunctionInfo *f = &p->functions[loc->function];
-        Table *t = &tables[f->region];
+        /* a native report has one table: the program's functions */
+        Table *t = &tables[p->header.native_only ? REPORT_REGION_REST : f->region];
         Row *r = row_for(t, row_label(p, f));
         r->samples += at[l];
         t->samples += at[l];
@@ -201,14 +203,19 @@ static void print_table(FILE *out, const Profile *p, const char *title, const Ta
     }
 }
 
-static void print_header(FILE *out, const ReportHeader *h, size_t total)
+static void print_header(FILE *out, const Profile *p, size_t total)
 {
+    const ReportHeader *h = &p->header;
     char when[32] = "(date unknown)";
     struct tm tm;
     if (localtime_r(&h->start_wall, &tm))
         strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
     fprintf(out, "%s %s\n", h->vm_path ? h->vm_path : "[unknown VM]", when);
-    if (h->have_counters)
+    for (size_t i = 0; i < p->nwarnings; i++)
+        fprintf(out, "warning: %s\n", p->warnings[i]);
+    if (h->native_only)
+        ; /* no VM: no VM sizes to show */
+    else if (h->have_counters)
         fprintf(out, "eden size: %s  stack pages: %s  code size: %s\n", report_format_thousands(h->start.eden_bytes).s,
                 report_format_thousands(h->start.stack_pages).s, report_format_thousands(h->start.code_bytes).s);
     else
@@ -266,7 +273,18 @@ bool report_write_text(FILE *out, const Profile *p, const ReportTextOptions *opt
 
     errno = 0;
     clearerr(out);
-    print_header(out, &p->header, p->nsamples);
+    print_header(out, p, p->nsamples);
+    if (p->header.native_only) {
+        fprintf(out, "%llu samples in the program\n\n", shown(p, total));
+        print_table(out, p, "the program", &tables[REPORT_REGION_REST], total, &opt);
+        if (opt.callers) {
+            fprintf(out, "\n");
+            report_write_callers(out, p);
+        }
+        fprintf(out, "\n");
+        print_sampling(out, p);
+        goto done;
+    }
     fprintf(out, "%llu samples in the VM\t(%llu samples in the entire program)  %s of total\n", shown(p, vm),
             shown(p, total), report_format_pct(vm, total).s);
     fprintf(out, "\n%llu samples in generated vm code %s of entire vm (%s of total)\n", shown(p, gen),
@@ -291,6 +309,7 @@ bool report_write_text(FILE *out, const Profile *p, const ReportTextOptions *opt
     fprintf(out, "\n");
     print_sampling(out, p);
 
+done:
     for (int i = 0; i < 3; i++)
         table_free(&tables[i]);
     if (fflush(out) != 0 || ferror(out)) {

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE /* process_vm_readv, ppoll, pipe2, strsignal, __WALL: Linux interfaces */
 #include "vmprofd/export_reader.h"
 
+#include "proto/identity.h"
 #include "vmprofd/target.h"
 
 #include <errno.h>
@@ -25,6 +26,7 @@ struct ExportReader {
     int fd;
     char path[PROF_EXPORT_PATH_MAX];
     ProfExportHeader header;
+    bool identity_unchecked; /* a segment older than version 4: its maker cannot be told */
 };
 
 /* a + b <= limit, without overflow. */
@@ -85,7 +87,7 @@ bool vmprofd_export_validate(const ProfExportHeader *h, uint64_t file_size, pid_
                  h->code_zone_end);
         return false;
     }
-    if (h->version >= PROF_EXPORT_VERSION_STACKS && h->header_size >= sizeof(ProfExportHeader) &&
+    if (h->version >= PROF_EXPORT_VERSION_STACKS && h->header_size >= PROF_EXPORT_HEADER_V3_SIZE &&
         h->walk_offset != 0 &&
         (h->walk_offset % 8 != 0 || h->walk_offset < h->header_size || h->walk_size < sizeof(ProfWalkFacts) ||
          !fits(h->walk_offset, h->walk_size, h->segment_size))) {
@@ -115,14 +117,36 @@ static bool read_exact(int fd, void *buf, size_t n, uint64_t off)
     return true;
 }
 
+/* A stale segment goes when we may remove it (ours, or we are root): the
+ * next reader need not decide again. Only if the name still holds the
+ * file we judged. */
+static void remove_stale(const char *path, const struct stat *judged)
+{
+    struct stat now;
+    if ((geteuid() == 0 || judged->st_uid == geteuid()) && lstat(path, &now) == 0 && now.st_ino == judged->st_ino &&
+        now.st_dev == judged->st_dev)
+        unlink(path);
+}
+
+static ExportReader *open_segment(const char *path, pid_t pid, bool remove, ExportStatus *status, char *msg,
+                                  size_t msglen);
+
 ExportReader *vmprofd_export_open(pid_t pid, ExportStatus *status, char *msg, size_t msglen)
 {
     char path[64];
     snprintf(path, sizeof path, PROF_EXPORT_PATH_FMT, (int)pid);
-    return vmprofd_export_open_file(path, pid, status, msg, msglen);
+    return open_segment(path, pid, true, status, msg, msglen);
 }
 
 ExportReader *vmprofd_export_open_file(const char *path, pid_t pid, ExportStatus *status, char *msg, size_t msglen)
+{
+    return open_segment(path, pid, false, status, msg, msglen);
+}
+
+/* remove: a stale segment found where the VM publishes is removed (when we
+ * may); a file given by path (a test's, a copy) is the caller's. */
+static ExportReader *open_segment(const char *path, pid_t pid, bool remove, ExportStatus *status, char *msg,
+                                  size_t msglen)
 {
     /* O_NOFOLLOW: /dev/shm is world-writable; a symlink planted there must
      * not make vmprofd (perhaps root) read some other file. */
@@ -167,15 +191,37 @@ ExportReader *vmprofd_export_open_file(const char *path, pid_t pid, ExportStatus
         vmprofd_export_close(r);
         return NULL;
     }
+    /* bytes past a smaller (older) header are the counters, not its fields */
+    if (r->header.header_size < sizeof r->header)
+        memset((char *)&r->header + r->header.header_size, 0, sizeof r->header - r->header.header_size);
     char why[256];
     if (!vmprofd_export_validate(&r->header, (uint64_t)st.st_size, pid, why, sizeof why)) {
         snprintf(msg, msglen, "%s is invalid: %s", path, why);
         vmprofd_export_close(r);
         return NULL;
     }
+    switch (prof_segment_owner(&r->header, sizeof r->header, pid)) {
+    case PROF_SEGMENT_STALE:
+        *status = VMPROFD_EXPORT_STALE;
+        snprintf(msg, msglen, "%s was left by an earlier process with pid %d: ignored", path, (int)pid);
+        if (remove)
+            remove_stale(path, &st);
+        vmprofd_export_close(r);
+        return NULL;
+    case PROF_SEGMENT_UNKNOWN:
+        r->identity_unchecked = true; /* validated: magic set, so an older version */
+        break;
+    case PROF_SEGMENT_OURS:
+        break;
+    }
     *status = VMPROFD_EXPORT_OK;
     msg[0] = '\0';
     return r;
+}
+
+bool vmprofd_export_identity_unchecked(const ExportReader *r)
+{
+    return r->identity_unchecked;
 }
 
 const ProfExportHeader *vmprofd_export_header(const ExportReader *r)
@@ -212,7 +258,7 @@ bool vmprofd_export_read_counters(ExportReader *r, ProfCounters *out, char *msg,
 bool vmprofd_export_walk_facts(ExportReader *r, ProfWalkFacts *out, char *why, size_t whylen)
 {
     const ProfExportHeader *h = &r->header;
-    if (h->version < PROF_EXPORT_VERSION_STACKS || h->header_size < sizeof(ProfExportHeader) || h->walk_offset == 0) {
+    if (h->version < PROF_EXPORT_VERSION_STACKS || h->header_size < PROF_EXPORT_HEADER_V3_SIZE || h->walk_offset == 0) {
         snprintf(why, whylen, "the VM's export (version %" PRIu32 ") says nothing about its stacks: an stvm older "
                  "than export version %d", h->version, PROF_EXPORT_VERSION_STACKS);
         return false;

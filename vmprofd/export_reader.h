@@ -5,7 +5,10 @@
  * The segment is written by another process that may be buggy, gone or
  * hostile, so nothing in it is trusted before it is checked: the file must
  * be a regular file owned by the target's user, and magic, version, sizes
- * and every offset must lie inside the segment. A failed check is a
+ * and every offset must lie inside the segment. A pid is not a process: the
+ * segment must also name the target's start time and boot (version 4,
+ * proto/identity.h), else it is a dead VM's that left it (SIGKILL) and is
+ * STALE, never read. A failed check is a
  * warning and "no counters", never a crash.
  *
  * The segment is read with pread, not mmap: a writer that truncates the
@@ -34,6 +37,7 @@ typedef enum ExportStatus {
     VMPROFD_EXPORT_OK,
     VMPROFD_EXPORT_ABSENT,  /* no segment for this pid (not an stvm, or not yet) */
     VMPROFD_EXPORT_INVALID, /* a segment that fails a check; msg says which */
+    VMPROFD_EXPORT_STALE,   /* a dead process's, whose pid the target has now (removed when we may) */
 } ExportStatus;
 
 typedef struct ExportReader ExportReader;
@@ -44,6 +48,9 @@ ExportReader *vmprofd_export_open(pid_t pid, ExportStatus *status, char *msg, si
  * copies of a segment). */
 ExportReader *vmprofd_export_open_file(const char *path, pid_t pid, ExportStatus *status, char *msg, size_t msglen);
 const ProfExportHeader *vmprofd_export_header(const ExportReader *r);
+/* True for a segment older than export version 4, which does not say which
+ * process made it: it may be a dead VM's (the caller says so). */
+bool vmprofd_export_identity_unchecked(const ExportReader *r);
 /* A consistent copy of the counters (retrying while the VM's seqlock is
  * odd or moves). False, with msg, when the segment became unreadable. */
 bool vmprofd_export_read_counters(ExportReader *r, ProfCounters *out, char *msg, size_t msglen);

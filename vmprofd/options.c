@@ -27,12 +27,16 @@ void vmprofd_options_usage(FILE *out)
         "\n"
         "Target:\n"
         "  -p, --pid PID        profile the running process PID, all its threads\n"
-        "  -- COMMAND ARGS...   run COMMAND and profile it until it exits or --seconds\n"
-        "                       (its threads, not the processes it starts; after\n"
-        "                       --seconds it runs on unprofiled)\n"
+        "  -- COMMAND ARGS...   run COMMAND and profile it until it exits (its\n"
+        "                       threads, not the processes it starts), as perf\n"
+        "                       record and py-spy record do; vmprofd then exits\n"
+        "                       with COMMAND's status (128+N after signal N)\n"
         "\n"
         "Sampling:\n"
-        "  -s, --seconds S      stop after S seconds (default 10; decimals allowed)\n"
+        "  -s, --seconds S      stop sampling after S seconds (decimals allowed);\n"
+        "                       default 10 with --pid, none with -- COMMAND (a\n"
+        "                       COMMAND still running then runs on, and vmprofd\n"
+        "                       waits for it)\n"
         "  -F, --rate HZ        samples per second of CPU time of each thread\n"
         "                       (default 1400)\n"
         "  -m, --mode MODE      auto: perf_event, or ptrace when perf events are\n"
@@ -43,8 +47,11 @@ void vmprofd_options_usage(FILE *out)
         "Output (any number; all are written from the same samples):\n"
         "  -o, --output FILE    write a profile to FILE ('-' is stdout). Its format is\n"
         "                       the --format that follows it, else guessed from the\n"
-        "                       name: *.pb.gz, *.pprof: pprof; *.folded: folded;\n"
-        "                       *.svg: flame graph; anything else: text\n"
+        "                       name: *.pb.gz, *.pb, *.pprof: pprof (gzipped);\n"
+        "                       *.folded: folded; *.svg: flame graph; *.gz:\n"
+        "                       refused (give --format); anything else: text.\n"
+        "                       Checked before sampling starts; written whole or\n"
+        "                       not at all (a temporary file, then a rename)\n"
         "  -f, --format FMT     text, pprof, folded or flamegraph: the format of the -o\n"
         "                       before it; with no -o before it, the format of\n"
         "                       stdout's report, or of the one -o FILE when that is\n"
@@ -77,14 +84,23 @@ void vmprofd_options_usage(FILE *out)
         "  -h, --help           this text\n"
         "      --version        print the version\n"
         "\n"
-        "vmprofd stops after --seconds, on Ctrl-C (SIGINT) or SIGTERM, or when the\n"
-        "target exits, and writes what it collected in every case.\n"
+        "With --pid, vmprofd stops after --seconds, on Ctrl-C (SIGINT), SIGTERM or\n"
+        "SIGHUP, or when the target exits, and writes what it collected. With\n"
+        "-- COMMAND, SIGINT, SIGTERM and SIGHUP sent to vmprofd are passed to\n"
+        "COMMAND (Ctrl-C reaches both already), and the profile is written once\n"
+        "COMMAND has ended; a report on stdout comes after all of COMMAND's output.\n"
+        "What vmprofd cannot see (not an stvm, a stale export segment, a target\n"
+        "that used no CPU) is said at the top of the report and on stderr, also\n"
+        "with -q.\n"
         "perf_event needs kernel.perf_event_paranoid <= 2 (or CAP_PERFMON); ptrace\n"
         "needs the right to trace the target (same user and yama ptrace_scope <= 1,\n"
         "or CAP_SYS_PTRACE).\n"
         "\n"
-        "Exit status: 0 profile written (also when the target exited), 1 could not\n"
-        "profile (no such process, not permitted, output not writable), 2 bad usage.\n",
+        "Exit status: with --pid, 0 profile written (also when the target exited);\n"
+        "with -- COMMAND, COMMAND's exit status (128+N when signal N ended it;\n"
+        "126 COMMAND not executable, 127 not found). Either way 1 when vmprofd\n"
+        "could not profile or write an output (no such process, not permitted,\n"
+        "output not writable), 2 bad usage.\n",
         out);
 }
 
@@ -247,6 +263,7 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
         case 's':
             if (!parse_double(optarg, 0.001, 31536000.0, &o->seconds))
                 return fail(err, errlen, "--seconds needs a number of seconds > 0, got '%s'", optarg);
+            o->seconds_given = true;
             break;
         case 'F':
             if (!parse_double(optarg, 1.0, VMPROFD_MAX_RATE_HZ, &o->rate_hz))
@@ -353,8 +370,15 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
             return false;
     }
     for (size_t i = 0; i < o->noutputs; i++) {
-        if (strcmp(o->outputs[i].path, "-") == 0 && o->outputs[i].format == VMPROFD_FORMAT_PPROF)
+        const VmprofdOutput *out = &o->outputs[i];
+        if (strcmp(out->path, "-") == 0 && out->format == VMPROFD_FORMAT_PPROF)
             return fail(err, errlen, "pprof output is gzipped binary: give it a file with -o FILE --format pprof");
+        /* only pprof is gzipped: text in x.gz would surprise whoever gunzips it */
+        if (!out->format_given && ends_with(out->path, ".gz") && !ends_with(out->path, ".pb.gz"))
+            return fail(err, errlen,
+                        "-o %s: only pprof profiles are written gzipped (name it *.pb.gz); for another format "
+                        "give --format after it",
+                        out->path);
     }
     return true;
 }

@@ -3,8 +3,9 @@
  *
  * Output scheme (documented in --help): every output is a (path, format)
  * pair. `-o FILE` starts one; a `--format` right after it (before the next
- * -o) sets its format, otherwise the file name decides (*.pb.gz, *.pprof:
- * pprof; *.folded: folded; *.svg: flame graph; anything else: text).
+ * -o) sets its format, otherwise the file name decides (*.pb.gz, *.pb,
+ * *.pprof: pprof; *.folded: folded; *.svg: flame graph; another *.gz is
+ * refused, since only pprof is gzipped; anything else: text).
  * `--text/--pprof/--folded/--flamegraph FILE` are shorthands. A `--format`
  * with no -o before it is the format of the report on stdout — except
  * when the only output is one `-o FILE` without a format of its own: then
@@ -60,7 +61,8 @@ typedef struct VmprofdOutput {
 typedef struct VmprofdOptions {
     pid_t pid;            /* 0: launch `command` instead */
     char **command;       /* argv after "--", NULL-terminated; NULL with --pid */
-    double seconds;
+    double seconds;       /* with --pid always; with a command only when seconds_given */
+    bool seconds_given;   /* -s: a command is sampled until it exits without it */
     double rate_hz;
     VmprofdMode mode;
     uint32_t stack_bytes;

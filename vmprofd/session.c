@@ -58,9 +58,21 @@
 #define SESSION_START_WINDOW_MS 2000
 
 static volatile sig_atomic_t stop_signal;
+/* Launch mode, once COMMAND runs: signals are passed to it instead. */
+static volatile pid_t forward_pid;
+static volatile sig_atomic_t forwarded_signal;
 
-static void on_stop_signal(int sig)
+static void on_stop_signal(int sig, siginfo_t *si, void *uc)
 {
+    (void)uc;
+    if (forward_pid > 0) {
+        /* A terminal's Ctrl-C or hang-up (SI_KERNEL) reached COMMAND's
+         * process group already: passing it again would deliver it twice. */
+        if (!si || si->si_code != SI_KERNEL)
+            kill(forward_pid, sig);
+        forwarded_signal = sig;
+        return;
+    }
     stop_signal = sig;
 }
 
@@ -100,6 +112,10 @@ typedef struct Session {
     char exe[PROF_EXPORT_PATH_MAX];
     char mode_reason[1024];
     Progress progress;
+    char stale_msg[640];    /* a dead VM's segment was found under the target's pid */
+    bool no_export_arg;     /* the target is an stvm run with --no-export */
+    char end_state[64];     /* the target's state when sampling ended ("S (sleeping)") */
+    size_t threads_at_end;  /* its threads when sampling ended */
 } Session;
 
 /* -- Samples arriving ---------------------------------------------------- */
@@ -171,8 +187,11 @@ static void try_export(Session *ss)
     if (ss->exp)
         return;
     ss->exp = vmprofd_export_open(ss->target.pid, &ss->exp_status, ss->exp_msg, sizeof ss->exp_msg);
-    if (!ss->exp)
+    if (!ss->exp) {
+        if (ss->exp_status == VMPROFD_EXPORT_STALE && !ss->stale_msg[0])
+            snprintf(ss->stale_msg, sizeof ss->stale_msg, "%s", ss->exp_msg);
         return;
+    }
     char msg[256];
     ss->have_start = vmprofd_export_read_counters(ss->exp, &ss->start, msg, sizeof msg);
     ProfWalkFacts f;
@@ -295,13 +314,86 @@ static void describe_status(int status, char *buf, size_t len)
         buf[0] = '\0';
 }
 
+/* Whether exe is stvm (by its name: a VM that publishes nothing says
+ * nothing else about itself). */
+static bool runs_stvm(const char *exe)
+{
+    const char *slash = strrchr(exe, '/');
+    const char *base = slash ? slash + 1 : exe;
+    return strncmp(base, "stvm", 4) == 0;
+}
+
+/* What the profile cannot show, at the top of the report and on stderr
+ * (-q does not silence these). */
+static void warn(Profile *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(Profile *p, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    report_profile_add_warning(p, "%s", msg);
+    fprintf(stderr, "vmprofd: warning: %s\n", msg);
+}
+
+static void add_warnings(Session *ss, Profile *p, const SamplerStats *final, double seconds)
+{
+    int pid = (int)ss->target.pid;
+    if (!ss->exp) {
+        if (ss->stale_msg[0])
+            warn(p, "%s", ss->stale_msg);
+        if (ss->exp_status == VMPROFD_EXPORT_INVALID)
+            warn(p, "%s: no VM counters, machine code unresolved", ss->exp_msg);
+        else if (ss->no_export_arg)
+            warn(p, "pid %d is an stvm run with --no-export: its machine code shows as [unknown], without "
+                    "Smalltalk frames or VM counters (run it without --no-export)", pid);
+        else if (runs_stvm(ss->exe))
+            warn(p, "pid %d runs stvm but published no export segment (" PROF_EXPORT_PATH_FMT "): its machine "
+                    "code shows as [unknown], without Smalltalk frames or VM counters (its stderr says why)",
+                 pid, pid);
+        else
+            warn(p, "pid %d (%s) is not an stvm: it publishes no " PROF_EXPORT_PATH_FMT "; native code "
+                    "only, no VM tables", pid, ss->exe[0] ? ss->exe : "executable unknown", pid);
+    } else if (vmprofd_export_identity_unchecked(ss->exp)) {
+        warn(p, "the export segment of pid %d comes from an stvm older than export version %d: vmprofd cannot "
+                "tell whether pid %d made it or a dead process that had the pid before", pid,
+             PROF_EXPORT_VERSION_IDENTITY, pid);
+    }
+    if (ss->store.n == 0) {
+        if (ss->target.exited)
+            warn(p, "no samples: pid %d exited after %.3f s before it used a sampling period of CPU time", pid,
+                 seconds);
+        else
+            warn(p, "no samples: pid %d used no CPU time in the %.3f s sampled (it was %s)", pid, seconds,
+                 ss->end_state[0] ? ss->end_state : "in a state /proc did not say");
+    }
+    if (!ss->target.exited && ss->threads_at_end > 0 && final->threads > ss->threads_at_end)
+        warn(p, "%llu of the %llu threads sampled exited before the end: their samples up to then are counted%s",
+             (unsigned long long)(final->threads - ss->threads_at_end), (unsigned long long)final->threads,
+             ss->ops == &vmprofd_sampler_perf ? "; threads that lived less than 100 ms may have none" : "");
+}
+
+/* Launch mode after --seconds: COMMAND runs on, vmprofd waits (signals
+ * still pass to it) to exit with its status. */
+static void wait_for_command(Target *t)
+{
+    int status;
+    pid_t r;
+    while ((r = waitpid(t->pid, &status, 0)) < 0 && errno == EINTR)
+        ;
+    if (r == t->pid)
+        vmprofd_target_set_status(t, status);
+}
+
 /* -- The run --------------------------------------------------------------- */
 
 static void install_signals(void)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
+    sa.sa_sigaction = on_stop_signal;
+    sa.sa_flags = SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
     /* No SA_RESTART: a signal must cut a poll or waitpid short. */
     sigaction(SIGINT, &sa, NULL);
@@ -338,6 +430,7 @@ static bool attach(Session *ss)
         try_export(ss);
         ensure_symbolizer(ss);
         vmprofd_target_exe(ss->target.pid, ss->exe, sizeof ss->exe);
+        ss->no_export_arg = vmprofd_target_has_arg(ss->target.pid, "--no-export");
     }
     if (!open_sampler(ss))
         return false;
@@ -347,8 +440,12 @@ static bool attach(Session *ss)
                     strncmp(err, "cannot run the command: ", 24) == 0 ? err + 24 : err);
             return false;
         }
+        /* from now on a signal for vmprofd is COMMAND's (perf and py-spy do so) */
+        forward_pid = ss->target.pid;
         ensure_symbolizer(ss);
         vmprofd_target_exe(ss->target.pid, ss->exe, sizeof ss->exe);
+        for (char **a = o->command + 1; *a && strcmp(*a, "--") != 0; a++)
+            ss->no_export_arg |= strcmp(*a, "--no-export") == 0;
     }
     if (!ss->ops->start(ss->sampler, err, sizeof err)) {
         fprintf(stderr, "vmprofd: %s\n", err);
@@ -380,8 +477,16 @@ int vmprofd_session_run(const VmprofdOptions *o)
     ss->code_poll_ms = o->code_log_poll_ms > 0 ? o->code_log_poll_ms : SESSION_CODE_LOG_MS;
     ss->target.pidfd = ss->target.go_fd = ss->target.exec_fd = -1;
     stop_signal = 0;
+    forward_pid = 0;
+    forwarded_signal = 0;
+    /* before anything starts: no profile is lost to a path that cannot take it */
+    if (!vmprofd_output_check_all(o)) {
+        free(ss);
+        return 1;
+    }
     install_signals();
-    vmprofd_progress_init(&ss->progress, o->quiet);
+    /* a launched command shares the terminal: a countdown would cut into its lines */
+    vmprofd_progress_init(&ss->progress, o->quiet || o->command != NULL);
 
     if (!attach(ss)) {
         finish_target_on_failure(ss);
@@ -389,16 +494,19 @@ int vmprofd_session_run(const VmprofdOptions *o)
             report_symbolizer_free(ss->sym);
         vmprofd_export_close(ss->exp);
         restore_signals();
+        int code = ss->target.exec_errno == ENOENT ? 127 : ss->target.exec_errno ? 126 : 1;
         free(ss);
-        return 1;
+        return code;
     }
 
+    /* A command is sampled until it exits unless --seconds caps it. */
+    bool capped = !o->command || o->seconds_given;
     time_t start_wall = time(NULL);
     double t0 = now_s(), last_house = t0, last_rescan = t0, last_code = t0, end_time = 0;
     char stop_note[256] = "";
     for (;;) {
         double now = now_s();
-        double left = o->seconds - (now - t0);
+        double left = capped ? o->seconds - (now - t0) : 3600.0;
         if (left <= 0) {
             end_time = t0 + o->seconds;
             break;
@@ -447,6 +555,15 @@ int vmprofd_session_run(const VmprofdOptions *o)
     }
     vmprofd_progress_clear(&ss->progress);
     double seconds = end_time - t0;
+    if (!ss->target.exited) {
+        vmprofd_target_state(ss->target.pid, ss->end_state, sizeof ss->end_state);
+        free(vmprofd_target_threads(ss->target.pid, &ss->threads_at_end));
+    }
+    bool runs_on = o->command && !ss->target.exited; /* --seconds stopped sampling a command */
+    if (runs_on)
+        fprintf(stderr, "vmprofd: sampled %.3f s as --seconds asked; %s (pid %d) keeps running: vmprofd waits "
+                        "for it to end and exits with its status (Ctrl-C reaches it)\n",
+                seconds, o->command[0], (int)ss->target.pid);
 
     /* The last counters before detaching; the descriptor outlives an
      * exited VM's unlink, so this works after exit too. */
@@ -493,7 +610,9 @@ int vmprofd_session_run(const VmprofdOptions *o)
         h.start = ss->start;
         h.end = ss->end;
     }
+    h.native_only = !ss->exp && !ss->no_export_arg && !runs_stvm(ss->exe);
     report_profile_set_header(p, &h);
+    add_warnings(ss, p, &final, seconds);
 
     if (ss->target.exited) {
         char st[128] = "";
@@ -505,17 +624,11 @@ int vmprofd_session_run(const VmprofdOptions *o)
         report_profile_add_note(p, "%s", stop_note);
     if (final_note[0])
         report_profile_add_note(p, "%s", final_note); /* e.g. kernel samples excluded, and why */
-    if (!ss->exp) {
-        if (ss->exp_status == VMPROFD_EXPORT_INVALID) {
-            fprintf(stderr, "vmprofd: warning: %s; counters unavailable\n", ss->exp_msg);
-            report_profile_add_note(p, "%s: counters unavailable", ss->exp_msg);
-        } else {
-            report_profile_add_note(p, "no stvm export segment for pid %d: counters unavailable", (int)ss->target.pid);
-        }
-    } else if (!h.have_counters) {
+    if (ss->exp && !h.have_counters)
         report_profile_add_note(p, "the stvm export segment of pid %d became unreadable: counters unavailable",
                                 (int)ss->target.pid);
-    }
+    if (ss->exp && ss->stale_msg[0])
+        report_profile_add_note(p, "%s (removed; the VM then published its own)", ss->stale_msg);
     /* Lost samples are counted in the header (the report prints them);
      * here only why they were lost. */
     if (final.lost && ss->ops == &vmprofd_sampler_perf)
@@ -592,7 +705,8 @@ int vmprofd_session_run(const VmprofdOptions *o)
         report_profile_add_note(p, "%" PRIu64 " samples in JIT'd code could not be attributed: %" PRIu64
                                    " while code events were missing, %" PRIu64 " before the code log began",
                                 code.lost + code.before, code.lost, code.before);
-    bool wrote = vmprofd_output_write_all(o, p) && debug_ok;
+    /* A report on stdout waits for COMMAND's end, after all its output. */
+    bool wrote = vmprofd_output_write_all(o, p, true, !runs_on) && debug_ok;
 
     if (!o->quiet) {
         double cpu_s = (double)final.cpu_ns / 1e9;
@@ -611,7 +725,16 @@ int vmprofd_session_run(const VmprofdOptions *o)
                 cpu_s, (unsigned long long)(final.lost + ss->dropped), foreign, ss->ops->mode);
     }
 
+    if (runs_on) {
+        wait_for_command(&ss->target);
+        wrote = vmprofd_output_write_all(o, p, false, true) && wrote;
+    }
     restore_signals();
+    int status = wrote ? 0 : 1; /* vmprofd's own failure is never hidden behind COMMAND's success */
+    if (wrote && o->command && ss->target.have_status)
+        status = WIFEXITED(ss->target.status)     ? WEXITSTATUS(ss->target.status)
+               : WIFSIGNALED(ss->target.status) ? 128 + WTERMSIG(ss->target.status)
+                                                : 1;
     report_profile_free(p);
     if (ss->sym)
         report_symbolizer_free(ss->sym);
@@ -620,5 +743,5 @@ int vmprofd_session_run(const VmprofdOptions *o)
     vmprofd_target_close(&ss->target);
     report_samples_free(&ss->store);
     free(ss);
-    return wrote ? 0 : 1;
+    return status;
 }

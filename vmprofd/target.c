@@ -83,6 +83,48 @@ pid_t vmprofd_target_tracer(pid_t pid)
     return status_long(pid, "TracerPid", &l) ? (pid_t)l : 0;
 }
 
+bool vmprofd_target_state(pid_t pid, char *buf, size_t len)
+{
+    char path[64], status[4096];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    if (!read_proc(path, status, sizeof status))
+        return false;
+    const char *v = status_field(status, "State");
+    if (!v)
+        return false;
+    v += strspn(v, " \t");
+    snprintf(buf, len, "%.*s", (int)strcspn(v, "\n"), v);
+    return true;
+}
+
+bool vmprofd_target_has_arg(pid_t pid, const char *arg)
+{
+    char path[64];
+    static char cmdline[65536]; /* one caller at a time: the session's thread */
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t used = 0;
+    while (used < (ssize_t)sizeof cmdline - 1) {
+        ssize_t n = read(fd, cmdline + used, sizeof cmdline - 1 - (size_t)used);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        used += n;
+    }
+    close(fd);
+    cmdline[used] = '\0';
+    for (ssize_t i = 0; i < used; i += (ssize_t)strlen(cmdline + i) + 1) {
+        if (strcmp(cmdline + i, "--") == 0)
+            break;
+        if (strcmp(cmdline + i, arg) == 0)
+            return true;
+    }
+    return false;
+}
+
 void vmprofd_target_exe(pid_t pid, char *buf, size_t len)
 {
     char path[64];
@@ -258,6 +300,7 @@ bool vmprofd_target_release(Target *t, char *err, size_t errlen)
     t->exec_fd = -1;
     if (n == 0)
         return true; /* the close-on-exec pipe closed: exec succeeded */
+    t->exec_errno = n == (ssize_t)sizeof e ? e : 0;
     snprintf(err, errlen, "cannot run the command: %s", n == (ssize_t)sizeof e ? strerror(e) : "it died before exec");
     return false;
 }

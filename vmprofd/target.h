@@ -30,6 +30,7 @@ typedef struct Target {
     bool exited;
     bool have_status; /* launched child: its wait status is known */
     int status;
+    int exec_errno;   /* launch: why exec failed (0: it did not, or unknown) */
 } Target;
 
 /* --pid: checks that pid is a live process other than vmprofd itself.
@@ -61,5 +62,9 @@ bool vmprofd_target_uid(pid_t pid, uid_t *uid);
 void vmprofd_target_exe(pid_t pid, char *buf, size_t len);
 /* TracerPid of pid from /proc/PID/status: 0 when not traced. */
 pid_t vmprofd_target_tracer(pid_t pid);
+/* Its state as /proc/PID/status words it ("S (sleeping)"); false when gone. */
+bool vmprofd_target_state(pid_t pid, char *buf, size_t len);
+/* Whether its command line (/proc/PID/cmdline) has arg, before a "--". */
+bool vmprofd_target_has_arg(pid_t pid, const char *arg);
 
 #endif

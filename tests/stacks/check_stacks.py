@@ -12,14 +12,14 @@ import sys
 # Without the JIT, Integer>>hashcode and Stacks>>frameless run frameless too
 # (vm/interp/sendcache.h: their samples are leaf:'s own), and the hashcode site,
 # seeing four classes, refills its send-site cache entry (vm_sendcache_fill).
-CALLED_BY_LEAF = re.compile(r'^(Integer>>&|hashcode_\(closed_PIC\)|hashcode_\(open_PIC\)|Integer>>hashcode|'
+CALLED_BY_LEAF = re.compile(r'^(Integer>>&|hashcode \(closed PIC\)|hashcode \(open PIC\)|Integer>>hashcode|'
                             r'Object>>hashcode|String>>hashcode|p_hashcode|Stacks>>frameless|cePrimitive|rt_primitive|'
                             r'vm_sendcache_fill)'
-                            r'(_\(interpreted\))?$')
+                            r'( \(interpreted\))?$')
 
 
 def method(frame):
-    return frame[:-len('_(interpreted)')] if frame.endswith('_(interpreted)') else frame
+    return frame[:-len(' (interpreted)')] if frame.endswith(' (interpreted)') else frame
 
 
 def main():

@@ -41,7 +41,7 @@ def fail(msg):
 
 def sanitize(name):
     """As folded.c writes a name."""
-    return re.sub(r'[ \t\n\r\v\f]', '_', name.replace(';', ':'))
+    return re.sub(r'[\n\r]', ' ', name.replace(';', ':'))
 
 
 def read_svg(path):
@@ -188,8 +188,9 @@ def check_callers(report, stacks):
             name, n = line.rsplit('\t', 1)
             cur = (sanitize(name), int(re.match(r'\((\d+) samples\)', n).group(1)), [])
             blocks.append(cur)
-    # Ties are broken by name, and folded.c's '_' for ' ' sorts otherwise:
-    # compare counts where the order decides, names and counts elsewhere.
+    # Ties are broken by name, and the folded names may differ from the
+    # report's (';' as ':'): compare counts where the order decides, names
+    # and counts elsewhere.
     if [b[1] for b in blocks] != [n for _, n in top]:
         fail(f'the callers section lists {[(b[0], b[1]) for b in blocks]}, the folded stacks give {top}')
     for name, n, rows in blocks:

@@ -21,6 +21,7 @@
  *
  * The file is /dev/shm/stvm-PID, mode 0600, like the VM's own.
  */
+#include "proto/identity.h"
 #include "profiler/codelog_writer.h"
 #include "proto/export.h"
 
@@ -83,6 +84,14 @@ int main(int argc, char **argv)
     h->vm_tid = pid;
     h->counters_offset = (sizeof *h + 63) & ~63ull;
     h->counters_size = sizeof(ProfCounters);
+    {
+        ProfIdentity id; /* made by this process: a reader checks who made it */
+        if (prof_identity_of(pid, &id)) {
+            h->start_ticks = id.start_ticks;
+            memcpy(h->boot_id, id.boot_id, sizeof h->boot_id);
+        }
+    }
+
     snprintf(h->vm_path, sizeof h->vm_path, "/proc/%d/exe", pid);
     ProfCounters *c = (ProfCounters *)(seg + h->counters_offset);
     c->eden_bytes = 1234567;

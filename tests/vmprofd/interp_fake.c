@@ -18,6 +18,7 @@
  * the end and removes its segment.
  */
 #define _GNU_SOURCE
+#include "proto/identity.h"
 #include "profiler/codelog_writer.h"
 #include "proto/export.h"
 
@@ -112,8 +113,16 @@ int main(int argc, char **argv)
     h->pid = getpid();
     h->vm_tid = gettid();
     h->start_monotonic_ns = now_ns();
-    h->counters_offset = 640;
+    h->counters_offset = 704; /* 64-aligned after the header */
     h->counters_size = sizeof(ProfCounters);
+    {
+        ProfIdentity id; /* made by this process: a reader checks who made it */
+        if (prof_identity_of(0, &id)) {
+            h->start_ticks = id.start_ticks;
+            memcpy(h->boot_id, id.boot_id, sizeof h->boot_id);
+        }
+    }
+
     h->code_log_offset = LOG_OFFSET;
     h->code_log_size = size - LOG_OFFSET;
     ssize_t n = readlink("/proc/self/exe", h->vm_path, sizeof h->vm_path - 1);

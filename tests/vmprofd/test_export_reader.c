@@ -5,6 +5,7 @@
  * shrinks after it was opened, and the code event log's region (version 2
  * only, reads bounded by it).
  */
+#include "proto/identity.h"
 #include "vmprofd/export_reader.h"
 
 #include <fcntl.h>
@@ -30,8 +31,16 @@ static ProfExportHeader *good_header(void)
     h->header_size = sizeof *h;
     h->segment_size = SEG_BYTES;
     h->pid = getpid();
-    h->counters_offset = 640;
+    h->counters_offset = 704; /* 64-aligned after the header */
     h->counters_size = sizeof(ProfCounters);
+    {
+        ProfIdentity id; /* made by this process: a reader checks who made it */
+        if (prof_identity_of(0, &id)) {
+            h->start_ticks = id.start_ticks;
+            memcpy(h->boot_id, id.boot_id, sizeof h->boot_id);
+        }
+    }
+
     snprintf(h->vm_path, sizeof h->vm_path, "/usr/bin/stvm");
     ProfCounters *c = (ProfCounters *)(seg + h->counters_offset);
     c->eden_bytes = 4194304;
@@ -64,7 +73,7 @@ static void each_broken_field_is_named(void **state)
     h = good_header(), expect_invalid(h, SEG_BYTES - 1, "truncated");
     h = good_header(), h->pid = getpid() + 1, expect_invalid(h, SEG_BYTES, "names pid");
     h = good_header(), h->counters_offset = SEG_BYTES - 8, expect_invalid(h, SEG_BYTES, "do not fit");
-    h = good_header(), h->counters_offset = 644, expect_invalid(h, SEG_BYTES, "8-aligned");
+    h = good_header(), h->counters_offset = 708, expect_invalid(h, SEG_BYTES, "8-aligned");
     h = good_header(), h->counters_offset = 8, expect_invalid(h, SEG_BYTES, "do not fit");
     h = good_header(), h->counters_size = 8, expect_invalid(h, SEG_BYTES, "do not fit");
     /* offset + size wrapping around 2^64 must not pass as "inside". */

@@ -13,6 +13,7 @@
  * read (ring bytes outside the stream it replays) changes nothing and
  * raises no warning.
  */
+#include "proto/identity.h"
 #include "profiler/codelog_writer.h"
 #include "vmprofd/export_reader.h"
 #include "vmprofd/jitcode.h"
@@ -66,8 +67,16 @@ static void build_segment(void)
     h->header_size = sizeof *h;
     h->segment_size = seg_bytes;
     h->pid = getpid();
-    h->counters_offset = 640;
+    h->counters_offset = 704; /* 64-aligned after the header */
     h->counters_size = sizeof(ProfCounters);
+    {
+        ProfIdentity id; /* made by this process: a reader checks who made it */
+        if (prof_identity_of(0, &id)) {
+            h->start_ticks = id.start_ticks;
+            memcpy(h->boot_id, id.boot_id, sizeof h->boot_id);
+        }
+    }
+
     h->code_log_offset = LOG_OFFSET;
     h->code_log_size = seg_bytes - LOG_OFFSET;
     h->code_zone_start = ZONE;

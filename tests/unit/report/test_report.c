@@ -430,14 +430,14 @@ static void folded_stacks_are_root_first_sorted_and_summed(void **state)
     Fixture fx = fixture_new();
     char *t = fixture_folded(fx.p);
     report_profile_free(fx.p);
-    const char *want = "main;+_(closed_PIC) 2\n"
+    const char *want = "main;+ (closed PIC) 2\n"
                        "main;Alpha>>x 3\n"
                        "main;Beta>>y 3\n"
                        "main;Foo>>tiny1 1\n"
                        "main;Foo>>tiny2 1\n"
                        "main;Integer>>benchmark;Integer>>benchFib 5000\n"
                        "main;Object>>at:put: 1000\n"
-                       "main;[]_in_Foo>>bar 10\n"
+                       "main;[] in Foo>>bar 10\n"
                        "main;[vdso] 120\n"
                        "main;gc_scavenge_run 700\n"
                        "main;interpret 3000\n"
@@ -452,7 +452,7 @@ static void folded_names_lose_separators(void **state)
 {
     (void)state;
     Profile *p = report_profile_new();
-    ReportFunctionInfo a = {.name = "a;b c\td", .region = REPORT_REGION_VANILLA, .mapping = -1};
+    ReportFunctionInfo a = {.name = "a;b c\td\ne", .region = REPORT_REGION_VANILLA, .mapping = -1};
     ReportFunctionInfo b = {.name = "leaf", .region = REPORT_REGION_VANILLA, .start = 1, .mapping = -1};
     int la = report_profile_add_location(p, report_profile_add_function(p, &a), 1, 0);
     int lb = report_profile_add_location(p, report_profile_add_function(p, &b), 2, 0);
@@ -462,7 +462,9 @@ static void folded_names_lose_separators(void **state)
     report_profile_add_sample(p, 0, 2, s2, 2); /* other address, same functions: same line */
     char *t = fixture_folded(p);
     report_profile_free(p);
-    assert_string_equal(t, "a:b_c_d;leaf 2\n");
+    /* spaces stay (flamegraph.pl splits the count at the last one); what
+     * would split a frame or the line does not */
+    assert_string_equal(t, "a:b c\td e;leaf 2\n");
     free(t);
 }
 

@@ -1,0 +1,54 @@
+/*
+ * proto/identity.h — which process a pid names: its start time and the boot
+ * it started in, as the export segment records them (proto/export.h,
+ * version 4). The writer (stvm, for itself) and the readers (vmprofd, for
+ * its target) compute them here, the same way, so they compare equal
+ * exactly when they describe one process.
+ *
+ * A pid is reused; (boot id, start ticks, pid) is not: two processes with
+ * one pid cannot start in the same clock tick, since the first must have
+ * exited and been reaped before the kernel hands its pid out again.
+ *
+ * The library proto_identity (proto/identity.c) links nothing but libc:
+ * plain /proc reads, no allocation.
+ *
+ * Who may include: profiler/publish.c, vmprofd/, tests.
+ */
+#ifndef PROTO_IDENTITY_H
+#define PROTO_IDENTITY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct ProfIdentity {
+    uint64_t start_ticks; /* /proc/PID/stat field 22 */
+    char boot_id[40];     /* /proc/sys/kernel/random/boot_id, "" when unknown */
+} ProfIdentity;
+
+/* The identity of pid (0: this process). false when the process is gone;
+ * boot_id stays "" on a kernel without it (then only start_ticks count). */
+bool prof_identity_of(pid_t pid, ProfIdentity *out);
+bool prof_identity_equal(const ProfIdentity *a, const ProfIdentity *b);
+
+/* What a segment's header says of its maker, against the process that now
+ * has its pid. */
+typedef enum ProfSegmentOwner {
+    PROF_SEGMENT_OURS,      /* the process with that pid made it */
+    PROF_SEGMENT_STALE,     /* its maker is gone: no process has the pid, or another one does */
+    PROF_SEGMENT_UNKNOWN,   /* cannot tell: a segment older than version 4, or still being made */
+} ProfSegmentOwner;
+
+/* header: the segment's first bytes (len of them); pid: the pid it is named for. */
+ProfSegmentOwner prof_segment_owner(const void *header, size_t len, pid_t pid);
+
+/* Removes the segments in /dev/shm that are provably stale and that this
+ * process may remove (its own user's; root: anyone's): those of pids no
+ * process has, and those whose maker's identity differs from the live
+ * process with that pid. Each is re-checked by inode just before its
+ * unlink, so a segment made meanwhile by a new process is kept. Answers
+ * how many were removed. Cheap: one readdir of /dev/shm. */
+int prof_segment_sweep(void);
+
+#endif
