@@ -95,8 +95,7 @@ static void table_free(Table *t)
  * ("[libc.so.6]", "[vdso]") is not suffixed twice. */
 static char *row_label(const Profile *p, const ReportFunctionInfo *f)
 {
-    bool with_lib = f->region == REPORT_REGION_REST || p->header.native_only;
-    if (!with_lib || f->mapping < 0 || !p->mappings[f->mapping].file)
+    if (f->region != REPORT_REGION_REST || f->mapping < 0 || !p->mappings[f->mapping].file)
         return report_mem_strdup(f->name);
     const char *file = p->mappings[f->mapping].file;
     const char *slash = strrchr(file, '/');

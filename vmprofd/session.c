@@ -344,7 +344,7 @@ static void add_warnings(Session *ss, Profile *p, const SamplerStats *final, dou
         if (ss->stale_msg[0])
             warn(p, "%s", ss->stale_msg);
         if (ss->exp_status == VMPROFD_EXPORT_INVALID)
-            warn(p, "%s: no VM counters, machine code unresolved", ss->exp_msg);
+            warn(p, "%s: counters unavailable, machine code unresolved", ss->exp_msg);
         else if (ss->no_export_arg)
             warn(p, "pid %d is an stvm run with --no-export: its machine code shows as [unknown], without "
                     "Smalltalk frames or VM counters (run it without --no-export)", pid);
@@ -400,6 +400,7 @@ static void install_signals(void)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN); /* a closed stdout is reported as EPIPE */
+    signal(SIGXFSZ, SIG_IGN); /* a file size limit is a failed write (EFBIG), said, not a death */
 }
 
 static void restore_signals(void)
@@ -610,7 +611,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
         h.start = ss->start;
         h.end = ss->end;
     }
-    h.native_only = !ss->exp && !ss->no_export_arg && !runs_stvm(ss->exe);
+    h.native_only = !ss->exp && ss->exp_status != VMPROFD_EXPORT_INVALID && !ss->no_export_arg && !runs_stvm(ss->exe);
     report_profile_set_header(p, &h);
     add_warnings(ss, p, &final, seconds);
 

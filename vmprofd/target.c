@@ -261,6 +261,8 @@ bool vmprofd_target_launch(Target *t, char *const argv[], char *err, size_t errl
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         signal(SIGCHLD, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        signal(SIGXFSZ, SIG_DFL);
         close(go[1]);
         close(ex[0]);
         char c;

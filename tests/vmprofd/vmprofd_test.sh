@@ -170,8 +170,13 @@ test_ratio() {
         grep -q "^on a CPU [0-9.]* s; runnable but waiting for a CPU [0-9.]* s" "$WORK/r.txt" ||
             fail "the ptrace report does not say how long the target waited for a CPU"
     fi
-    grep -q "no stvm export segment for pid $RATIO_PID: counters unavailable" "$WORK/r.txt" ||
-        fail "the report lacks the no-counters note"
+    # not an stvm: said at the top (second line) and on stderr, a native report
+    sed -n 2p "$WORK/r.txt" | grep -q "^warning: pid $RATIO_PID (.*vmprofd_ratio) is not an stvm" ||
+        fail "the report does not say at its top that the target is not an stvm"
+    grep -q "^vmprofd: warning: pid $RATIO_PID .* is not an stvm" "$WORK/vmprofd.err" ||
+        fail "stderr does not say the target is not an stvm"
+    grep -q "samples in the VM\|eden size\|% of generated vm code\|not available" "$WORK/r.txt" &&
+        fail "the report of a native process has VM tables or counter sections"
     local n
     n=$(awk '{ t += $NF } END { print t + 0 }' "$WORK/r.folded")
     # samples follow the target's CPU time (cpu-clock), which a loaded
@@ -200,15 +205,16 @@ test_early_exit() {
     "$VMPROFD" --seconds 5 -o "$WORK/e.txt" -- /bin/true >"$WORK/vmprofd.out" 2>"$WORK/vmprofd.err" ||
         fail "vmprofd exited with status $? for a command that exits at once"
     grep -Eq "target exited after 0\.[0-9]+ s \(exit status 0\)" "$WORK/e.txt" || fail "no exit note for /bin/true"
-    "$VMPROFD" --seconds 5 -o "$WORK/e.txt" -- /bin/sh -c "exit 3" >"$WORK/vmprofd.out" 2>"$WORK/vmprofd.err" ||
-        fail "vmprofd exited with status $? for a command that fails"
+    "$VMPROFD" --seconds 5 -o "$WORK/e.txt" -- /bin/sh -c "exit 3" >"$WORK/vmprofd.out" 2>"$WORK/vmprofd.err"
+    local rc=$?
+    [ "$rc" -eq 3 ] || fail "vmprofd exited with status $rc for a command that exits 3 (want its status, as perf does)"
     grep -q "(exit status 3)" "$WORK/e.txt" || fail "the command's exit status 3 is not reported"
     # 2 s: on a loaded machine vmprofd may need a second to attach
     start_ratio 2
     "$VMPROFD" --pid "$RATIO_PID" --seconds 10 -o "$WORK/a.txt" >"$WORK/vmprofd.out" 2>"$WORK/vmprofd.err" ||
         fail "vmprofd exited with status $? after its --pid target exited"
     grep -Eq "target exited after [0-9]+\.[0-9]+ s" "$WORK/a.txt" || fail "no exit note for the attached target"
-    grep -q "samples in the VM" "$WORK/a.txt" || fail "no report for the attached target"
+    grep -q "samples in the program" "$WORK/a.txt" || fail "no report for the attached target"
     wait_ratio_ok
     echo "ok"
 }
@@ -343,7 +349,7 @@ test_unknown_pid() {
     [ -s "$WORK/vmprofd.out" ] && fail "a report was written for an unknown pid"
     "$VMPROFD" --seconds 1 -- /nonexistent/command >"$WORK/vmprofd.out" 2>"$WORK/vmprofd.err"
     rc=$?
-    [ "$rc" -eq 1 ] || fail "exit status $rc for a missing command, want 1"
+    [ "$rc" -eq 127 ] || fail "exit status $rc for a missing command, want 127 (as a shell's)"
     grep -q "cannot run '/nonexistent/command': No such file or directory" "$WORK/vmprofd.err" ||
         fail "message: $(cat "$WORK/vmprofd.err")"
     echo "ok"
@@ -444,6 +450,300 @@ test_corrupt_segment() {
     rm -f "$seg"
     check_not_stopped "$RATIO_PID"
     echo "ok: valid fake segment read"
+}
+
+
+# -- Launch mode as perf and py-spy do it ------------------------------------------
+
+# A command is profiled until it exits, past the 10 s that --pid defaults to.
+test_launch_long() {
+    local t0=$SECONDS
+    "$VMPROFD" -o "$WORK/l.txt" -- /bin/sh -c 'sleep 10.5; exit 0' >"$WORK/vmprofd.out" 2>"$WORK/vmprofd.err" ||
+        fail "vmprofd exited with status $?"
+    [ $((SECONDS - t0)) -ge 10 ] || fail "vmprofd returned after $((SECONDS - t0)) s, before its command ended"
+    grep -Eq "target exited after 10\.[0-9]+ s \(exit status 0\)" "$WORK/l.txt" ||
+        fail "the report does not cover the command's whole 10.5 s: $(grep 'target exited' "$WORK/l.txt")"
+    echo "ok: $(grep 'target exited' "$WORK/l.txt")"
+}
+
+# --seconds caps sampling: files at once, stderr says the command runs on and
+# its pid, vmprofd waits for it, the report on stdout comes after the
+# command's last line, and vmprofd exits with the command's status.
+test_launch_cap() {
+    "$VMPROFD" --seconds 0.5 -o "$WORK/cap.txt" -- /bin/sh -c 'sleep 2.5; echo LAST-LINE-OF-COMMAND; exit 5' \
+        >"$WORK/cap.out" 2>"$WORK/cap.err" &
+    local vp=$!
+    STARTED+=("$vp")
+    sleep 1.8
+    [ -s "$WORK/cap.txt" ] || fail "the file output was not written when --seconds ended sampling"
+    wait "$vp"
+    local rc=$?
+    [ "$rc" -eq 5 ] || fail "vmprofd exited $rc, want the command's 5"
+    grep -Eq "^vmprofd: sampled 0\.5[0-9]* s as --seconds asked; /bin/sh \(pid [0-9]+\) keeps running" "$WORK/cap.err" ||
+        fail "stderr does not say the command keeps running and its pid: $(cat "$WORK/cap.err")"
+    "$VMPROFD" --seconds 0.5 -- /bin/sh -c 'sleep 1.5; echo LAST-LINE-OF-COMMAND' >"$WORK/o.out" 2>"$WORK/o.err" ||
+        fail "vmprofd exited with status $? (stdout report)"
+    [ "$(head -1 "$WORK/o.out")" = "LAST-LINE-OF-COMMAND" ] ||
+        fail "the report on stdout did not wait for the command's output: $(head -3 "$WORK/o.out")"
+    sed -n 2p "$WORK/o.out" | grep -Eq "^/.* [0-9]{4}-[0-9]{2}-[0-9]{2} " ||
+        fail "the report does not follow the command's output: $(head -3 "$WORK/o.out")"
+    echo "ok: $(grep 'keeps running' "$WORK/cap.err")"
+}
+
+# vmprofd exits with its command's status, 128+N after signal N.
+test_launch_status() {
+    local cmd want rc
+    for cmd in "exit 1:1" 'kill -SEGV $$:139' 'kill -KILL $$:137' "exit 0:0"; do
+        want=${cmd##*:}
+        cmd=${cmd%:*}
+        "$VMPROFD" -q -o "$WORK/s.txt" -- /bin/sh -c "$cmd" >"$WORK/s.out" 2>"$WORK/s.err"
+        rc=$?
+        [ "$rc" -eq "$want" ] || fail "vmprofd -- sh -c '$cmd' exited $rc, want $want"
+    done
+    # an stvm that fails: its own status
+    "$STVM" -cp "$WORK" NoSuchClassAnywhere >/dev/null 2>&1
+    want=$?
+    [ "$want" -ne 0 ] || fail "stvm with a missing class exited 0"
+    "$VMPROFD" -q -o "$WORK/s.txt" -- "$STVM" -cp "$WORK" NoSuchClassAnywhere >"$WORK/s.out" 2>"$WORK/s.err"
+    rc=$?
+    [ "$rc" -eq "$want" ] || fail "vmprofd -- stvm (missing class) exited $rc, want stvm's $want"
+    [ -s "$WORK/s.txt" ] || fail "no profile written for a command that failed"
+    echo "ok: statuses 1, 139, 137, 0 and stvm's $want passed on"
+}
+
+# A signal for vmprofd goes to its command; the profile is written once the
+# command has ended, and vmprofd exits as the command did.
+test_launch_signal() {
+    local mode=$1 sig=$2 num
+    num=$(kill -l "$sig")
+    [ "$mode" = perf ] && ! perf_available && skip "perf_event refused here: $(cat "$WORK/probe.err")"
+    "$VMPROFD" --mode "$mode" -o "$WORK/g.txt" -- "$STVM" -cp "$SOURCE_DIR/smalltalk/bench" BenchRunner Richards 100000 \
+        >"$WORK/g.out" 2>"$WORK/g.err" &
+    local vp=$!
+    STARTED+=("$vp")
+    sleep 1.5
+    local child
+    child=$(pgrep -P "$vp" | head -1)
+    [ -n "$child" ] || fail "no command running under vmprofd"
+    kill -"$sig" "$vp"
+    local i
+    for i in $(seq 1 100); do
+        kill -0 "$vp" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -0 "$vp" 2>/dev/null && fail "vmprofd still runs 10 s after SIG$sig"
+    wait "$vp"
+    local rc=$?
+    kill -0 "$child" 2>/dev/null && fail "the command (pid $child) still runs after SIG$sig to vmprofd"
+    [ "$rc" -eq $((128 + num)) ] || fail "vmprofd exited $rc after SIG$sig, want $((128 + num)) as its command"
+    grep -q "target exited after .* (killed by signal $num" "$WORK/g.txt" ||
+        fail "the report does not say the command ended by SIG$sig: $(grep -i 'target\|stopped' "$WORK/g.txt")"
+    grep -q "samples in generated vm code" "$WORK/g.txt" || fail "no profile of the command"
+    echo "ok: SIG$sig reached the command, profile written, exit $rc"
+}
+
+# An output that cannot be written is refused before anything starts.
+test_unwritable_output() {
+    local t0 t1 rc
+    t0=$(date +%s%N)
+    "$VMPROFD" -o /nonexistent/dir/x.txt -- /bin/sh -c "touch '$WORK/ran'; sleep 5" >"$WORK/w.out" 2>"$WORK/w.err"
+    rc=$?
+    t1=$(date +%s%N)
+    [ "$rc" -eq 1 ] || fail "exit $rc for an output in a missing folder, want 1"
+    [ $(((t1 - t0) / 1000000)) -lt 1000 ] || fail "refused only after $(((t1 - t0) / 1000000)) ms"
+    sleep 0.2
+    [ -e "$WORK/ran" ] && fail "the command was started although the output could not be written"
+    grep -q "cannot write the text profile to /nonexistent/dir/x.txt: the folder /nonexistent/dir does not exist" \
+        "$WORK/w.err" || fail "message: $(cat "$WORK/w.err")"
+    "$VMPROFD" -o "$WORK" -- /bin/true >"$WORK/w.out" 2>"$WORK/w.err"
+    [ $? -eq 1 ] && grep -q "is a folder" "$WORK/w.err" || fail "a folder as output: $(cat "$WORK/w.err")"
+    sleep 30 &
+    local sp=$!
+    STARTED+=("$sp")
+    t0=$(date +%s%N)
+    "$VMPROFD" --pid "$sp" --pprof /nonexistent/p.pb.gz >"$WORK/w.out" 2>"$WORK/w.err"
+    rc=$?
+    t1=$(date +%s%N)
+    [ "$rc" -eq 1 ] && [ $(((t1 - t0) / 1000000)) -lt 1000 ] ||
+        fail "--pid with an unwritable output: exit $rc after $(((t1 - t0) / 1000000)) ms"
+    # a write that fails leaves the old file whole and no temporary file
+    echo OLD >"$WORK/keep.txt"
+    (ulimit -f 1 && exec "$VMPROFD" -q -o "$WORK/keep.txt" --callers -- "$STVM" -cp "$SOURCE_DIR/smalltalk/bench" \
+        BenchRunner Richards 20 >/dev/null 2>"$WORK/k.err")
+    rc=$?
+    [ "$rc" -eq 1 ] || fail "exit $rc when the output could not be written whole, want 1: $(cat "$WORK/k.err")"
+    [ "$(cat "$WORK/keep.txt")" = OLD ] || fail "a failed write changed the old file"
+    ls -A "$WORK" | grep -q "vmprofd-" && fail "a temporary file was left: $(ls -A "$WORK")"
+    "$VMPROFD" -q -o /dev/full -- /bin/true 2>"$WORK/f.err"
+    [ $? -eq 1 ] && grep -q "No space left" "$WORK/f.err" || fail "/dev/full: $(cat "$WORK/f.err")"
+    echo "ok: refused in $(((t1 - t0) / 1000000)) ms; a failed write kept the old file"
+}
+
+# What vmprofd cannot see is said at the top and on stderr, -q or not.
+test_not_stvm() {
+    sleep 30 &
+    local sp=$!
+    STARTED+=("$sp")
+    sleep 0.2
+    "$VMPROFD" -q --pid "$sp" --seconds 0.5 -o "$WORK/n.txt" >"$WORK/n.out" 2>"$WORK/n.err" ||
+        fail "vmprofd exited with status $?"
+    sed -n 2p "$WORK/n.txt" | grep -q "^warning: pid $sp (.*sleep) is not an stvm" ||
+        fail "line 2 does not say the target is not an stvm: $(head -3 "$WORK/n.txt")"
+    grep -q "^warning: no samples: pid $sp used no CPU time in the 0.5[0-9]* s sampled (it was S (sleeping))" \
+        "$WORK/n.txt" || fail "no warning that the target used no CPU: $(head -4 "$WORK/n.txt")"
+    [ "$(grep -c '^vmprofd: warning:' "$WORK/n.err")" -eq 2 ] || fail "-q hid the warnings: $(cat "$WORK/n.err")"
+    grep -q "eden size\|vm code\|not available" "$WORK/n.txt" && fail "a native report with VM tables"
+    "$VMPROFD" -q -o "$WORK/x.txt" -- "$STVM" --no-export -cp "$SOURCE_DIR/smalltalk/bench" BenchRunner Richards 5 \
+        >/dev/null 2>"$WORK/x.err" || fail "vmprofd exited with status $? (--no-export)"
+    sed -n 2p "$WORK/x.txt" | grep -q "^warning: pid [0-9]* is an stvm run with --no-export" ||
+        fail "no warning at the top for --no-export: $(head -3 "$WORK/x.txt")"
+    echo "ok: $(sed -n 2p "$WORK/n.txt")"
+}
+
+# -- Pids reused: a dead VM's segment is never shown as another process's ------
+
+# spawn_at PID CMD...: starts CMD in the background with pid PID (root: the
+# kernel's ns_last_pid), retrying while other processes take it; LANDED is
+# its pid. Fails when 60 tries did not land.
+spawn_at() {
+    local want=$1 i p
+    shift
+    for i in $(seq 1 60); do
+        echo $((want - 1)) >/proc/sys/kernel/ns_last_pid 2>/dev/null || return 1
+        "$@" &
+        p=$!
+        if [ "$p" -eq "$want" ]; then
+            LANDED=$p
+            STARTED+=("$p")
+            return 0
+        fi
+        kill -9 "$p" 2>/dev/null
+        wait "$p" 2>/dev/null
+        kill -0 "$want" 2>/dev/null && return 1 # another process has it now
+    done
+    return 1
+}
+
+# dead_vm_segment EDEN: runs stvm with that eden size until its segment
+# exists, keeps a copy (STALE_COPY), and kills it with SIGKILL, which
+# leaves the segment; DEAD_PID is its pid.
+dead_vm_segment() {
+    "$STVM" --eden-size "$1" -cp "$SOURCE_DIR/smalltalk/bench" BenchRunner Richards 100000 >/dev/null 2>&1 &
+    DEAD_PID=$!
+    local i
+    for i in $(seq 1 100); do
+        [ -s "/dev/shm/stvm-$DEAD_PID" ] && break
+        sleep 0.05
+    done
+    sleep 0.2
+    cp "/dev/shm/stvm-$DEAD_PID" "$WORK/stale.seg" || fail "stvm made no segment"
+    kill -9 "$DEAD_PID"
+    wait "$DEAD_PID" 2>/dev/null
+    STALE_COPY=$WORK/stale.seg
+    [ -e "/dev/shm/stvm-$DEAD_PID" ] || fail "SIGKILL left no segment: nothing to test"
+}
+
+test_pid_reuse() {
+    [ "$(id -u)" -eq 0 ] || skip "needs root to choose pids (/proc/sys/kernel/ns_last_pid)"
+    local tries
+    # 1. a process that is not an stvm gets a dead VM's pid
+    for tries in 1 2 3; do
+        dead_vm_segment 8M
+        spawn_at "$DEAD_PID" sleep 30 && break
+        LANDED=
+    done
+    [ -n "$LANDED" ] || skip "could not get a chosen pid in 3 x 60 tries (a very busy machine)"
+    cp "$STALE_COPY" "/dev/shm/stvm-$LANDED" # as the dead VM left it, whatever swept it meanwhile
+    "$VMPROFD" --pid "$LANDED" --seconds 0.5 -o "$WORK/p.txt" >"$WORK/p.out" 2>"$WORK/p.err" ||
+        fail "vmprofd exited with status $?"
+    grep -q "^warning: /dev/shm/stvm-$LANDED was left by an earlier process with pid $LANDED: ignored" "$WORK/p.txt" ||
+        fail "the report does not say the segment is a dead process's: $(head -4 "$WORK/p.txt")"
+    head -1 "$WORK/p.txt" | grep -q "sleep" || fail "the report is headed by another executable: $(head -1 "$WORK/p.txt")"
+    grep -q "eden size\|vm code\|>>" "$WORK/p.txt" && fail "the dead VM's data shown: $(grep 'eden size\|vm code\|>>' "$WORK/p.txt")"
+    head -1 "$WORK/p.txt" | grep -q "stvm" && fail "the report is headed by the dead VM's path"
+    [ -e "/dev/shm/stvm-$LANDED" ] && fail "vmprofd (root) left the stale segment in place"
+    kill -9 "$LANDED"
+    wait "$LANDED" 2>/dev/null
+    echo "ok: a sleep with a dead VM's pid $LANDED: $(grep -c warning "$WORK/p.txt") warnings, no VM data"
+    # 2. an stvm gets a dead VM's pid: it replaces the segment with its own
+    LANDED=
+    for tries in 1 2 3; do
+        dead_vm_segment 8M
+        cp "$STALE_COPY" "/dev/shm/stvm-$DEAD_PID"
+        spawn_at "$DEAD_PID" "$STVM" -cp "$SOURCE_DIR/smalltalk/bench" BenchRunner Richards 100000 && break
+        LANDED=
+    done
+    [ -n "$LANDED" ] || skip "could not get a chosen pid in 3 x 60 tries (a very busy machine)"
+    sleep 0.5
+    "$VMPROFD" --pid "$LANDED" --seconds 0.5 -o "$WORK/q.txt" >"$WORK/q.out" 2>"$WORK/q.err" ||
+        fail "vmprofd exited with status $?"
+    grep -q "eden size: 4,194,304" "$WORK/q.txt" ||
+        fail "not the new VM's counters (its eden is 4M, the dead one's 8M): $(grep 'eden' "$WORK/q.txt")"
+    grep -q "warning" "$WORK/q.txt" && fail "unexpected warning: $(grep warning "$WORK/q.txt")"
+    grep -q "samples in generated vm code" "$WORK/q.txt" || fail "no VM report"
+    kill -9 "$LANDED"
+    wait "$LANDED" 2>/dev/null
+    rm -f "/dev/shm/stvm-$LANDED"
+    # 3. launch mode: vmprofd polls for the segment while the VM boots
+    LANDED=
+    for tries in 1 2 3; do
+        dead_vm_segment 8M
+        cp "$STALE_COPY" "/dev/shm/stvm-$DEAD_PID"
+        # vmprofd forks its command at once: land vmprofd one pid before
+        spawn_at $((DEAD_PID - 1)) "$VMPROFD" --seconds 1 -o "$WORK/r.txt" -- "$STVM" -cp "$SOURCE_DIR/smalltalk/bench" \
+            BenchRunner Richards 100000 && break
+        LANDED=
+    done
+    [ -n "$LANDED" ] || skip "could not get a chosen pid in 3 x 60 tries (a very busy machine)"
+    local child
+    sleep 0.3
+    child=$(pgrep -P "$LANDED" | head -1)
+    [ "$child" = "$DEAD_PID" ] || { kill -9 "$LANDED" "$child"; skip "the command got pid $child, not $DEAD_PID"; }
+    sleep 1.2
+    kill -9 "$child"
+    wait "$LANDED"
+    grep -q "eden size: 4,194,304" "$WORK/r.txt" ||
+        fail "launch mode: not the new VM's counters: $(grep -i 'eden\|warning' "$WORK/r.txt")"
+    grep -q "^warning" "$WORK/r.txt" && fail "launch mode: unexpected warning: $(grep warning "$WORK/r.txt")"
+    echo "ok: an stvm with a dead VM's pid is read as itself, in attach and launch mode"
+}
+
+# Issue 22: another user's file where root's stvm makes its segment is never
+# written into: a warning names it and its owner, and the VM runs on.
+test_segment_traps() {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (to plant files as nobody and choose pids)"
+    id nobody >/dev/null 2>&1 || skip "no user nobody"
+    local kind pid tries
+    echo "victim" >"$WORK/victim"
+    chmod 644 "$WORK/victim"
+    for kind in file symlink; do
+        LANDED=
+        for tries in 1 2 3; do
+            pid=$(($(cat /proc/sys/kernel/ns_last_pid) + 200))
+            rm -f "/dev/shm/stvm-$pid"
+            if [ $kind = file ]; then
+                su -s /bin/sh nobody -c "touch /dev/shm/stvm-$pid && chmod 666 /dev/shm/stvm-$pid" ||
+                    fail "could not plant a file as nobody"
+            else
+                su -s /bin/sh nobody -c "ln -s '$WORK/victim' /dev/shm/stvm-$pid" || fail "could not plant a link"
+            fi
+            spawn_at "$pid" "$STVM" -cp "$SOURCE_DIR/smalltalk/bench" BenchRunner Richards 3 \
+                >"$WORK/t.out" 2>"$WORK/t.err" && break
+            rm -f "/dev/shm/stvm-$pid"
+        done
+        [ -n "$LANDED" ] || skip "could not get a chosen pid in 3 x 60 tries (a very busy machine)"
+        wait "$LANDED"
+        local rc=$?
+        [ "$rc" -eq 0 ] || fail "$kind: stvm exited $rc: $(cat "$WORK/t.err")"
+        grep -q "Richards: 3 iterations" "$WORK/t.out" || fail "$kind: the program did not run on"
+        grep -q "^stvm: warning: /dev/shm/stvm-$pid (.*) belongs to user nobody" "$WORK/t.err" ||
+            fail "$kind: no warning naming the file and its owner: $(cat "$WORK/t.err")"
+        [ "$(stat -c %U "/dev/shm/stvm-$pid" 2>/dev/null)" = nobody ] || fail "$kind: the planted file was replaced"
+        [ $kind = file ] && [ -s "/dev/shm/stvm-$pid" ] && fail "the planted file was written into"
+        [ "$(cat "$WORK/victim")" = victim ] || fail "$kind: the link's target was written"
+        rm -f "/dev/shm/stvm-$pid"
+        echo "ok: $kind: $(head -1 "$WORK/t.err")"
+    done
 }
 
 # -- Smalltalk: JIT'd code resolved per method and bytecode range ----------------
@@ -668,6 +968,16 @@ code_churn) test_code_churn ;;
 code_churn_small_ring) test_code_churn 512K ;;
 som_pprof) test_som_pprof ;;
 interp_fake) test_interp_fake ;;
+launch_long) test_launch_long ;;
+launch_cap) test_launch_cap ;;
+launch_status) test_launch_status ;;
+launch_sigint_perf) test_launch_signal perf INT ;;
+launch_sigterm_ptrace) test_launch_signal ptrace TERM ;;
+launch_sighup_perf) test_launch_signal perf HUP ;;
+unwritable_output) test_unwritable_output ;;
+not_stvm) test_not_stvm ;;
+pid_reuse) test_pid_reuse ;;
+segment_traps) test_segment_traps ;;
 *)
     echo "unknown test $TEST" >&2
     exit 2
