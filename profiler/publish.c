@@ -136,7 +136,7 @@ ProfCounters *prof_publish_open(const ProfPublishInit *init, char *err, size_t e
         size_t log_offset = (walk_offset + sizeof(ProfWalkFacts) + LOG_ALIGN - 1) / LOG_ALIGN * LOG_ALIGN;
         size_t need = log_offset + prof_codelog_region_bytes(ring);
         segment_size = (need + (size_t)page - 1) / (size_t)page * (size_t)page;
-        prof_segment_sweep(); /* dead VMs' segments: SIGKILL leaves them */
+        prof_segment_sweep(0); /* dead VMs' segments: SIGKILL leaves them */
         int fd = create_segment(err, errlen);
         void *mem = MAP_FAILED;
         if (fd >= 0 && ftruncate(fd, (off_t)segment_size) == 0)

@@ -124,7 +124,7 @@ static pid_t segment_pid(const char *name)
     return (pid_t)v;
 }
 
-int prof_segment_sweep(void)
+int prof_segment_sweep(pid_t spare)
 {
     DIR *d = opendir("/dev/shm");
     if (!d)
@@ -135,7 +135,7 @@ int prof_segment_sweep(void)
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         pid_t pid = segment_pid(e->d_name);
-        if (pid == 0 || pid == self)
+        if (pid == 0 || pid == self || pid == spare)
             continue;
         int fd = openat(dfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
         if (fd < 0)

@@ -47,8 +47,10 @@ ProfSegmentOwner prof_segment_owner(const void *header, size_t len, pid_t pid);
  * process may remove (its own user's; root: anyone's): those of pids no
  * process has, and those whose maker's identity differs from the live
  * process with that pid. Each is re-checked by inode just before its
- * unlink, so a segment made meanwhile by a new process is kept. Answers
- * how many were removed. Cheap: one readdir of /dev/shm. */
-int prof_segment_sweep(void);
+ * unlink, so a segment made meanwhile by a new process is kept. The
+ * caller's own pid and spare (0: none) are left alone: vmprofd spares its
+ * target's, to say what it found there. Answers how many were removed.
+ * Cheap: one readdir of /dev/shm. */
+int prof_segment_sweep(pid_t spare);
 
 #endif

@@ -15,6 +15,7 @@
 #include "report/symbolize.h"
 #include "vmprofd/unwind.h"
 #include "vmprofd/target.h"
+#include "proto/identity.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -499,6 +500,9 @@ int vmprofd_session_run(const VmprofdOptions *o)
         free(ss);
         return code;
     }
+
+    /* dead VMs' segments (SIGKILL leaves them); the target's is judged by try_export */
+    prof_segment_sweep(ss->target.pid);
 
     /* A command is sampled until it exits unless --seconds caps it. */
     bool capped = !o->command || o->seconds_given;
