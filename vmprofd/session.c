@@ -69,9 +69,10 @@ static void on_stop_signal(int sig, siginfo_t *si, void *uc)
     if (forward_pid > 0) {
         /* A terminal's Ctrl-C or hang-up (SI_KERNEL) reached COMMAND's
          * process group already: passing it again would deliver it twice. */
-        if (!si || si->si_code != SI_KERNEL)
+        if (!si || si->si_code != SI_KERNEL) {
             kill(forward_pid, sig);
-        forwarded_signal = sig;
+            forwarded_signal = sig;
+        }
         return;
     }
     stop_signal = sig;
@@ -627,6 +628,8 @@ int vmprofd_session_run(const VmprofdOptions *o)
     }
     if (stop_note[0])
         report_profile_add_note(p, "%s", stop_note);
+    if (forwarded_signal)
+        report_profile_add_note(p, "%s sent to vmprofd was passed to the command", strsignal(forwarded_signal));
     if (final_note[0])
         report_profile_add_note(p, "%s", final_note); /* e.g. kernel samples excluded, and why */
     if (ss->exp && !h.have_counters)
