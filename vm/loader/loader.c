@@ -61,6 +61,7 @@ static const struct {
     {"Primitive", false, "invokeOn:with:", SP_INVOKE_ON_WITH},
     {"System", false, "printStackTrace", SP_PRINT_STACK_TRACE},
     {"System", false, "fullGC", SP_FULL_GC},
+    {"Object", false, "error:", SP_ERROR},
 };
 
 static size_t prim_cap;
