@@ -26,7 +26,7 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: stvm [options] [-cp DIR1:DIR2…] (ClassName | path/to/Class.som) [args…]\n"
+            "usage: stvm [options] [-cp DIR1:DIR2…] (ClassName | path/to/Class[.som]) [args…]\n"
             "\n"
             "Runs a SOM Smalltalk program: loads the class, creates an instance and sends it\n"
             "run: with the argument array (class name first), or run if it has no run:.\n"

@@ -347,6 +347,7 @@ static Oop install_class(ClassDesc *cd)
     if (strcmp(cd->super_name, "nil") != 0) {
         super = vm_load_class(cd->super_name);
         if (!super) {
+            fflush(stdout);
             fprintf(stderr, "%s: error: superclass %s of %s not found on the classpath\n", cd->file, cd->super_name,
                     cd->name);
             vm_exit(1);
