@@ -1427,13 +1427,13 @@ static InterpNext primitive_special(InterpRegs *r, const VmPrimEntry *e)
         return NEXT_PRIM_ANSWER;
     case SP_ERROR: {
         /* Object>>error: message: the sender's frame is the innermost */
-        char text[1024];
+        char text[4096];
         Oop msg = sp[0];
         if (vm_is_string(msg) || vm_is_symbol(msg)) {
             vm_string_cstr(msg, text, sizeof text);
         } else {
             char cls[256];
-            snprintf(text, sizeof text, "(error: was given an instance of %s, not a String)",
+            snprintf(text, sizeof text, "Object>>error: expects a String or a Symbol, not an instance of %s",
                      vm_class_name_cstr(vm_class_of(msg), cls, sizeof cls));
         }
         REGS_WRITE_BACK(r);
