@@ -4,7 +4,8 @@
  * Pages in use form a chain from the oldest to the current page. A frame
  * that does not fit the current page continues on a fresh page; when none
  * is free the oldest page is divorced (its frames become Contexts in the
- * heap), which is how 1,000,000-deep recursion runs in a few pages.
+ * heap), which is how 1,000,000-deep recursion runs in a few pages (with
+ * --max-stack-depth raised past its default of VM_MAX_STACK_DEPTH_DEFAULT).
  * See vm/model/frame.h for the frame and context layouts.
  *
  * Nothing here collects; it allocates (contexts) and reports exhaustion
