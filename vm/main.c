@@ -26,7 +26,7 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: stvm [options] [-cp DIR1:DIR2…] (ClassName | path/to/Class.som) [args…]\n"
+            "usage: stvm [options] [-cp DIR1:DIR2…] (ClassName | path/to/Class[.som]) [args…]\n"
             "\n"
             "Runs a SOM Smalltalk program: loads the class, creates an instance and sends it\n"
             "run: with the argument array (class name first), or run if it has no run:.\n"
@@ -38,6 +38,9 @@ static void usage(FILE *out)
             "  --heap-size SIZE       total heap limit (default 1G; suffixes K, M, G)\n"
             "  --eden-size SIZE       nursery size (default 4M)\n"
             "  --stack-pages N        stack pages of 64 KiB (default %d, minimum %d)\n"
+            "  --max-stack-depth N    stop a program whose stack grows past N frames with\n"
+            "                         'stack overflow' (default %d; checked as stack pages\n"
+            "                         fill, so within a page's ~1,000 frames of N)\n"
             "  --small                tiny eden and %d stack pages: constant collections,\n"
             "                         page overflows and divorces (testing)\n"
             "  --gc-verify            check the whole heap before and after every collection\n"
@@ -75,7 +78,7 @@ static void usage(FILE *out)
             "                         and print its decorated machine code, then exit\n"
             "  --help                 this text\n"
             "  --version              print the version\n",
-            VM_STACK_PAGES_DEFAULT, VM_STACK_PAGES_MIN, VM_STACK_PAGES_SMALL);
+            VM_STACK_PAGES_DEFAULT, VM_STACK_PAGES_MIN, VM_MAX_STACK_DEPTH_DEFAULT, VM_STACK_PAGES_SMALL);
 }
 
 static _Noreturn void bad_usage(const char *fmt, const char *arg)
@@ -164,6 +167,7 @@ int main(int argc, char **argv)
         .heap_bytes = GC_HEAP_DEFAULT_BYTES,
         .eden_bytes = GC_EDEN_DEFAULT_BYTES,
         .stack_pages = VM_STACK_PAGES_DEFAULT,
+        .max_stack_depth = VM_MAX_STACK_DEPTH_DEFAULT,
         /* the booted core library, beside its sources (vm/boot/snapshot.h) */
         .snapshot_mode = VM_SNAPSHOT_DEFAULT,
         .snapshot_path = STVM_CORE_DIR ".snapshot",
@@ -200,6 +204,14 @@ int main(int argc, char **argv)
                 bad_usage("--stack-pages needs a number from 2 to 100000, not '%s'", v);
             o.stack_pages = (int)n;
             pages_set = true;
+        } else if (!strcmp(a, "--max-stack-depth")) {
+            const char *v = need_arg(argc, argv, &i);
+            char *end;
+            errno = 0;
+            long long n = strtoll(v, &end, 10);
+            if (*end || errno || n < 100 || n > 1000000000)
+                bad_usage("--max-stack-depth needs a number of frames from 100 to 1000000000, not '%s'", v);
+            o.max_stack_depth = (size_t)n;
         } else if (!strcmp(a, "--gc-verify")) {
             o.gc_verify = true;
         } else if (!strcmp(a, "--gc-stress")) {
@@ -293,11 +305,33 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    /* "dir/Foo.som" runs class Foo with dir first on the classpath */
-    char *prog = strdup(argv[i]);
+    /* "dir/Foo.som" runs class Foo with dir first on the classpath; so does
+     * "dir/Foo" when there is no file dir/Foo (a name with a slash is a
+     * path, never a class name) */
+    size_t plen = strlen(argv[i]);
+    char *prog = malloc(plen + 5);
+    if (!prog) {
+        fprintf(stderr, "stvm: out of memory\n");
+        return 1;
+    }
+    memcpy(prog, argv[i], plen + 1);
     char *cls = prog;
-    size_t plen = strlen(prog);
-    if (plen > 4 && !strcmp(prog + plen - 4, ".som")) {
+    bool som = plen > 4 && !strcmp(prog + plen - 4, ".som");
+    if (!som && strchr(prog, '/')) {
+        struct stat st;
+        if (stat(prog, &st) == 0 && S_ISREG(st.st_mode)) {
+            fprintf(stderr, "stvm: cannot run '%s': a class file's name ends in .som\n", prog);
+            return 1;
+        }
+        memcpy(prog + plen, ".som", 5);
+        plen += 4;
+        if (stat(prog, &st) != 0) {
+            fprintf(stderr, "stvm: cannot open '%s' or '%s': %s\n", argv[i], prog, strerror(errno));
+            return 1;
+        }
+        som = true;
+    }
+    if (som) {
         FILE *f = fopen(prog, "r");
         if (!f) {
             fprintf(stderr, "stvm: cannot open '%s': %s\n", prog, strerror(errno));

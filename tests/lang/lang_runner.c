@@ -12,26 +12,32 @@
  *
  *   "expect: TEXT"        the next line of stdout is exactly TEXT (one space
  *                         after the colon is dropped; `"expect:"` is an empty line)
- *   "expect error: TEXT"  TEXT occurs in stderr or in the stdout that follows
- *                         the expected lines; the exit code must be non-zero
- *                         unless an "expect exit:" says otherwise. Compile
- *                         errors are written as the `Name.som:LINE:COL: error:
- *                         message` part: the VM prefixes the file's directory
+ *   "expect error: TEXT"  TEXT occurs in stderr, after the text of the
+ *                         previous "expect error:" (so they also check the
+ *                         order); the exit code must be non-zero unless an
+ *                         "expect exit:" says otherwise. Compile errors are
+ *                         written as the `Name.som:LINE:COL: error: message`
+ *                         part: the VM prefixes the file's directory
+ *   "expect stderr: TEXT" the next line of stderr is exactly TEXT: with one,
+ *                         stderr must be exactly these lines (an error
+ *                         expectation too)
  *   "expect exit: N"      the exit code is exactly N
  *   "args: A B …"         extra command-line arguments after <Name>
+ *   "flags: F1 F2 …"      extra stvm options, after --flags' (a limit the
+ *                         test needs, say)
  *   "stress: skip"        read by CMake only (no stress variant)
  *
- * Without an error expectation stdout must consist of exactly the expected
- * lines, stderr must be empty and the exit code must be N (default 0). With
- * one, the expected lines must be the first lines of stdout; what follows
- * may be error output. A child killed by a signal, a sanitizer report or a
- * time-out always fails.
+ * stdout must consist of exactly the expected lines (errors go to stderr).
+ * Without an error expectation stderr must be empty and the exit code must
+ * be N (default 0). A child killed by a signal, a sanitizer report or a
+ * time-out always fails. --max-rss-mb M (both modes) fails a child whose
+ * peak resident memory exceeded M MiB (getrusage of the child).
  *
  * Mode B (fault tests on the command line):
  *
  *   lang_runner [--timeout S] --exit N|nonzero [--stderr-contains T]… [--stdout-contains T]…
  *               [--stderr-lacks T]… [--stdout-lacks T]… [--stdout-empty] [--stderr-empty]
- *               [--stderr-nonempty] -- COMMAND ARGS…
+ *               [--stderr-nonempty] [--max-rss-mb M] -- COMMAND ARGS…
  *
  * Both modes exit 0 on success (printing "ok …") and 1 on failure with a report
  * of what differed; 2 for a usage error of the runner itself.
@@ -48,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -192,6 +199,7 @@ typedef struct RunResult {
     int status; /* waitpid status */
     bool timed_out;
     double seconds;
+    long max_rss_kb; /* the child's peak resident set (wait4's rusage) */
 } RunResult;
 
 static void set_nonblock(int fd)
@@ -218,6 +226,7 @@ static void run_child(char **argv, int timeout_s, RunResult *r)
         die("fork: %s", strerror(errno));
     if (pid == 0) {
         setpgid(0, 0);
+        signal(SIGPIPE, SIG_DFL); /* as a shell starts it (the runner ignores SIGPIPE) */
         int devnull = open("/dev/null", O_RDONLY);
         if (devnull >= 0) {
             dup2(devnull, 0);
@@ -284,7 +293,10 @@ static void run_child(char **argv, int timeout_s, RunResult *r)
     /* The pipes may close before the child ends (or a grandchild may hold
      * them): keep enforcing the time limit while waiting for the exit. */
     for (;;) {
-        pid_t w = waitpid(pid, &r->status, r->timed_out ? 0 : WNOHANG);
+        struct rusage ru;
+        pid_t w = wait4(pid, &r->status, r->timed_out ? 0 : WNOHANG, &ru);
+        if (w == pid)
+            r->max_rss_kb = ru.ru_maxrss;
         if (w == pid)
             break;
         if (w < 0 && errno != EINTR)
@@ -335,8 +347,15 @@ static void describe_status(FILE *f, const RunResult *r)
 
 /* A crash, a time-out or a sanitizer report fails every test, whatever the
  * expected exit code (ASan exits 1, which an error test would accept). */
+static long max_rss_mb; /* --max-rss-mb; 0: no limit */
+
 static bool check_sane(const RunResult *r, FILE *f)
 {
+    if (max_rss_mb && r->max_rss_kb > max_rss_mb * 1024) {
+        fprintf(f, "the child's peak resident memory was %ld KiB, more than --max-rss-mb %ld\n", r->max_rss_kb,
+                max_rss_mb);
+        return false;
+    }
     if (r->timed_out || WIFSIGNALED(r->status)) {
         fputs("child did not exit normally: ", f);
         describe_status(f, r);
@@ -357,6 +376,8 @@ static bool check_sane(const RunResult *r, FILE *f)
 typedef struct TestSpec {
     StrList expect;     /* expected stdout lines */
     StrList errors;     /* texts expected in the error output */
+    StrList err_lines;  /* exact stderr lines ("expect stderr:") */
+    StrList flags;      /* extra stvm options ("flags:") */
     StrList args;       /* extra program arguments */
     bool has_exit;
     int exit_code;
@@ -406,6 +427,8 @@ static void parse_directive(const char *path, int line, const char *c, size_t n,
         if (!*text)
             die("%s:%d: empty \"expect error:\" directive", path, line);
         list_push(&t->errors, text, line);
+    } else if (starts_with(c, n, "expect stderr:")) {
+        list_push(&t->err_lines, directive_text(c, n, strlen("expect stderr:")), line);
     } else if (starts_with(c, n, "expect exit:")) {
         char *text = directive_text(c, n, strlen("expect exit:"));
         char *end;
@@ -421,6 +444,11 @@ static void parse_directive(const char *path, int line, const char *c, size_t n,
         char *text = directive_text(c, n, strlen("args:"));
         for (char *save = NULL, *tok = strtok_r(text, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save))
             list_push(&t->args, xstrndup(tok, strlen(tok)), line);
+        free(text);
+    } else if (starts_with(c, n, "flags:")) {
+        char *text = directive_text(c, n, strlen("flags:"));
+        for (char *save = NULL, *tok = strtok_r(text, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save))
+            list_push(&t->flags, xstrndup(tok, strlen(tok)), line);
         free(text);
     } else if (starts_with(c, n, "expect")) {
         /* A misspelt directive would silently test nothing. */
@@ -529,7 +557,7 @@ static int run_lang_test(const char *stvm, const char *cp, const char *flags, in
 {
     TestSpec t = {0};
     parse_test(test, &t);
-    if (t.expect.n == 0 && t.errors.n == 0 && !t.has_exit)
+    if (t.expect.n == 0 && t.errors.n == 0 && t.err_lines.n == 0 && !t.has_exit)
         die("%s: no \"expect\" directive: the test could not fail", test);
 
     char *pathcopy = xstrndup(test, strlen(test));
@@ -549,6 +577,8 @@ static int run_lang_test(const char *stvm, const char *cp, const char *flags, in
     list_push(&argv, (char *)stvm, 0);
     if (flags)
         split_words(flags, &argv);
+    for (size_t i = 0; i < t.flags.n; i++)
+        list_push(&argv, t.flags.v[i], 0);
     list_push(&argv, "-cp", 0);
     list_push(&argv, fullcp, 0);
     list_push(&argv, name, 0);
@@ -562,7 +592,7 @@ static int run_lang_test(const char *stvm, const char *cp, const char *flags, in
     split_lines(&r.out, &lines);
 
     bool ok = check_sane(&r, stderr);
-    bool expect_error = t.errors.n > 0;
+    bool expect_error = t.errors.n > 0 || t.err_lines.n > 0;
     int code = WIFEXITED(r.status) ? WEXITSTATUS(r.status) : -1;
 
     /* Exit code. */
@@ -579,9 +609,8 @@ static int run_lang_test(const char *stvm, const char *cp, const char *flags, in
         }
     }
 
-    /* Expected stdout lines: all of stdout, or its beginning when an error
-     * is expected (the error report may follow on stdout). */
-    bool lines_ok = expect_error ? lines.n >= t.expect.n : lines.n == t.expect.n;
+    /* Expected stdout lines: all of stdout (error reports go to stderr). */
+    bool lines_ok = lines.n == t.expect.n;
     for (size_t i = 0; lines_ok && i < t.expect.n; i++)
         lines_ok = strcmp(t.expect.v[i], lines.v[i]) == 0;
     if (!lines_ok) {
@@ -600,19 +629,38 @@ static int run_lang_test(const char *stvm, const char *cp, const char *flags, in
         ok = false;
     }
 
-    /* Error texts: in stderr, or in the part of stdout after the expected lines. */
-    size_t rest_off = 0;
-    for (size_t i = 0; i < t.expect.n && i < lines.n; i++)
-        rest_off += strlen(lines.v[i]) + 1;
-    if (rest_off > r.out.n)
-        rest_off = r.out.n;
+    /* Error texts: in stderr, each after the one before. */
+    size_t err_off = 0;
     for (size_t i = 0; i < t.errors.n; i++) {
-        if (!contains(buf_str(&r.err), r.err.n, t.errors.v[i]) &&
-            !contains(buf_str(&r.out) + rest_off, r.out.n - rest_off, t.errors.v[i])) {
-            fprintf(stderr, "expected error text not found (%s:%d): ", test, t.errors.line[i]);
+        const char *at = memmem(buf_str(&r.err) + err_off, r.err.n - err_off, t.errors.v[i], strlen(t.errors.v[i]));
+        if (!at) {
+            fprintf(stderr, "expected error text not found in stderr%s (%s:%d): ",
+                    contains(buf_str(&r.err), r.err.n, t.errors.v[i]) ? " after the previous one" : "", test,
+                    t.errors.line[i]);
             print_visible(stderr, t.errors.v[i], strlen(t.errors.v[i]));
             fputc('\n', stderr);
             ok = false;
+            continue;
+        }
+        err_off = (size_t)(at - buf_str(&r.err)) + strlen(t.errors.v[i]);
+    }
+    /* Exact stderr lines. */
+    if (t.err_lines.n) {
+        StrList elines = {0};
+        split_lines(&r.err, &elines);
+        for (size_t i = 0; i < t.err_lines.n || i < elines.n; i++) {
+            if (i < t.err_lines.n && i < elines.n && strcmp(t.err_lines.v[i], elines.v[i]) == 0)
+                continue;
+            if (i < t.err_lines.n)
+                fprintf(stderr, "stderr line %zu differs from the expectation at %s:%d: ", i + 1, test,
+                        t.err_lines.line[i]);
+            else
+                fprintf(stderr, "stderr has unexpected line %zu: ", i + 1);
+            print_visible(stderr, i < elines.n ? elines.v[i] : "<end of stderr>",
+                          strlen(i < elines.n ? elines.v[i] : "<end of stderr>"));
+            fputc('\n', stderr);
+            ok = false;
+            break;
         }
     }
     if (!expect_error && r.err.n > 0) {
@@ -620,7 +668,7 @@ static int run_lang_test(const char *stvm, const char *cp, const char *flags, in
         ok = false;
     }
 
-    size_t nexp = t.expect.n + t.errors.n + (t.has_exit ? 1 : 0);
+    size_t nexp = t.expect.n + t.errors.n + t.err_lines.n + (t.has_exit ? 1 : 0);
     if (!ok || verbose) {
         fprintf(stderr, "%s %s\ncommand: ", ok ? "PASS" : "FAIL", test);
         print_command(stderr, argv.v);
@@ -724,7 +772,7 @@ static void usage(void)
     fputs("usage: lang_runner --stvm PATH --cp CLASSPATH [--flags \"...\"] [--timeout S] [--verbose] TEST.som\n"
           "       lang_runner [--timeout S] --exit N|nonzero [--stderr-contains T]... [--stdout-contains T]...\n"
           "                   [--stderr-lacks T]... [--stdout-lacks T]... [--stdout-empty] [--stderr-empty]\n"
-          "                   [--stderr-nonempty] [--verbose] -- COMMAND ARGS...\n",
+          "                   [--stderr-nonempty] [--max-rss-mb M] [--verbose] -- COMMAND ARGS...\n",
           stderr);
     exit(2);
 }
@@ -763,6 +811,10 @@ int main(int argc, char **argv)
             timeout_s = atoi(argv[++i]);
             if (timeout_s <= 0)
                 die("--timeout wants a positive number of seconds");
+        } else if (strcmp(a, "--max-rss-mb") == 0) {
+            max_rss_mb = atol(argv[++i]);
+            if (max_rss_mb <= 0)
+                die("--max-rss-mb wants a positive number of MiB");
         } else if (strcmp(a, "--exit") == 0) {
             fc.exit_spec = argv[++i];
             fault_options = true;

@@ -161,6 +161,7 @@ bool vm_boot(const VmOptions *opts, char *err, size_t errlen)
     vm_lookup_set_observer(&lookups);
     vm_probe_rt_init();
     vm_options = *opts;
+    if (!vm_options.max_stack_depth) vm_options.max_stack_depth = VM_MAX_STACK_DEPTH_DEFAULT;
     VmSnapshot snap;
     bool have_snapshot = open_snapshot(opts, &snap);
     GcConfig cfg = {

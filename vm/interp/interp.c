@@ -58,6 +58,7 @@ register unsigned long *vm_ifp asm("r14"); /* an Oop *; VM_INTERP_FP_PERF_REG in
 #include "vm/interp/probes.h"
 #include "vm/interp/doublesites.h"
 #include "vm/interp/sendcache.h"
+#include "vm/interp/traceback.h"
 #include "vm/interp/special.h"
 #include "vm/interp/stack.h"
 #include "vm/loader/loader.h"
@@ -112,63 +113,16 @@ void vm_interp_visit_roots(GcVisitFn visit, void *ctx)
 
 /* -- Backtraces and fatal errors ------------------------------------------ */
 
-typedef struct TraceLine {
-    char text[1200];
-} TraceLine;
-
-typedef struct TraceBuf {
-    TraceLine *lines;
-    size_t n, cap, skipped;
-} TraceBuf;
-
-#define TRACE_MAX_LINES 200 /* keep the first and last 100 of a deep recursion */
-
-static void trace_frame(Oop method, size_t bcpc, void *ctx)
-{
-    TraceBuf *tb = ctx;
-    if (tb->n == tb->cap) {
-        if (tb->cap >= TRACE_MAX_LINES) {
-            /* keep the newest half: shift out the middle */
-            memmove(tb->lines + TRACE_MAX_LINES / 2, tb->lines + TRACE_MAX_LINES / 2 + 1,
-                    (TRACE_MAX_LINES / 2 - 1) * sizeof(TraceLine));
-            tb->n--;
-            tb->skipped++;
-        } else {
-            tb->cap = tb->cap ? tb->cap * 2 : 32;
-            tb->lines = realloc(tb->lines, tb->cap * sizeof(TraceLine));
-            if (!tb->lines) return;
-        }
-    }
-    char cls[256], sel[256], file[512];
-    Oop holder = obj_slots(method)[METHOD_HOLDER];
-    vm_class_name_cstr(holder, cls, sizeof cls);
-    vm_string_cstr(obj_slots(method)[METHOD_SIGNATURE], sel, sizeof sel);
-    const char *f = vm_method_file(method, file, sizeof file);
-    /* the saved pc is after the send; the send itself is one byte earlier or more */
-    int line = vm_method_line_at(method, bcpc ? bcpc - 1 : 0);
-    snprintf(tb->lines[tb->n++].text, sizeof(TraceLine), "%s%s>>%s (%s:%d)",
-             vm_method_is_block(method) ? "[] in " : "", cls, sel, f, line);
-}
-
 void vm_print_backtrace(FILE *out)
 {
-    if (!saved_fp) return;
-    TraceBuf tb = {0};
-    vm_stack_walk(saved_fp, saved_bcpc + 1, trace_frame, &tb);
-    /* lines are newest first; print oldest first (most recent call at bottom) */
-    for (size_t i = tb.n; i-- > 0;) {
-        fprintf(out, "  %s\n", tb.lines[i].text);
-        if (i == TRACE_MAX_LINES / 2 && tb.skipped) fprintf(out, "  ... %zu more frames ...\n", tb.skipped);
-    }
-    free(tb.lines);
+    if (saved_fp) vm_traceback_print_frames(out, saved_fp, saved_bcpc + 1, false);
 }
 
+/* Every runtime error ends here (vm/interp/traceback.h: one layout, on
+ * stderr): the registers are written back. */
 static _Noreturn void runtime_error(const char *msg)
 {
-    fflush(stdout);
-    fprintf(stderr, "Traceback (most recent call at bottom):\n");
-    vm_print_backtrace(stderr);
-    fprintf(stderr, "%s\n", msg);
+    vm_traceback_report(stderr, saved_fp, saved_bcpc + 1, msg);
     vm_exit(1);
 }
 
@@ -226,19 +180,6 @@ static bool identical_is_primitive(uint32_t class_index)
 /* -- The interpreter ------------------------------------------------------- */
 
 static Oop prim_args[260];
-
-/* The frame being activated does not fit: continue on a new page, taking
- * the receiver and n arguments along. Answers the new sp. */
-static __attribute__((noinline)) Oop *overflow_page(Oop *fp, Oop *sp, int n, Oop **limit)
-{
-    Oop save[260];
-    for (int i = 0; i <= n; i++) save[i] = sp[i];
-    StackPage *np = vm_stack_overflow(fp, sp + n + 1);
-    *limit = np->base + VM_STACK_HEADROOM_WORDS;
-    sp = np->top - (n + 1);
-    for (int i = 0; i <= n; i++) sp[i] = save[i];
-    return sp;
-}
 
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -336,6 +277,35 @@ static InterpNext global_missing(InterpRegs *r) INTERP_HELPER;
 static InterpNext collect_garbage(InterpRegs *r) INTERP_HELPER;
 static _Noreturn void primitive_failed(Oop *sp, const uint8_t *bytes) INTERP_HELPER;
 static _Noreturn void wrong_arg_count(Oop *sp, const uint8_t *bytes, int n, int frame_kind, int expected) INTERP_HELPER;
+static _Noreturn void too_deep(size_t depth) INTERP_HELPER;
+
+/* The frame being activated does not fit: continue on a new page, taking
+ * the receiver and n arguments along. Answers the new sp. */
+static __attribute__((noinline)) Oop *overflow_page(Oop *fp, Oop *sp, int n, Oop **limit)
+{
+    /* The depth limit is checked here only, where a page fills (machine
+     * code's prologue, too, hands a frame that does not fit to the
+     * interpreter): a runaway recursion stops within a page of it, and
+     * sends pay nothing. Here, not in interpret(): the check there cost
+     * 2-3 % more instructions in its loop (callgrind, --no-jit, Fibonacci,
+     * Richards, Towers), as GCC allocated its registers differently. */
+    size_t depth = vm_stack_depth(fp);
+    if (__builtin_expect(depth >= vm_options.max_stack_depth, 0)) {
+        /* WRITE_BACK's, from the frame: ip (r15) is its resume point */
+        Oop m = fp[FRAME_METHOD];
+        saved_sp = sp;
+        saved_fp = fp;
+        saved_bcpc = (size_t)(ip - (uint8_t *)(obj_slots(m) + vm_method_pointer_slots(m)));
+        too_deep(depth);
+    }
+    Oop save[260];
+    for (int i = 0; i <= n; i++) save[i] = sp[i];
+    StackPage *np = vm_stack_overflow(fp, sp + n + 1, depth);
+    *limit = np->base + VM_STACK_HEADROOM_WORDS;
+    sp = np->top - (n + 1);
+    for (int i = 0; i <= n; i++) sp[i] = save[i];
+    return sp;
+}
 
 static Oop interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
 {
@@ -1323,6 +1293,24 @@ static _Noreturn void wrong_arg_count(Oop *sp, const uint8_t *bytes, int n, int 
     runtime_error(msg);
 }
 
+/* A send would go deeper than --max-stack-depth (registers written back). */
+static void count_frame(Oop method, size_t bcpc, void *ctx)
+{
+    (void)method, (void)bcpc;
+    ++*(size_t *)ctx;
+}
+
+static _Noreturn void too_deep(size_t depth)
+{
+    size_t walked = 0;
+    vm_stack_walk(saved_fp, saved_bcpc + 1, count_frame, &walked);
+    VM_ASSERT(walked == depth); /* the pages' depth_below kept count */
+    char msg[256];
+    snprintf(msg, sizeof msg, "stack overflow: %zu frames deep (more than --max-stack-depth %zu)", depth,
+             vm_options.max_stack_depth);
+    runtime_error(msg);
+}
+
 /* PUSH_GLOBAL of a name with no global: a class loaded by that name, else
  * unknownGlobal: sent to self. */
 static InterpNext global_missing(InterpRegs *r)
@@ -1356,8 +1344,10 @@ static InterpNext not_understood(InterpRegs *r)
     r->sp = sp;
     r->m = vm_lookup_cached(vm_class_index_of(rcvr), sym_dnu);
     if (!r->m) {
-        char buf[512], msg[1024];
-        snprintf(msg, sizeof msg, "message #%s not understood, and no doesNotUnderstand:arguments: either",
+        /* the words of Object>>doesNotUnderstand:arguments: (smalltalk/core/Object.som) */
+        char buf[512], cls[256], msg[1024];
+        snprintf(msg, sizeof msg, "%s does not understand #%s",
+                 rcvr == vm_nil ? "nil" : vm_class_name_cstr(vm_class_of(rcvr), cls, sizeof cls),
                  vm_string_cstr(r->sel, buf, sizeof buf));
         REGS_WRITE_BACK(r);
         runtime_error(msg);
@@ -1435,6 +1425,20 @@ static InterpNext primitive_special(InterpRegs *r, const VmPrimEntry *e)
         vm_print_backtrace(stderr);
         r->result = sp[n];
         return NEXT_PRIM_ANSWER;
+    case SP_ERROR: {
+        /* Object>>error: message: the sender's frame is the innermost */
+        char text[4096];
+        Oop msg = sp[0];
+        if (vm_is_string(msg) || vm_is_symbol(msg)) {
+            vm_string_cstr(msg, text, sizeof text);
+        } else {
+            char cls[256];
+            snprintf(text, sizeof text, "Object>>error: expects a String or a Symbol, not an instance of %s",
+                     vm_class_name_cstr(vm_class_of(msg), cls, sizeof cls));
+        }
+        REGS_WRITE_BACK(r);
+        runtime_error(text);
+    }
     case SP_FULL_GC:
         REGS_WRITE_BACK(r);
         gc_collect(true);
@@ -1611,7 +1615,9 @@ static InterpNext return_nonlocal(InterpRegs *r)
             f = caller;
         }
         Oop c = pg->caller_context;
+        size_t unwound = 1; /* home, and below the contexts on top of it */
         while (c && c != vm_nil && c != home) {
+            unwound++;
             VM_PROBE_CONTEXT_UNWOUND(c);
             Oop next = obj_slots(c)[CTX_SENDER];
             obj_slots(c)[CTX_PC] = vm_nil;
@@ -1624,6 +1630,9 @@ static InterpNext return_nonlocal(InterpRegs *r)
         obj_slots(home)[CTX_PC] = vm_nil;
         obj_slots(home)[CTX_SENDER] = vm_nil;
         vm_stack_release_newer(pg);
+        VM_ASSERT(pg->depth_below >= unwound);
+        pg->depth_below -= unwound; /* target heads the chain below pg now */
+        pg->caller_context = target == vm_nil ? 0 : target;
         r->limit = vm_page->base + HEADROOM;
         if (target == vm_nil) {
             vm_stack_pop_page();

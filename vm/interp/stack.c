@@ -56,6 +56,7 @@ static void link_new(StackPage *p)
     p->newer = NULL;
     p->caller_fp = p->caller_sp = p->bottom_fp = NULL;
     p->caller_context = 0;
+    p->depth_below = 0;
     if (vm_page) vm_page->newer = p;
     if (!oldest) oldest = p;
     vm_page = p;
@@ -178,7 +179,14 @@ static Oop divorce_page(StackPage *p, Oop *top_fp, Oop *top_sp, intptr_t top_bcp
     return sender; /* the context of the top frame */
 }
 
-StackPage *vm_stack_overflow(Oop *top_fp, Oop *top_sp)
+size_t vm_stack_depth(Oop *top_fp)
+{
+    size_t n = vm_page->depth_below;
+    for (Oop *f = top_fp; f; f = (Oop *)f[FRAME_SAVED_FP]) n++;
+    return n;
+}
+
+StackPage *vm_stack_overflow(Oop *top_fp, Oop *top_sp, size_t depth)
 {
     vm_counters->stack_overflows++;
     StackPage *p = free_page();
@@ -195,9 +203,11 @@ StackPage *vm_stack_overflow(Oop *top_fp, Oop *top_sp)
         unlink_page(o);
         p = o;
     }
+    /* divorcing the oldest page moved frames into contexts: none changed depth */
     link_new(p);
     p->caller_fp = top_fp;
     p->caller_sp = top_sp;
+    p->depth_below = depth;
     return p;
 }
 
@@ -237,6 +247,8 @@ Oop *vm_context_resume(Oop ctx, Oop result, Oop **sp_out, size_t *bcpc_out)
     p->bottom_fp = fp;
     p->caller_fp = p->caller_sp = NULL;
     p->caller_context = s[CTX_SENDER] == vm_nil ? 0 : s[CTX_SENDER];
+    VM_ASSERT(p->depth_below > 0);
+    p->depth_below--; /* ctx left the chain below for the page */
     *bcpc_out = (size_t)oop_int(s[CTX_PC]);
     s[CTX_FRAME] = ctx_tag_frame(fp);
     s[CTX_PC] = vm_nil;

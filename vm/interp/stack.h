@@ -4,7 +4,8 @@
  * Pages in use form a chain from the oldest to the current page. A frame
  * that does not fit the current page continues on a fresh page; when none
  * is free the oldest page is divorced (its frames become Contexts in the
- * heap), which is how 1,000,000-deep recursion runs in a few pages.
+ * heap), which is how 1,000,000-deep recursion runs in a few pages (with
+ * --max-stack-depth raised past its default of VM_MAX_STACK_DEPTH_DEFAULT).
  * See vm/model/frame.h for the frame and context layouts.
  *
  * Nothing here collects; it allocates (contexts) and reports exhaustion
@@ -22,11 +23,19 @@ extern StackPage *vm_page; /* current page */
 
 bool vm_stack_init(int npages, char *err, size_t errlen);
 
-/* A fresh page for a frame that did not fit. top_fp/top_sp/top_bcpc
- * describe the current page's top frame (the caller), in case the current
- * page's predecessor chain must be divorced. The new page becomes current
- * and records top_fp/top_sp as its caller. */
-StackPage *vm_stack_overflow(Oop *top_fp, Oop *top_sp);
+/* How many frames deep top_fp, the newest frame of the current page, is
+ * (1 for the first frame). It walks that page's frames only: every page
+ * keeps how many frames are older than its first (depth_below). The
+ * interpreter asks when a frame does not fit the current page, so the
+ * depth limit (--max-stack-depth) costs nothing on ordinary sends, and
+ * holds for machine code frames too, whose overflows the interpreter
+ * handles. */
+size_t vm_stack_depth(Oop *top_fp);
+/* A fresh page for a frame that did not fit. top_fp/top_sp describe the
+ * current page's top frame (the caller), in case the current page's
+ * predecessor chain must be divorced; depth is vm_stack_depth(top_fp). The
+ * new page becomes current and records top_fp/top_sp as its caller. */
+StackPage *vm_stack_overflow(Oop *top_fp, Oop *top_sp, size_t depth);
 /* The current page's bottom frame returned to a frame on an older page:
  * release the current page and make the older one current. */
 void vm_stack_pop_page(void);
@@ -53,7 +62,8 @@ static inline bool vm_context_alive(Oop ctx, Oop nil)
 }
 /* Copies a divorced context back onto the (empty) current page and pushes
  * result on its operand stack. Answers the new fp; *sp_out and *bcpc_out
- * say where to continue. */
+ * say where to continue. ctx must head the chain the page's depth_below
+ * counts (a non-local return drops the contexts it unwinds from it first). */
 Oop *vm_context_resume(Oop ctx, Oop result, Oop **sp_out, size_t *bcpc_out);
 
 /* GC roots of every page in use; sp/fp are the interpreter's registers. */

@@ -61,6 +61,7 @@ static const struct {
     {"Primitive", false, "invokeOn:with:", SP_INVOKE_ON_WITH},
     {"System", false, "printStackTrace", SP_PRINT_STACK_TRACE},
     {"System", false, "fullGC", SP_FULL_GC},
+    {"Object", false, "error:", SP_ERROR},
 };
 
 static size_t prim_cap;
@@ -346,6 +347,7 @@ static Oop install_class(ClassDesc *cd)
     if (strcmp(cd->super_name, "nil") != 0) {
         super = vm_load_class(cd->super_name);
         if (!super) {
+            fflush(stdout);
             fprintf(stderr, "%s: error: superclass %s of %s not found on the classpath\n", cd->file, cd->super_name,
                     cd->name);
             vm_exit(1);

@@ -32,6 +32,7 @@ typedef enum VmSpecialPrim {
     SP_INVOKE_ON_WITH,
     SP_PRINT_STACK_TRACE,
     SP_FULL_GC,
+    SP_ERROR, /* Object>>error: (vm/interp/traceback.h) */
     SP_MISSING, /* declared `primitive` but this VM has no such primitive */
 } VmSpecialPrim;
 

@@ -135,6 +135,13 @@ static inline Oop *ctx_frame(Oop ctx) { Oop f = obj_slots(ctx)[CTX_FRAME]; retur
 #define VM_STACK_PAGES_SMALL 3 /* --small: constant overflows and divorces */
 #define VM_STACK_PAGES_MIN 2
 #define VM_STACK_HEADROOM_WORDS 16
+/* --max-stack-depth's default, in frames. The deepest benchmark of
+ * smalltalk/bench (Havlak, Towers, DeltaBlue, Json… all of them) never fills
+ * one 64 KiB page, i.e. stays under ~1,000 frames; tests/lang/gc/DeepRecursion
+ * recurses 100,000 deep. At 200,000 frames a runaway recursion has made at
+ * most ~30 MB of contexts (~100 bytes each for a one-argument method, up to
+ * ~330 for a wide one) and stops in a fraction of a second. */
+#define VM_MAX_STACK_DEPTH_DEFAULT 200000
 
 typedef struct StackPage {
     Oop *base;          /* lowest address of the page */
@@ -145,6 +152,8 @@ typedef struct StackPage {
     Oop caller_context; /* when the previous page was divorced: Context to resume; else 0 */
     struct StackPage *older, *newer;
     bool in_use;
+    size_t depth_below; /* frames older than bottom_fp, on older pages and in contexts
+                           (the depth limit, --max-stack-depth: vm/interp/stack.h) */
 } StackPage;
 
 #endif

@@ -26,6 +26,7 @@ typedef struct VmOptions {
     size_t heap_bytes;
     size_t eden_bytes;
     int stack_pages;
+    size_t max_stack_depth; /* --max-stack-depth: frames a send may not exceed (0: the default) */
     bool gc_verify, gc_stress, small;
     bool no_jit;
     int jit_threshold;     /* invocations before a method is compiled */
