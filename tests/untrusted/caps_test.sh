@@ -75,8 +75,8 @@ for _ in $(seq 1 100); do
     sleep 0.05
 done
 [ -e "/proc/$VM" ] || fail "the VM did not start"
-# ... and has published its export (/dev/shm/stvm-PID)
-for _ in $(seq 1 100); do
+# ... and has published its export (/dev/shm/stvm-PID); a busy machine may take seconds
+for _ in $(seq 1 400); do
     [ -e "/dev/shm/stvm-$VM" ] && break
     sleep 0.05
 done
