@@ -8,6 +8,7 @@
 
 #include "profiler/codeevents.h"
 #include "profiler/livecode.h"
+#include "report/safefile.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -280,7 +281,16 @@ const ProfCodeSink *prof_jitdump_open(const char *dir, char *err, size_t errlen)
     tid = (uint32_t)gettid();
     next_index = 1;
     snprintf(path, sizeof path, "%s/" PROF_JITDUMP_NAME_FMT, dir && dir[0] ? dir : ".", (int)pid);
-    fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* As the perf map (perfmap.c): an old dump of ours with our pid is
+     * stale, another user's file or link is left alone (report/safefile.h). */
+    fd = report_safefile_create(path, O_RDWR, 0644, REPORT_SAFEFILE_REPLACE_OWN, err, errlen);
+    if (fd == REPORT_SAFEFILE_FOREIGN) {
+        /* not ours to remove: the VM runs on, without the dump */
+        fprintf(stderr, "stvm: warning: no jitdump: %s\n", err);
+        fd = -1;
+        if (!at_exit_registered) at_exit_registered = atexit(close_at_exit) == 0;
+        return &sink;
+    }
     if (fd < 0) {
         snprintf(err, errlen, "cannot create the jitdump %s: %s", path, strerror(errno));
         return NULL;

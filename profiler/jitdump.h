@@ -148,9 +148,11 @@ _Static_assert(offsetof(ProfJitdumpMove, old_code_addr) == 32, "move old_code_ad
 _Static_assert(sizeof(ProfJitdumpDebugInfo) == 32, "debug info: header + 16 bytes, then entries");
 _Static_assert(sizeof(ProfJitdumpDebugEntry) == 16, "debug entry: 16 bytes, then the file name");
 
-/* Creates (truncating) DIR/jit-PID.dump, DIR "." when NULL, writes the file
- * header, maps the file executable, and answers the sink to register; the
- * file is closed (CLOSE written) at exit. NULL with a message in err when
+/* Creates DIR/jit-PID.dump, DIR "." when NULL, writes the file header, maps
+ * the file executable, and answers the sink to register; the file is closed
+ * (CLOSE written) at exit. A file or link of ours at that path is stale and
+ * replaced; one of another user is left alone (report/safefile.h): a
+ * warning on stderr, and the sink answered writes nothing. NULL with a message in err when
  * the file cannot be created, written or mapped. Opening again closes the
  * previous dump first. */
 const ProfCodeSink *prof_jitdump_open(const char *dir, char *err, size_t errlen);

@@ -5,6 +5,7 @@
 #include "profiler/perfmap.h"
 
 #include "profiler/livecode.h"
+#include "report/safefile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -100,9 +101,17 @@ const ProfCodeSink *prof_perfmap_open(const char *where, char *err, size_t errle
     prof_perfmap_close();
     if (where) snprintf(path, sizeof path, "%s", where);
     else snprintf(path, sizeof path, PROF_PERFMAP_PATH_FMT, (int)getpid());
-    /* O_TRUNC: a map left by an earlier process with our pid is stale.
-     * O_APPEND keeps lines whole even if someone else opened it too. */
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    /* A map left at /tmp/perf-PID.map by an earlier process with our pid is
+     * stale when it is ours; anyone else's (planted there, or a link to a
+     * victim) is never opened (report/safefile.h). O_APPEND keeps lines
+     * whole. */
+    fd = report_safefile_create(path, O_WRONLY | O_APPEND, 0644, REPORT_SAFEFILE_REPLACE_OWN, err, errlen);
+    if (fd == REPORT_SAFEFILE_FOREIGN) {
+        /* not ours to remove: the VM runs on, without the map */
+        fprintf(stderr, "stvm: warning: no perf map: %s\n", err);
+        fd = -1;
+        return &sink;
+    }
     if (fd < 0) {
         snprintf(err, errlen, "cannot create the perf map %s: %s", path, strerror(errno));
         return NULL;

@@ -43,10 +43,13 @@
 /* perf's own path for a process's map */
 #define PROF_PERFMAP_PATH_FMT "/tmp/perf-%d.map"
 
-/* Creates (truncating) the map at `path`, or at /tmp/perf-PID.map when path
- * is NULL, and answers the sink to register; the file is closed at exit.
- * NULL with a message in err when the file cannot be created. Opening again
- * closes the previous map first. */
+/* Creates the map at `path`, or at /tmp/perf-PID.map when path is NULL, and
+ * answers the sink to register; the file is closed at exit. A file or link
+ * of ours at that path is stale and replaced; one of another user is left
+ * alone (report/safefile.h): a warning on stderr, and the sink answered
+ * writes nothing (prof_perfmap_path answers ""). NULL with a message in err
+ * when the file cannot be created. Opening again closes the previous map
+ * first. */
 const ProfCodeSink *prof_perfmap_open(const char *path, char *err, size_t errlen);
 /* Closes the map (also registered with atexit); the sink then ignores events. */
 void prof_perfmap_close(void);

@@ -344,7 +344,9 @@ static bool leaf_rule_is(Zone *z, const StoredSample *s, uint64_t pc, uint32_t r
 static size_t whole_frames(Profile *p, Zone *z, Symbolizer *sym, const SampleStore *store, const StoredSample *s,
                            int *frames, size_t room)
 {
-    const uint64_t *k = store->pcs + s->first, *leaf = k + s->nkernel, *st = leaf + s->nleaf, *root = st + s->nst;
+    static const uint64_t no_pcs[1]; /* a store of frameless samples has no pcs array */
+    const uint64_t *k = store->pcs ? store->pcs + s->first : no_pcs;
+    const uint64_t *leaf = k + s->nkernel, *st = leaf + s->nleaf, *root = st + s->nst;
     size_t n = 0;
     if (s->nkernel)
         frames[n++] = intern_plain(p, "[kernel]", &z->kernel_fn, k[0]);

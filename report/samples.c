@@ -75,6 +75,8 @@ bool report_samples_add_raw(SampleStore *st, const ProfRawStack *raw)
     s->top[2] = raw->top_fp;
     s->top[3] = raw->top_bytes;
     memcpy(s->top + 4, raw->top_words, sizeof raw->top_words);
+    if (n == 0) /* no frames at all (a walk that faulted at once): pcs may still be NULL */
+        return true;
     uint64_t *d = st->pcs + st->npcs;
     memcpy(d, raw->kernel, nk * 8);
     memcpy(d + nk, raw->leaf, nl * 8);

@@ -142,6 +142,12 @@ static void cache_put(Symbolizer *s, uint64_t addr, bool is_return, int location
 
 /* -- Maps and module reporting ---------------------------------------- */
 
+/* The most of /proc/PID/maps read: the target decides its size (up to
+ * vm.max_map_count mappings, 65530 by default, of paths up to 4 KiB each),
+ * and ordinary processes have a few hundred lines. Past this the maps are
+ * refused (EFBIG): no Symbolizer is made, a refresh keeps the modules known. */
+#define SYM_MAX_MAPS_BYTES (64u << 20)
+
 static bool read_maps(pid_t pid, char **out, size_t *outlen)
 {
     char path[64];
@@ -153,6 +159,12 @@ static bool read_maps(pid_t pid, char **out, size_t *outlen)
     char *buf = malloc(cap);
     while (buf != NULL) {
         if (len == cap) {
+            if (cap >= SYM_MAX_MAPS_BYTES) {
+                free(buf);
+                buf = NULL;
+                errno = EFBIG;
+                break;
+            }
             char *n = realloc(buf, cap * 2);
             if (n == NULL) {
                 free(buf);

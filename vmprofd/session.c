@@ -8,6 +8,7 @@
 #include "vmprofd/export_reader.h"
 #include "vmprofd/jitcode.h"
 #include "vmprofd/output.h"
+#include "vmprofd/permission.h"
 #include "vmprofd/progress.h"
 #include "report/resolve.h"
 #include "vmprofd/sampler.h"
@@ -454,6 +455,8 @@ static bool attach(Session *ss)
         fprintf(stderr, "vmprofd: %s\n", err);
         return false;
     }
+    if (!vmprofd_permission_drop(ss->ops->mode, ss->target.pid, o, err, sizeof err)) /* permission.h */
+        fprintf(stderr, "vmprofd: warning: %s\n", err);
     return true;
 }
 

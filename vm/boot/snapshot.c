@@ -10,6 +10,7 @@
 #include "vm/model/globals.h"
 #include "vm/model/universe.h"
 #include "vm/model/vm.h"
+#include "report/safefile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -296,12 +297,19 @@ bool vm_snapshot_write(const char *path, const char *only_from, char *err, size_
                               b.n - tables_at);
     memcpy(b.p + offsetof(VmSnapshotHeader, checksum), &h.checksum, sizeof h.checksum);
 
-    char tmp[1200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    bool ok = fd >= 0 && write_all(fd, b.p, b.n);
+    /* A temporary of a random name, renamed over path when whole: a name
+     * such as path.tmp.PID could be planted, as a link to a victim, by
+     * anyone who can write to path's folder (report/safefile.h). */
+    char tmp[1200], terr[1400];
+    int fd = report_safefile_temp(path, O_WRONLY, 0644, tmp, sizeof tmp, terr, sizeof terr);
+    if (fd < 0) {
+        say(err, errlen, "cannot write the snapshot %s: %s", path, strerror(errno));
+        free(b.p);
+        return false;
+    }
+    bool ok = write_all(fd, b.p, b.n);
     int e = errno;
-    if (fd >= 0 && close(fd) != 0 && ok) {
+    if (close(fd) != 0 && ok) {
         ok = false;
         e = errno;
     }
@@ -310,7 +318,7 @@ bool vm_snapshot_write(const char *path, const char *only_from, char *err, size_
         e = errno;
     }
     if (!ok) {
-        if (fd >= 0) unlink(tmp);
+        unlink(tmp);
         say(err, errlen, "cannot write the snapshot %s: %s", path, strerror(e));
     }
     free(b.p);
