@@ -139,9 +139,16 @@ ProfCounters *prof_publish_open(const ProfPublishInit *init, char *err, size_t e
         prof_segment_sweep(0); /* dead VMs' segments: SIGKILL leaves them */
         int fd = create_segment(err, errlen);
         void *mem = MAP_FAILED;
+        /* a file size limit (ulimit -f) under the segment's size is EFBIG
+         * here, and no export, not a death by SIGXFSZ */
+        struct sigaction ignore, old_xfsz;
+        memset(&ignore, 0, sizeof ignore);
+        ignore.sa_handler = SIG_IGN;
+        sigaction(SIGXFSZ, &ignore, &old_xfsz);
         if (fd >= 0 && ftruncate(fd, (off_t)segment_size) == 0)
             mem = mmap(NULL, segment_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         int saved = errno;
+        sigaction(SIGXFSZ, &old_xfsz, NULL);
         if (fd >= 0) close(fd);
         if (mem == MAP_FAILED) {
             if (fd >= 0) {
