@@ -558,7 +558,8 @@ int vmprofd_session_run(const VmprofdOptions *o)
                           : ss->exp        ? "the sampler delivered them without a walk; they were unwound natively"
                           : ss->exp_msg[0] ? ss->exp_msg
                                            : "the target published no export segment (not an stvm, or stvm --no-export)";
-        report_profile_add_note(p, "stacks partial: no sample has Smalltalk frames (%s)", why);
+        report_profile_add_note(p, "stacks partial: no sample was walked through the Smalltalk frames (%s): at most "
+                                   "their innermost one is shown", why);
     } else if (ss->partial && ss->facts.size == 0) {
         report_profile_add_note(p, "stacks partial: %" PRIu64 " of %" PRIu64 " samples were not walked through the "
                                    "Smalltalk frames: at most their innermost one is shown (%s)",
