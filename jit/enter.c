@@ -157,9 +157,13 @@ static void emit_runtime_call(Piece *p, const void *fn, bool dispatch)
     emit_load_cstate(b); /* r11 is caller-saved */
     jit_x64_cmp_mi(b, cstate(offsetof(JitCState, exit_status)), JIT_STATUS_NONE);
     jit_x64_jcc_label(b, JIT_X64_CC_NE, &leave);
-    jit_x64_mov_rm(b, RSP, cstate(offsetof(JitCState, st_sp)));
+    /* rbp first: once rsp is on the page, the piece is FRAMELESS (a
+     * profiler reads the caller's fp from rbp) */
     jit_x64_mov_rm(b, RBP, cstate(offsetof(JitCState, st_fp)));
+    jit_x64_mov_rm(b, RSP, cstate(offsetof(JitCState, st_sp)));
     unwind_from_here(p, PROF_UNWIND_FRAMELESS);
+    /* back on the page: no C runs for machine code any more (the anchor) */
+    jit_x64_mov_mi32(b, cstate(offsetof(JitCState, st_sp)), 0);
     if (dispatch)
         jit_x64_jmp_r(b, RAX);
     else
@@ -172,6 +176,9 @@ static void emit_runtime_call(Piece *p, const void *fn, bool dispatch)
     jit_x64_mov_mr(b, jit_x64_mem(RCX, offsetof(JitRegs, sp)), RAX);
     jit_x64_mov_rm(b, RAX, cstate(offsetof(JitCState, st_fp)));
     jit_x64_mov_mr(b, jit_x64_mem(RCX, offsetof(JitRegs, fp)), RAX);
+    /* the routine is done: the anchor goes, and the rest is the switch */
+    jit_x64_mov_mi32(b, cstate(offsetof(JitCState, st_sp)), 0);
+    unwind_from_here(p, PROF_UNWIND_SWITCH);
     jit_x64_mov_rm(b, RAX, cstate(offsetof(JitCState, exit_status)));
     jit_x64_mov_mi32(b, cstate(offsetof(JitCState, exit_status)), JIT_STATUS_NONE);
     emit_leave_c(b);

@@ -43,7 +43,8 @@
  * address) and rbp in jit_cstate.st_sp/st_fp — what a GC's frame walk and
  * the routine itself read — run the routine on the C stack, and then either
  * reload rsp/rbp from st_sp/st_fp (a routine may move frames and rewrite
- * them) and return rax to machine code, or leave as above.
+ * them) and return rax to machine code, or leave as above; either way they
+ * then clear st_sp (a profiler's anchor: proto/stackabi.h).
  *
  * Invariants:
  *   - jit_cstate describes the innermost enilopmart only: a runtime routine
@@ -92,13 +93,22 @@ _Static_assert(offsetof(JitRegs, result) == 16, "generated code: JitRegs.result 
 typedef struct JitCState {
     void *c_sp;          /* C rsp below the saved callee-saved registers */
     JitRegs *regs;       /* the enilopmart's argument, written on the way out */
-    Oop *st_sp, *st_fp;  /* Smalltalk rsp/rbp at the latest runtime call */
+    /* Smalltalk rsp/rbp at the latest runtime call. st_sp is also the
+     * profilers' anchor (proto/stackabi.h): the trampoline clears it once
+     * the routine has returned, so it is non-zero exactly while C called
+     * from machine code runs. */
+    Oop *st_sp, *st_fp;
     uint64_t exit_status; /* a JitStatus; NONE except between a request and the exit */
     /* Who owns the thread, for profilers (proto/stackabi.h's state block,
      * PROF_STATE_*): the enilopmarts set MACHINE, the interpreter INTERP
      * once its frame and ip registers are right again. */
     uint64_t mode;
     uint64_t interp_bp; /* the interpreter's C frame pointer */
+    /* The interpreter's anchor for profilers: its frame (r14) and bytecode
+     * ip (r15) while a primitive it called runs, prim_fp 0 otherwise — the
+     * primitive may call code (GMP, libc) that uses r14/r15 and keeps no
+     * frame pointer. */
+    uint64_t prim_fp, prim_ip;
 } JitCState;
 
 _Static_assert(offsetof(JitCState, c_sp) == 0, "generated code: c_sp at 0");
@@ -112,6 +122,10 @@ _Static_assert(offsetof(JitCState, st_sp) == PROF_CSTATE_ST_SP, "proto/stackabi.
 _Static_assert(offsetof(JitCState, st_fp) == PROF_CSTATE_ST_FP, "proto/stackabi.h reads st_fp");
 _Static_assert(offsetof(JitCState, interp_bp) - offsetof(JitCState, mode) == PROF_STATE_INTERP_BP,
                "proto/stackabi.h's state block is jit_cstate.mode onward");
+_Static_assert(offsetof(JitCState, prim_fp) - offsetof(JitCState, mode) == PROF_STATE_PRIM_FP,
+               "proto/stackabi.h reads the interpreter's anchor");
+_Static_assert(offsetof(JitCState, prim_ip) - offsetof(JitCState, mode) == PROF_STATE_PRIM_IP,
+               "proto/stackabi.h reads the interpreter's anchor");
 
 extern JitCState jit_cstate;
 

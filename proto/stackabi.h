@@ -27,52 +27,72 @@
  *
  * Inputs: the sampled user registers ip, sp, bp, r14, r15 and the facts F.
  * read(a) is one 8-byte user read; a failed read stops that part of the
- * walk and sets PROF_RAW_F_FAULT. zone(a): F.zone_start <= a < F.zone_end;
+ * walk, and in the Smalltalk chain sets PROF_RAW_F_FAULT (a native walk
+ * just ends there, as perf's does). zone(a): F.zone_start <= a < F.zone_end;
  * interp(a): F.interp_start <= a < F.interp_end; stack(a):
  * F.stack_base <= a < F.stack_base + F.page_bytes * F.npages.
+ * anchors: F.flags & PROF_WALK_F_ANCHORS (the VM keeps the anchors below).
+ *
+ * The anchors (the VM's record of where Smalltalk called C, as HotSpot's
+ * last-Java-frame): machine code calls C only through runtime trampolines,
+ * which store the Smalltalk sp/fp in st_sp/st_fp before they switch to the
+ * C stack and clear st_sp when the C routine has returned; the interpreter
+ * stores its frame and bytecode ip in PRIM_FP/PRIM_IP before it calls a
+ * primitive and clears PRIM_FP after. So while that C runs, whatever it
+ * calls (a library without frame pointers, one that uses r14/r15), the
+ * Smalltalk side is known without unwinding a single native frame.
  *
  *   mode = read(F.state_addr + PROF_STATE_MODE)
  *   MODE_MACHINE (machine code owns the thread: inside an enilopmart):
+ *     c_sp = read(F.cstate_addr + PROF_CSTATE_C_SP)
  *     if zone(ip) and stack(sp):  raw.mode = MACHINE; top_pc = ip; top_sp = sp; top_fp = bp
  *     else if zone(ip) (a trampoline running on the C stack): leaf[0] = ip
  *           and CSTATE as below (the rule of ip's piece decides, later,
  *           whether st_sp/st_fp are valid there)
- *     else if interp(ip): raw.mode = UNKNOWN, PROF_RAW_WHY_SWITCH (the
- *           interpreter is taking its registers back), leaf[0] = ip
- *     else: native walk from (ip, bp) into leaf[] (ip first, then return
- *           addresses [bp+8], bp = [bp], ...) until a return address r with
- *           zone(r): raw.mode = CSTATE;
- *               st_sp = read(F.cstate_addr + PROF_CSTATE_ST_SP)
- *               top_pc = read(st_sp) (a return address into machine code)
+ *     else: leaf[0] = ip, and unless interp(ip) (the interpreter taking
+ *           its registers back) the native walk from (ip, bp) into leaf[]
+ *           (then return addresses [bp+8], bp = [bp], ...), each frame
+ *           within sp <= bp < c_sp (C called from machine code runs below
+ *           the enilopmart's frame), until a return address r with
+ *           zone(r) (not kept) or the end of the walk (then leaf[] keeps
+ *           ip alone: only a chain that ends there is known to be frames);
+ *           then
+ *           st_sp = read(F.cstate_addr + PROF_CSTATE_ST_SP) and
+ *           anchors: st_sp != 0 (C called through a trampoline runs,
+ *             whatever the walk reached): CSTATE;
+ *           not anchors: the walk reached such an r: CSTATE;
+ *           else raw.mode = UNKNOWN (machine code is being entered or
+ *           left: no exact answer), reason PROF_RAW_WHY_SWITCH.
+ *       CSTATE: top_pc = read(st_sp) (a return address into machine code)
  *               top_sp = st_sp + 8; top_fp = read(F.cstate_addr + PROF_CSTATE_ST_FP)
- *           or until the chain ends, leaves the C stack, or a return address
- *           lies in interp(): raw.mode = UNKNOWN (machine code is being
- *           entered or left: no exact answer), reason PROF_RAW_WHY_SWITCH.
  *     top_words[i] = read(top_sp + 8 i), i < PROF_RAW_TOP_WORDS
  *     top_bytes: the frame at top_fp seen as interpreted (its caller may be
  *           the interpreter, entered through ceReturnToInterpreter):
  *           PROF_RAW_BYTECODE | (bytes(read(top_fp - 8)) + bcpc - 1), bcpc
  *           from read(top_fp - F.frame_flags_offset) as in the chain
  *           below; 0 when that is no method (no flag set)
- *     root: c_sp = read(F.cstate_addr + PROF_CSTATE_C_SP);
- *           root[0] = read(c_sp + PROF_CSTATE_C_RET) (into the interpreter),
+ *     root: root[0] = read(c_sp + PROF_CSTATE_C_RET) (into the interpreter),
  *           bp = read(c_sp + PROF_CSTATE_C_BP), then the native walk.
  *   MODE_INTERP (the interpreter owns the thread; r14 = its frame pointer,
  *                r15 = its bytecode ip, in every function of the VM: they
  *                are fixed registers there):
- *     if r14 == 0: raw.mode = UNKNOWN, PROF_RAW_WHY_SWITCH (frames are being
+ *     (fp, ipv) = (r14, r15); with anchors, a = read(F.state_addr +
+ *     PROF_STATE_PRIM_FP): if a != 0 (a primitive is running: code it
+ *     calls may use r14/r15), (fp, ipv) = (a, read(F.state_addr + PROF_STATE_PRIM_IP))
+ *     if fp == 0: raw.mode = UNKNOWN, PROF_RAW_WHY_SWITCH (frames are being
  *     unwound or copied); no Smalltalk chain, the native parts as below
- *     raw.mode = INTERP; top_fp = r14; top_pc = r15 (0 while the
- *     interpreter switches frames: the frame at r14 is right, its bytecode
+ *     raw.mode = INTERP; top_fp = fp; top_pc = ipv (0 while the
+ *     interpreter switches frames: the frame at fp is right, its bytecode
  *     is not known)
+ *     ibp = read(F.state_addr + PROF_STATE_INTERP_BP) (the interpreter's C frame)
  *     if interp(ip): leaf[] empty; root[0] = ip; bp stays
- *     else: native walk from (ip, bp) into leaf[] until a return address r
- *           with interp(r): root[0] = r, bp = the frame pointer read with it;
- *           if the walk ends first (a frameless leaf called by the
- *           interpreter): root[0] = F.interp_start, bp =
- *           read(F.state_addr + PROF_STATE_INTERP_BP), flag LEAF_GUESSLESS
+ *     else: native walk from (ip, bp) into leaf[], each frame within
+ *           sp <= bp < ibp, until a return address r with interp(r):
+ *           root[0] = r, bp = the frame pointer read with it; if the walk
+ *           ends first (a leaf without a frame pointer): root[0] =
+ *           F.interp_start, bp = ibp, flag LEAF_GUESSLESS, leaf[] = ip alone
  *     root[1..]: the native walk from bp.
- *     top_bytes = bytes(read(r14 - 8)) (the frame's method; see below)
+ *     top_bytes = bytes(read(fp - 8)) (the frame's method; see below)
  *   MODE_NONE: raw.mode = NATIVE; leaf[] = the native walk from (ip, bp).
  *
  *   A read of top_words[i] that fails leaves it 0 (the end of a page).
@@ -109,8 +129,11 @@
  *   A bcpc of 0 stays 0 (no - 1).
  *
  *   The native walk from (pc, bp): emit pc; then while bp is 8-aligned and
- *   non-zero and the room lasts: r = read(bp + 8); nbp = read(bp); stop at
- *   r == 0 or a failed read; emit r; a walk must move up (nbp > bp) or stop.
+ *   non-zero (and within its bounds, where it has some) and the room lasts:
+ *   r = read(bp + 8); nbp = read(bp); stop at r == 0 or a failed read;
+ *   emit r; a walk must move up (nbp > bp) or stop. The bounds keep a leaf
+ *   that uses rbp for data (GMP's assembly) from adding frames read
+ *   through it.
  *
  * Kernel frames (eBPF only, a sample taken in the kernel): kernel[] from
  * bpf_get_stack without BPF_F_USER_STACK, and the user registers from
@@ -140,18 +163,26 @@ typedef uint16_t prof_u16;
 /* Offsets in the VM's state block (F.state_addr). */
 #define PROF_STATE_MODE 0
 #define PROF_STATE_INTERP_BP 8 /* the interpreter's own frame pointer (its C frame) */
+/* The interpreter's anchor (PROF_WALK_F_ANCHORS): its frame pointer and
+ * bytecode ip while a primitive it called runs; PRIM_FP is 0 otherwise. */
+#define PROF_STATE_PRIM_FP 16
+#define PROF_STATE_PRIM_IP 24
+
+/* ProfWalkFacts.flags */
+#define PROF_WALK_F_ANCHORS (1u << 0) /* st_sp is 0 except while C called through a runtime
+                                         trampoline runs, and PROF_STATE_PRIM_FP/IP are kept */
 
 /* Offsets in the JIT's C-side state (F.cstate_addr, jit/enter.h's JitCState)
  * and in the C stack frame of an enilopmart (at c_sp). */
 #define PROF_CSTATE_C_SP 0
-#define PROF_CSTATE_ST_SP 16
+#define PROF_CSTATE_ST_SP 16 /* the Smalltalk sp at a runtime call (anchors: 0 when no C it called runs) */
 #define PROF_CSTATE_ST_FP 24
 #define PROF_CSTATE_C_BP 40  /* the saved rbp: pushed first of six */
 #define PROF_CSTATE_C_RET 48 /* the enilopmart's return address into the interpreter */
 
 typedef struct ProfWalkFacts {
     prof_u32 size;             /* sizeof(ProfWalkFacts) of the writer */
-    prof_u32 flags;            /* 0 */
+    prof_u32 flags;            /* PROF_WALK_F_* */
     prof_u64 state_addr;       /* the VM's state block (PROF_STATE_*) */
     prof_u64 cstate_addr;      /* the JIT's C-side state; 0 without a JIT */
     prof_u64 interp_start;     /* the interpreter function's machine code */

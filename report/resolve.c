@@ -351,8 +351,21 @@ static size_t whole_frames(Profile *p, Zone *z, Symbolizer *sym, const SampleSto
     if (s->nkernel)
         frames[n++] = intern_plain(p, "[kernel]", &z->kernel_fn, k[0]);
     bool smalltalk = s->raw_mode == PROF_RAW_INTERP || s->raw_mode == PROF_RAW_MACHINE || s->raw_mode == PROF_RAW_CSTATE;
-    for (uint16_t i = 0; i < s->nleaf && n < room; i++)
+    ResolveCode *c = z->code;
+    for (uint16_t i = 0; i < s->nleaf && n < room; i++) {
         frames[n++] = native_frame(p, z, sym, s, leaf[i], i > 0, i == 0 && !s->nkernel);
+        uint64_t q = i > 0 && leaf[i] > 0 ? leaf[i] - 1 : leaf[i];
+        if ((s->raw_flags & PROF_RAW_F_NO_FACTS) && c->zone_end > c->zone_start && q >= c->zone_start &&
+            q < c->zone_end) {
+            /* walked without the facts: frame pointers through machine code
+             * skip the callers of frameless code and end at a wrong root, so
+             * the stack stops at its first Smalltalk frame, as a sample
+             * without a walk does */
+            if (n < room)
+                frames[n++] = unknown_frame(p, z, "Smalltalk callers not walked (stacks partial)");
+            return n;
+        }
+    }
     if (smalltalk && s->raw_mode == PROF_RAW_CSTATE && s->nleaf && !leaf_rule_is(z, s, leaf[0], PROF_UNWIND_CSTATE)) {
         /* a piece on the C stack whose state is not in st_sp/st_fp (an enilopmart) */
         smalltalk = false;

@@ -57,11 +57,13 @@ static bool in_stack(const ProfWalkFacts *f, uint64_t a)
     return a >= f->stack_base && a < f->stack_base + f->page_bytes * f->npages;
 }
 
-/* One frame-pointer step: the caller's return address and frame pointer. */
+/* One frame-pointer step: the caller's return address and frame pointer.
+ * A native walk that meets an unreadable word just ends (as perf's does):
+ * no PROF_RAW_F_FAULT, which speaks of the Smalltalk chain. */
 static bool fp_step(Walk *w, uint64_t *bp, uint64_t *ret)
 {
     uint64_t nbp;
-    if (*bp == 0 || (*bp & 7) || !word(w, *bp + 8, ret) || !word(w, *bp, &nbp) || *ret == 0)
+    if (*bp == 0 || (*bp & 7) || !rd(w->r, *bp + 8, ret) || !rd(w->r, *bp, &nbp) || *ret == 0)
         return false;
     if (nbp != 0 && nbp <= *bp)
         nbp = 0; /* frames live at higher addresses than their callees: anything else ends the walk */
@@ -174,20 +176,32 @@ static void walk_smalltalk(Walk *w, uint64_t fp)
 }
 
 /* leaf[] from (ip, bp) until a return address for which stop() holds;
- * answers that return address (and leaves bp at its frame) or 0. */
-static uint64_t walk_leaf(Walk *w, uint64_t ip, uint64_t *bp, bool (*stop)(const ProfWalkFacts *, uint64_t))
+ * answers that return address (and leaves bp at its frame) or 0. With
+ * hi != 0 only frames at lo <= bp < hi are followed: the C that the
+ * Smalltalk side called lies between the sampled sp and the C frame it was
+ * called from. A walk with a stop that never meets it keeps ip alone: a
+ * leaf without a frame pointer (GMP's assembly) may hold anything in rbp,
+ * and only a chain that ends where the Smalltalk side called C is known to
+ * be frames. */
+static uint64_t walk_leaf(Walk *w, uint64_t ip, uint64_t *bp, bool (*stop)(const ProfWalkFacts *, uint64_t),
+                          uint64_t lo, uint64_t hi)
 {
     ProfRawStack *raw = w->raw;
+    uint16_t first = raw->nleaf;
     raw->leaf[raw->nleaf++] = ip;
     uint64_t ret;
-    while (fp_step(w, bp, &ret)) {
+    while ((hi == 0 || (*bp >= lo && *bp < hi)) && fp_step(w, bp, &ret)) {
         if (stop && stop(w->f, ret))
             return ret;
         if (raw->nleaf == PROF_RAW_MAX_LEAF) {
             raw->flags |= PROF_RAW_F_LEAF_TRUNCATED;
-            return 0;
+            break;
         }
         raw->leaf[raw->nleaf++] = ret;
+    }
+    if (stop) {
+        raw->nleaf = first + 1;
+        raw->flags &= ~PROF_RAW_F_LEAF_TRUNCATED;
     }
     return 0;
 }
@@ -203,7 +217,10 @@ static void machine(Walk *w, const StackRegs *regs)
 {
     const ProfWalkFacts *f = w->f;
     ProfRawStack *raw = w->raw;
-    uint64_t c_sp, ret, bp;
+    bool anchors = f->flags & PROF_WALK_F_ANCHORS;
+    uint64_t c_sp = 0, ret, bp;
+    if (!word(w, f->cstate_addr + PROF_CSTATE_C_SP, &c_sp))
+        c_sp = 0;
     if (in_zone(f, regs->ip) && in_stack(f, regs->sp)) {
         raw->mode = PROF_RAW_MACHINE;
         raw->top_pc = regs->ip;
@@ -214,21 +231,23 @@ static void machine(Walk *w, const StackRegs *regs)
          * stack (machine code proper always runs on a stack page): the
          * Smalltalk side is where the trampoline saved it */
         bp = regs->bp;
-        uint64_t r;
+        uint64_t r = 0;
         if (in_zone(f, regs->ip)) {
             raw->leaf[raw->nleaf++] = regs->ip;
             r = regs->ip;
+        } else if (in_interp(f, regs->ip)) {
+            raw->leaf[raw->nleaf++] = regs->ip; /* the interpreter taking its registers back */
         } else {
-            r = in_interp(f, regs->ip) ? 0 : walk_leaf(w, regs->ip, &bp, in_zone);
+            r = walk_leaf(w, regs->ip, &bp, in_zone, regs->sp, c_sp ? c_sp : 1);
         }
-        uint64_t st_sp;
-        if (r == 0 || !word(w, f->cstate_addr + PROF_CSTATE_ST_SP, &st_sp) || !word(w, st_sp, &raw->top_pc) ||
-            !word(w, f->cstate_addr + PROF_CSTATE_ST_FP, &raw->top_fp)) {
+        /* the anchor: st_sp is non-zero exactly while C called through a
+         * trampoline runs, whatever the native walk reached */
+        uint64_t st_sp = 0;
+        bool have = word(w, f->cstate_addr + PROF_CSTATE_ST_SP, &st_sp) && (anchors ? st_sp != 0 : r != 0);
+        if (!have || !word(w, st_sp, &raw->top_pc) || !word(w, f->cstate_addr + PROF_CSTATE_ST_FP, &raw->top_fp)) {
             /* entering or leaving machine code: the registers belong to neither side */
             raw->mode = PROF_RAW_UNKNOWN;
             raw->why = PROF_RAW_WHY_SWITCH;
-            if (raw->nleaf == 0)
-                raw->leaf[raw->nleaf++] = regs->ip;
         } else {
             raw->mode = PROF_RAW_CSTATE;
             raw->top_sp = st_sp + 8;
@@ -244,8 +263,7 @@ static void machine(Walk *w, const StackRegs *regs)
                                                         ((fl >> 1) >> f->flags_bcpc_shift) & f->flags_bcpc_mask);
         walk_smalltalk(w, raw->top_fp);
     }
-    if (word(w, f->cstate_addr + PROF_CSTATE_C_SP, &c_sp) && word(w, c_sp + PROF_CSTATE_C_RET, &ret) &&
-        word(w, c_sp + PROF_CSTATE_C_BP, &bp))
+    if (c_sp && word(w, c_sp + PROF_CSTATE_C_RET, &ret) && word(w, c_sp + PROF_CSTATE_C_BP, &bp))
         walk_root(w, ret, bp);
 }
 
@@ -253,33 +271,40 @@ static void interp(Walk *w, const StackRegs *regs)
 {
     const ProfWalkFacts *f = w->f;
     ProfRawStack *raw = w->raw;
-    if (regs->r14 == 0) {
+    uint64_t fp = regs->r14, ipv = regs->r15, anchor;
+    /* while a primitive runs, the interpreter's anchor names its frame:
+     * code the primitive calls (a library) may use r14/r15 */
+    if ((f->flags & PROF_WALK_F_ANCHORS) && word(w, f->state_addr + PROF_STATE_PRIM_FP, &anchor) && anchor != 0 &&
+        word(w, f->state_addr + PROF_STATE_PRIM_IP, &ipv))
+        fp = anchor;
+    if (fp == 0) {
         /* frames are being unwound or copied (vm/interp/interp.c's FRAMES_UNSTABLE) */
         raw->mode = PROF_RAW_UNKNOWN;
         raw->why = PROF_RAW_WHY_SWITCH;
     } else {
         raw->mode = PROF_RAW_INTERP;
-        raw->top_pc = regs->r15;
-        raw->top_fp = regs->r14;
+        raw->top_pc = ipv;
+        raw->top_fp = fp;
         uint64_t m;
-        if (in_stack(f, regs->r14) && word(w, regs->r14 - 8, &m))
+        if (in_stack(f, fp) && word(w, fp - 8, &m))
             raw->top_bytes = bytes_of(w, m);
         else
             raw->flags |= PROF_RAW_F_BAD_FRAME;
     }
-    uint64_t bp = regs->bp, root_pc;
+    uint64_t bp = regs->bp, root_pc, ibp;
+    if (!word(w, f->state_addr + PROF_STATE_INTERP_BP, &ibp))
+        ibp = 0;
     if (in_interp(f, regs->ip)) {
         root_pc = regs->ip;
     } else {
-        root_pc = walk_leaf(w, regs->ip, &bp, in_interp);
+        root_pc = walk_leaf(w, regs->ip, &bp, in_interp, regs->sp, ibp ? ibp : 1);
         if (root_pc == 0) {
-            /* a frameless leaf called by the interpreter: its frame pointer
-             * is still the interpreter's, the return address unknown */
+            /* a leaf without a frame pointer, called by the interpreter or
+             * by C it called: the interpreter's own frame is known, the
+             * return address into it is not */
             raw->flags |= PROF_RAW_F_LEAF_GUESSLESS;
-            raw->nleaf = 1;
             root_pc = f->interp_start;
-            if (!word(w, f->state_addr + PROF_STATE_INTERP_BP, &bp))
-                bp = 0;
+            bp = ibp;
         }
     }
     if (raw->mode == PROF_RAW_INTERP && !(raw->flags & PROF_RAW_F_BAD_FRAME))
@@ -306,6 +331,6 @@ void report_stackcapture(StackReader *r, const ProfWalkFacts *f, const StackRegs
         interp(&w, regs);
     else {
         uint64_t bp = regs->bp;
-        walk_leaf(&w, regs->ip, &bp, NULL);
+        walk_leaf(&w, regs->ip, &bp, NULL, 0, 0);
     }
 }

@@ -658,7 +658,10 @@ void report_symbolize_lookup(Symbolizer *s, uint64_t addr, bool is_return_addres
     const char *name = dw->dwfl_module_addrinfo(m->mod, q, &off, &sym, NULL, NULL, NULL);
     DwarfFacts df = {0};
     dwarf_facts(m, q, &df);
-    if (name != NULL && name[0] != '\0') {
+    /* a marker without size at a function's first byte (the linker's
+     * __start_SECTION) is no name for the function: DWARF's is */
+    bool marker = name != NULL && sym.st_size == 0 && GELF_ST_TYPE(sym.st_info) == STT_NOTYPE && off == 0;
+    if (name != NULL && name[0] != '\0' && !(marker && df.name != NULL)) {
         out->function = name;
         out->function_start = q - off;
         out->function_size = sym.st_size;

@@ -394,8 +394,11 @@ static Sampler *perf_open(const SamplerConfig *cfg, bool *refused, char *err, si
     return s;
 }
 
+static void push_facts(Sampler *s);
+
 static bool perf_start(Sampler *s, char *err, size_t errlen)
 {
+    push_facts(s); /* attached: the facts are known, so the first sample is walked whole */
     if (s->cfg.launched)
         return true; /* enable_on_exec does it */
     for (size_t i = 0; i < s->nrings; i++) {
@@ -540,21 +543,30 @@ static void deliver_raw(void *vctx, const ProfRawStack *raw)
     d->sink(d->ctx, &rs);
 }
 
+/* Hands the walker the VM's facts as soon as vmprofd has them: before the
+ * events are enabled when attaching (the export is read first), else at
+ * the next poll, before it waits. */
+static void push_facts(Sampler *s)
+{
+    const ProfWalkFacts *f = s->cfg.facts;
+    if (s->bpf && !s->bpf_has_facts && f && __atomic_load_n(&f->size, __ATOMIC_ACQUIRE)) {
+        vmprofd_bpf_set_facts(s->bpf, f); /* the VM has published: walk its frames from now on */
+        s->bpf_has_facts = true;
+    }
+}
+
 static void drain_bpf(Sampler *s, SampleSink sink, void *ctx)
 {
     if (!s->bpf)
         return;
-    const ProfWalkFacts *f = s->cfg.facts;
-    if (!s->bpf_has_facts && f && __atomic_load_n(&f->size, __ATOMIC_ACQUIRE)) {
-        vmprofd_bpf_set_facts(s->bpf, f); /* the VM has published: walk its frames from now on */
-        s->bpf_has_facts = true;
-    }
+    push_facts(s);
     BpfDelivery d = {s, sink, ctx};
     vmprofd_bpf_drain(s->bpf, deliver_raw, &d);
 }
 
 static void perf_poll(Sampler *s, int timeout_ms, int wake_fd, SampleSink sink, void *ctx)
 {
+    push_facts(s);
     size_t n = 0;
     for (size_t i = 0; i < s->nrings; i++) {
         if (s->rings[i].dead)

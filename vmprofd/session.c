@@ -682,20 +682,26 @@ int vmprofd_session_run(const VmprofdOptions *o)
                           : ss->exp        ? "the sampler delivered them without a walk; they were unwound natively"
                           : ss->exp_msg[0] ? ss->exp_msg
                                            : "the target published no export segment (not an stvm, or stvm --no-export)";
-        report_profile_add_note(p, "stacks partial: no sample has Smalltalk frames (%s)", why);
+        report_profile_add_note(p, "stacks partial: no sample was walked through the Smalltalk frames (%s): at most "
+                                   "their innermost one is shown", why);
     } else if (ss->partial && ss->facts.size == 0) {
-        report_profile_add_note(p, "stacks partial: %" PRIu64 " of %" PRIu64 " samples have no Smalltalk frames (%s)",
+        report_profile_add_note(p, "stacks partial: %" PRIu64 " of %" PRIu64 " samples were not walked through the "
+                                   "Smalltalk frames: at most their innermost one is shown (%s)",
                                 ss->partial, ss->partial + ss->whole + ss->early,
                                 ss->facts_why[0] ? ss->facts_why : "the VM published no walk facts");
     } else if (ss->partial) {
-        /* say which kind they were, not a guess at why */
+        /* say which kind they were, not a guess at why; what they show is
+         * what report/resolve.c makes of a sample without a walk: native
+         * frames up to the first Smalltalk frame, if any, then "Smalltalk
+         * callers not walked" */
         uint64_t unfacted = ss->partial - ss->partial_unwalked;
         char kinds[256];
         snprintf(kinds, sizeof kinds,
                  "%" PRIu64 " walked before the sampler had the VM's walk facts, %" PRIu64
                  " delivered by the sampler without a walk and unwound natively",
                  unfacted, ss->partial_unwalked);
-        report_profile_add_note(p, "stacks partial: %" PRIu64 " of %" PRIu64 " samples have no Smalltalk frames (%s)",
+        report_profile_add_note(p, "stacks partial: %" PRIu64 " of %" PRIu64 " samples were not walked through the "
+                                   "Smalltalk frames: at most their innermost one is shown (%s)",
                                 ss->partial, ss->partial + ss->whole + ss->early, kinds);
     }
     bool debug_ok = true;

@@ -40,6 +40,16 @@ register unsigned long *vm_ifp asm("r14"); /* an Oop *; VM_INTERP_FP_PERF_REG in
                      : "=r"(vm_ifp)                                                                    \
                      : "r"(v), "m"((v)[FRAME_SAVED_FP]), "m"((v)[FRAME_SAVED_IP]), "m"((v)[FRAME_METHOD]), \
                        "m"((v)[FRAME_FLAGS]))
+/* The interpreter's anchor (jit/enter.h's prim_fp/prim_ip, proto/stackabi.h):
+ * around a primitive's call, where r14/r15 stop being the walker's — the
+ * primitive may call a library that uses them. Volatile stores keep their
+ * order: ip first, so a walker that sees prim_fp sees its ip. */
+#define PRIM_ANCHOR_SET()                                                     \
+    do {                                                                      \
+        *(volatile uint64_t *)&jit_cstate.prim_ip = (uint64_t)(uintptr_t)ip;  \
+        *(volatile uint64_t *)&jit_cstate.prim_fp = (uint64_t)(uintptr_t)vm_ifp; \
+    } while (0)
+#define PRIM_ANCHOR_CLEAR() (*(volatile uint64_t *)&jit_cstate.prim_fp = 0)
 #define FRAMES_UNSTABLE() \
     do {                  \
         IP_CLEAR();       \
@@ -662,7 +672,10 @@ site_prim_fn : {
     Oop *a = prim_args;
     a[0] = sp[n];
     for (int i = 1; i <= n; i++) a[i] = sp[n - i];
-    if (LIKELY(((VmPrimFn)sce->prim_fn)(a, &result))) {
+    PRIM_ANCHOR_SET();
+    bool ok = ((VmPrimFn)sce->prim_fn)(a, &result);
+    PRIM_ANCHOR_CLEAR();
+    if (LIKELY(ok)) {
         sp += n;
         *sp = result;
         DISPATCH();
@@ -1089,7 +1102,10 @@ primitive : {
         Oop r;
         VmPrimFn fn = (VmPrimFn)e->fn;
         VM_PROBE_PRIMITIVE(fn, m, e - vm_prim_table);
-        if (LIKELY(fn(a, &r))) {
+        PRIM_ANCHOR_SET();
+        bool ok = fn(a, &r);
+        PRIM_ANCHOR_CLEAR();
+        if (LIKELY(ok)) {
             if (UNLIKELY(mc_retaddr)) {
                 result = r;
                 goto prim_answer;

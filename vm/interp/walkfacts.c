@@ -24,6 +24,8 @@ void vm_walk_facts(ProfWalkFacts *f)
 {
     memset(f, 0, sizeof *f);
     f->size = sizeof *f;
+    /* jit/enter.c clears st_sp after each runtime call, interp.c keeps prim_fp/prim_ip */
+    f->flags = PROF_WALK_F_ANCHORS;
     f->state_addr = (uint64_t)(uintptr_t)&jit_cstate.mode;
     f->interp_start = vm_interp_code_start();
     f->interp_end = vm_interp_code_end();

@@ -94,6 +94,7 @@ static __u64 bytes_of(ProfRawStack *r, __u64 m)
 
 struct native {
     __u64 bp;
+    __u64 lo, hi; /* hi != 0: follow only frames at lo <= bp < hi */
     __u64 ret;   /* the return address the walk stopped at (0: none) */
     int stop;    /* STOP_* */
     int root;    /* 1: into root[], else leaf[] */
@@ -107,7 +108,10 @@ static long native_step(__u32 i, void *vctx)
     if (!r)
         return 1;
     __u64 fr[2], bp = w->bp;
-    if (bp == 0 || (bp & 7) || !pair(r, bp, fr) || fr[1] == 0) {
+    /* a native walk just ends at an unreadable word (no FAULT flag: that
+     * speaks of the Smalltalk chain) */
+    if (bp == 0 || (bp & 7) || (w->hi && (bp < w->lo || bp >= w->hi)) ||
+        bpf_probe_read_user(fr, 16, (const void *)bp) != 0 || fr[1] == 0) {
         w->done = 1;
         return 1;
     }
@@ -140,17 +144,24 @@ static long native_step(__u32 i, void *vctx)
 }
 
 /* leaf[] from (ip, bp) until a return address the stop kind names;
- * answers it (0: none) and leaves *bp at its frame. */
-static __u64 walk_leaf(ProfRawStack *r, __u64 ip, __u64 *bp, int stop)
+ * answers it (0: none) and leaves *bp at its frame. hi != 0: frames at
+ * lo <= bp < hi only (report/stackcapture.c's walk_leaf says why). */
+static __u64 walk_leaf(ProfRawStack *r, __u64 ip, __u64 *bp, int stop, __u64 lo, __u64 hi)
 {
     __u16 n = r->nleaf;
     if (n < PROF_RAW_MAX_LEAF) {
         r->leaf[n] = ip;
         r->nleaf = n + 1;
     }
-    struct native w = {.bp = *bp, .stop = stop};
+    struct native w = {.bp = *bp, .lo = lo, .hi = hi, .stop = stop};
     bpf_loop(PROF_RAW_MAX_LEAF, native_step, &w, 0);
     *bp = w.bp;
+    if (w.ret == 0 && stop != STOP_NONE && n < PROF_RAW_MAX_LEAF) {
+        /* never met where the Smalltalk side called C: ip alone
+         * (report/stackcapture.c's walk_leaf says why) */
+        r->nleaf = n + 1;
+        r->flags &= ~PROF_RAW_F_LEAF_TRUNCATED;
+    }
     return w.ret;
 }
 
@@ -268,29 +279,34 @@ static void walk_smalltalk(__u64 fp)
 static void machine(ProfRawStack *r, __u64 ip, __u64 sp, __u64 bp)
 {
     const ProfWalkFacts *f = &walk_config.facts;
+    bool anchors = f->flags & PROF_WALK_F_ANCHORS;
+    __u64 c_sp = 0;
+    if (!word(r, f->cstate_addr + PROF_CSTATE_C_SP, &c_sp))
+        c_sp = 0;
     if (in_zone(f, ip) && in_stack(f, sp)) {
         r->mode = PROF_RAW_MACHINE;
         r->top_pc = ip;
         r->top_sp = sp;
         r->top_fp = bp;
     } else {
-        __u64 wbp = bp, ret;
+        __u64 wbp = bp, ret = 0;
         if (in_zone(f, ip)) {
             r->leaf[0] = ip;
             r->nleaf = 1;
             ret = ip;
+        } else if (in_interp(f, ip)) {
+            r->leaf[0] = ip;
+            r->nleaf = 1;
         } else {
-            ret = in_interp(f, ip) ? 0 : walk_leaf(r, ip, &wbp, STOP_ZONE);
+            ret = walk_leaf(r, ip, &wbp, STOP_ZONE, sp, c_sp ? c_sp : 1);
         }
+        /* the anchor: st_sp is non-zero exactly while C called through a
+         * trampoline runs, whatever the native walk reached */
         __u64 st_sp = 0, top_pc = 0, top_fp = 0;
-        if (ret == 0 || !word(r, f->cstate_addr + PROF_CSTATE_ST_SP, &st_sp) || !word(r, st_sp, &top_pc) ||
-            !word(r, f->cstate_addr + PROF_CSTATE_ST_FP, &top_fp)) {
+        bool have = word(r, f->cstate_addr + PROF_CSTATE_ST_SP, &st_sp) && (anchors ? st_sp != 0 : ret != 0);
+        if (!have || !word(r, st_sp, &top_pc) || !word(r, f->cstate_addr + PROF_CSTATE_ST_FP, &top_fp)) {
             r->mode = PROF_RAW_UNKNOWN;
             r->why = PROF_RAW_WHY_SWITCH;
-            if (r->nleaf == 0) {
-                r->leaf[0] = ip;
-                r->nleaf = 1;
-            }
         } else {
             r->mode = PROF_RAW_CSTATE;
             r->top_pc = top_pc;
@@ -310,39 +326,46 @@ static void machine(ProfRawStack *r, __u64 ip, __u64 sp, __u64 bp)
                                                       ((fl >> 1) >> f->flags_bcpc_shift) & f->flags_bcpc_mask);
         walk_smalltalk(r->top_fp);
     }
-    __u64 c_sp, cret, cbp;
-    if (word(r, f->cstate_addr + PROF_CSTATE_C_SP, &c_sp) && word(r, c_sp + PROF_CSTATE_C_RET, &cret) &&
-        word(r, c_sp + PROF_CSTATE_C_BP, &cbp))
+    __u64 cret, cbp;
+    if (c_sp && word(r, c_sp + PROF_CSTATE_C_RET, &cret) && word(r, c_sp + PROF_CSTATE_C_BP, &cbp))
         walk_root(r, cret, cbp);
 }
 
-static void interp(ProfRawStack *r, __u64 ip, __u64 bp, __u64 r14, __u64 r15)
+static void interp(ProfRawStack *r, __u64 ip, __u64 sp, __u64 bp, __u64 r14, __u64 r15)
 {
     const ProfWalkFacts *f = &walk_config.facts;
-    if (r14 == 0) {
+    __u64 fp = r14, ipv = r15, anchor;
+    /* while a primitive runs, the interpreter's anchor names its frame:
+     * code the primitive calls (a library) may use r14/r15 */
+    if ((f->flags & PROF_WALK_F_ANCHORS) && word(r, f->state_addr + PROF_STATE_PRIM_FP, &anchor) && anchor != 0 &&
+        word(r, f->state_addr + PROF_STATE_PRIM_IP, &ipv))
+        fp = anchor;
+    if (fp == 0) {
         r->mode = PROF_RAW_UNKNOWN;
         r->why = PROF_RAW_WHY_SWITCH;
     } else {
         r->mode = PROF_RAW_INTERP;
-        r->top_pc = r15;
-        r->top_fp = r14;
+        r->top_pc = ipv;
+        r->top_fp = fp;
         __u64 m;
-        if (in_stack(f, r14) && word(r, r14 - 8, &m))
+        if (in_stack(f, fp) && word(r, fp - 8, &m))
             r->top_bytes = bytes_of(r, m);
         else
             r->flags |= PROF_RAW_F_BAD_FRAME;
     }
-    __u64 wbp = bp, root_pc;
+    __u64 wbp = bp, root_pc, ibp;
+    if (!word(r, f->state_addr + PROF_STATE_INTERP_BP, &ibp))
+        ibp = 0;
     if (in_interp(f, ip)) {
         root_pc = ip;
     } else {
-        root_pc = walk_leaf(r, ip, &wbp, STOP_INTERP);
+        root_pc = walk_leaf(r, ip, &wbp, STOP_INTERP, sp, ibp ? ibp : 1);
         if (root_pc == 0) {
+            /* a leaf without a frame pointer: the interpreter's frame is
+             * known, the return address into it is not */
             r->flags |= PROF_RAW_F_LEAF_GUESSLESS;
-            r->nleaf = 1;
             root_pc = f->interp_start;
-            if (!word(r, f->state_addr + PROF_STATE_INTERP_BP, &wbp))
-                wbp = 0;
+            wbp = ibp;
         }
     }
     if (r->mode == PROF_RAW_INTERP && !(r->flags & PROF_RAW_F_BAD_FRAME))
@@ -419,10 +442,10 @@ int vmprofd_stackwalk(struct bpf_perf_event_data *ctx)
     if (mode == PROF_STATE_MACHINE && f->cstate_addr)
         machine(r, ip, sp, bp);
     else if (mode == PROF_STATE_INTERP)
-        interp(r, ip, bp, r14, r15);
+        interp(r, ip, sp, bp, r14, r15);
     else {
         __u64 wbp = bp;
-        walk_leaf(r, ip, &wbp, STOP_NONE);
+        walk_leaf(r, ip, &wbp, STOP_NONE, 0, 0);
     }
     /* No wake-up per record: vmprofd drains the ring on its own poll
      * timer (every 50 ms at most), and a wake-up per sample (an irq_work
