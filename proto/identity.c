@@ -16,9 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Reads at most len - 1 bytes of a /proc file into buf, NUL-terminated;
- * the bytes read, -1 when it cannot be opened. */
-static ssize_t read_small_file(const char *path, char *buf, size_t len)
+ssize_t prof_proc_read(const char *path, char *buf, size_t len)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -46,7 +44,7 @@ static bool start_ticks(pid_t pid, uint64_t *out)
         snprintf(path, sizeof path, "/proc/self/stat");
     else
         snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    if (read_small_file(path, buf, sizeof buf) <= 0)
+    if (prof_proc_read(path, buf, sizeof buf) <= 0)
         return false;
     const char *p = strrchr(buf, ')');
     if (!p)
@@ -71,7 +69,7 @@ bool prof_identity_of(pid_t pid, ProfIdentity *out)
     memset(out, 0, sizeof *out);
     if (!start_ticks(pid, &out->start_ticks))
         return false;
-    if (read_small_file("/proc/sys/kernel/random/boot_id", out->boot_id, sizeof out->boot_id) < 0)
+    if (prof_proc_read("/proc/sys/kernel/random/boot_id", out->boot_id, sizeof out->boot_id) < 0)
         out->boot_id[0] = '\0';
     out->boot_id[strcspn(out->boot_id, "\n")] = '\0';
     return true;

@@ -27,6 +27,11 @@ typedef struct ProfIdentity {
     char boot_id[40];     /* /proc/sys/kernel/random/boot_id, "" when unknown */
 } ProfIdentity;
 
+/* Reads at most len - 1 bytes of a small file (/proc's) into buf,
+ * NUL-terminated, retrying short reads; the bytes read, -1 when it cannot
+ * be opened. The one /proc reader of stvm's profiler side and vmprofd. */
+ssize_t prof_proc_read(const char *path, char *buf, size_t len);
+
 /* The identity of pid (0: this process). false when the process is gone;
  * boot_id stays "" on a kernel without it (then only start_ticks count). */
 bool prof_identity_of(pid_t pid, ProfIdentity *out);

@@ -5,6 +5,8 @@
 #define _GNU_SOURCE /* process_vm_readv, ppoll, pipe2, strsignal, __WALL: Linux interfaces */
 #include "vmprofd/permission.h"
 
+#include "proto/identity.h"
+
 #include "vmprofd/options.h"
 #include "vmprofd/target.h"
 
@@ -27,15 +29,7 @@
 static int read_int_file(const char *path, int missing)
 {
     char buf[64];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return missing;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return missing;
-    buf[n] = '\0';
-    return atoi(buf);
+    return prof_proc_read(path, buf, sizeof buf) > 0 ? atoi(buf) : missing;
 }
 
 int vmprofd_permission_perf_paranoid(void)
@@ -192,14 +186,8 @@ static bool target_permitted(pid_t pid, uint64_t *out)
 {
     char path[64], buf[4096];
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (prof_proc_read(path, buf, sizeof buf) <= 0)
         return false;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return false;
-    buf[n] = '\0';
     const char *p = strstr(buf, "\nCapPrm:");
     if (!p)
         return false;

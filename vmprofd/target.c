@@ -5,6 +5,8 @@
 #define _GNU_SOURCE /* process_vm_readv, ppoll, pipe2, strsignal, __WALL: Linux interfaces */
 #include "vmprofd/target.h"
 
+#include "proto/identity.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,24 +22,10 @@
 
 /* -- /proc facts ------------------------------------------------------- */
 
-/* Reads a small /proc file into buf (NUL-terminated); false when absent. */
+/* Reads a small /proc file into buf (NUL-terminated); false when absent or empty. */
 static bool read_proc(const char *path, char *buf, size_t len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    size_t used = 0;
-    while (used + 1 < len) {
-        ssize_t n = read(fd, buf + used, len - 1 - used);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        used += (size_t)n;
-    }
-    close(fd);
-    buf[used] = '\0';
-    return used > 0;
+    return prof_proc_read(path, buf, len) > 0;
 }
 
 /* The value after "Key:" in /proc/PID/status, or NULL. */
