@@ -23,7 +23,7 @@ NOT_WALKED = 'Smalltalk_callers_not_walked'
 
 
 def method(frame):
-    return frame[:-len('_(interpreted)')] if frame.endswith('_(interpreted)') else frame
+    return frame[:-len(' (interpreted)')] if frame.endswith(' (interpreted)') else frame
 
 
 def whole(names):
