@@ -19,7 +19,7 @@ WHOLE_MIN_PCT = 99.5       # of the samples in GMP
 GMP_MIN = 50               # samples in GMP (measured 400-900; 69 in an ASan build, whose
                            # Smalltalk runs slower while GMP does not): the fixture exercises it
 GMP_LEAF = re.compile(r'^(__gmpn_|__gmpz_|\[libgmp)')
-NOT_WALKED = 'Smalltalk_callers_not_walked'
+NOT_WALKED = 'Smalltalk callers not walked'
 
 
 def method(frame):
@@ -62,6 +62,7 @@ def main():
     total = sum(c for _, c in stacks)
     unknown = gmp = gmp_whole = marked = unmarked_partial = 0
     examples = []
+    rootless = []
     for frames, c in stacks:
         names = [method(f) for f in frames]
         if any(f.startswith('[unknown') for f in frames):
@@ -72,6 +73,8 @@ def main():
             marked += c
         elif any('>>' in f for f in frames) and 'main' not in names:
             unmarked_partial += c  # Smalltalk frames hanging from nothing, unannounced
+            if len(rootless) < 5:
+                rootless.append(';'.join(frames) + f' {c}')
         if GMP_LEAF.match(frames[-1]):
             gmp += c
             if whole(names):
@@ -93,7 +96,10 @@ def main():
     if pct(gmp_whole, gmp) < WHOLE_MIN_PCT:
         print(f'FAIL: fewer than {WHOLE_MIN_PCT}% of the samples in GMP show their whole Smalltalk stack'); ok = False
     if unmarked_partial:
-        print('FAIL: stacks with Smalltalk frames but no root, not marked as not walked'); ok = False
+        print('FAIL: stacks with Smalltalk frames but no root, not marked as not walked, e.g.:')
+        for e in rootless:
+            print('  ' + e)
+        ok = False
     if len(args) > 1:
         partial, early = note_counts(args[1])
         print(f'notes: {partial} samples partial, {early} before the export was read')
