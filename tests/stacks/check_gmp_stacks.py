@@ -15,7 +15,11 @@ import re
 import sys
 
 UNKNOWN_MAX_PCT = 0.5      # issue 21 item 6's target
-WHOLE_MIN_PCT = 99.5       # of the samples in GMP
+# GMP samples without their whole stack count against the same budget, as a
+# share of all samples: with 400 GMP samples (69 under ASan) a share of
+# the GMP samples alone would fail on one or two samples in a boot-time
+# window. 1a16503 broke 5-40% of them, 1-14% of all samples.
+BROKEN_GMP_MAX_PCT = UNKNOWN_MAX_PCT
 GMP_MIN = 50               # samples in GMP (measured 400-900; 69 in an ASan build, whose
                            # Smalltalk runs slower while GMP does not): the fixture exercises it
 GMP_LEAF = re.compile(r'^(__gmpn_|__gmpz_|\[libgmp)')
@@ -63,6 +67,7 @@ def main():
     unknown = gmp = gmp_whole = marked = unmarked_partial = 0
     examples = []
     rootless = []
+    broken = []
     for frames, c in stacks:
         names = [method(f) for f in frames]
         if any(f.startswith('[unknown') for f in frames):
@@ -79,6 +84,8 @@ def main():
             gmp += c
             if whole(names):
                 gmp_whole += c
+            elif len(broken) < 5:
+                broken.append(';'.join(frames) + f' {c}')
     pct = lambda x, y: 100.0 * x / y if y else 0.0
     print(f'samples {total}; with an [unknown] frame {unknown} ({pct(unknown, total):.2f}%); in GMP {gmp} '
           f'({pct(gmp, total):.1f}%), whole chain main..run:..show:..printString {pct(gmp_whole, gmp):.2f}%; '
@@ -93,8 +100,12 @@ def main():
         for e in examples:
             print('  ' + e)
         ok = False
-    if pct(gmp_whole, gmp) < WHOLE_MIN_PCT:
-        print(f'FAIL: fewer than {WHOLE_MIN_PCT}% of the samples in GMP show their whole Smalltalk stack'); ok = False
+    if pct(gmp - gmp_whole, total) > BROKEN_GMP_MAX_PCT:
+        print(f'FAIL: samples in GMP without their whole Smalltalk stack are more than {BROKEN_GMP_MAX_PCT}% of all '
+              f'samples, e.g.:')
+        for e in broken:
+            print('  ' + e)
+        ok = False
     if unmarked_partial:
         print('FAIL: stacks with Smalltalk frames but no root, not marked as not walked, e.g.:')
         for e in rootless:
