@@ -1,8 +1,9 @@
 /*
  * vmprofd/output.c — a Profile to its requested outputs. See output.h.
  */
-#define _GNU_SOURCE /* mkostemp */
 #include "vmprofd/output.h"
+
+#include "report/safefile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -88,11 +89,10 @@ static bool check_output(const char *path, char *err, size_t errlen)
     }
     /* the one sure test that a file can be made there (permissions, a
      * read-only file system, ACLs): make one */
-    char probe[4200];
-    snprintf(probe, sizeof probe, "%s/.vmprofd-check-XXXXXX", dir);
-    int fd = mkostemp(probe, O_CLOEXEC);
+    char probe[4200], why[512];
+    int fd = report_safefile_temp(path, O_WRONLY, 0600, probe, sizeof probe, why, sizeof why);
     if (fd < 0) {
-        snprintf(err, errlen, "cannot create files in %s: %s", dir, strerror(errno));
+        snprintf(err, errlen, "cannot create files in %.300s: %s", dir, why);
         return false;
     }
     close(fd);
@@ -174,20 +174,11 @@ static bool write_one(const VmprofdOptions *o, const VmprofdOutput *out, const P
         }
         return ok;
     }
-    char dir[4096], tmp[4200];
-    folder_of(out->path, dir, sizeof dir);
-    const char *base = strrchr(out->path, '/') ? strrchr(out->path, '/') + 1 : out->path;
-    int n = snprintf(tmp, sizeof tmp, "%s/.%.200s.vmprofd-XXXXXX", dir, base);
-    if (n < 0 || (size_t)n >= sizeof tmp) {
-        snprintf(err, errlen, "the path is too long");
+    char tmp[4200];
+    /* a new name no one can guess, created exclusively: never a planted file */
+    int fd = report_safefile_temp(out->path, O_WRONLY, 0600, tmp, sizeof tmp, err, errlen);
+    if (fd < 0)
         return false;
-    }
-    /* mkostemp: O_EXCL, so never a file someone planted under that name */
-    int fd = mkostemp(tmp, O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot create a file in %.300s: %s", dir, strerror(errno));
-        return false;
-    }
     FILE *f = fdopen(fd, "w");
     if (!f) {
         snprintf(err, errlen, "%s", strerror(errno));

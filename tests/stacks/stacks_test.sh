@@ -13,10 +13,10 @@ set -u
 SAMPLER=${1:?usage: stacks_test.sh perf|ptrace|invm|invmlong jit|nojit}
 MODE=${2:?usage: stacks_test.sh perf|ptrace|invm|invmlong jit|nojit}
 WORK=$(mktemp -d /tmp/stacks-test.XXXXXX)
-BUSY=()
+BUSY=() # busy loops and stvms this test started
+source "$(dirname "$0")/../stop_started.sh"
 cleanup() {
-    for p in "${BUSY[@]}"; do kill -9 "$p" 2>/dev/null; done
-    wait 2>/dev/null
+    stop_started "${BUSY[@]}"
     rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -17,13 +17,16 @@ set -u
 TEST=${1:?usage: vmprofd_test.sh TEST}
 WORK=$(mktemp -d /tmp/vmprofd-test.XXXXXX)
 STARTED=() # pids this test started
+DEAD_PIDS=() # pids of VMs it killed with SIGKILL on purpose (their segments stay)
+source "$(dirname "$0")/../stop_started.sh"
 
 cleanup() {
     local p
-    for p in "${STARTED[@]}"; do
-        kill -9 "$p" 2>/dev/null
+    stop_started "${STARTED[@]}"
+    # the stale segments pid_reuse made, where no process has taken the pid since
+    for p in "${DEAD_PIDS[@]}"; do
+        started_running "$p" || rm -f "/dev/shm/stvm-$p"
     done
-    wait 2>/dev/null
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -574,7 +577,7 @@ test_unwritable_output() {
     rc=$?
     [ "$rc" -eq 1 ] || fail "exit $rc when the output could not be written whole, want 1: $(cat "$WORK/k.err")"
     [ "$(cat "$WORK/keep.txt")" = OLD ] || fail "a failed write changed the old file"
-    ls -A "$WORK" | grep -q "vmprofd-" && fail "a temporary file was left: $(ls -A "$WORK")"
+    ls -A "$WORK" | grep -q "keep.txt.tmp" && fail "a temporary file was left: $(ls -A "$WORK")"
     "$VMPROFD" -q -o /dev/full -- /bin/true 2>"$WORK/f.err"
     [ $? -eq 1 ] && grep -q "No space left" "$WORK/f.err" || fail "/dev/full: $(cat "$WORK/f.err")"
     echo "ok: refused in $(((t1 - t0) / 1000000)) ms; a failed write kept the old file"
@@ -618,8 +621,8 @@ spawn_at() {
             STARTED+=("$p")
             return 0
         fi
-        kill -9 "$p" 2>/dev/null
-        wait "$p" 2>/dev/null
+        stop_started "$p"
+        rm -f "/dev/shm/stvm-$p" # a SIGTERM before its handlers were set leaves it
         kill -0 "$want" 2>/dev/null && return 1 # another process has it now
     done
     return 1
@@ -640,6 +643,7 @@ dead_vm_segment() {
     cp "/dev/shm/stvm-$DEAD_PID" "$WORK/stale.seg" || fail "stvm made no segment"
     kill -9 "$DEAD_PID"
     wait "$DEAD_PID" 2>/dev/null
+    DEAD_PIDS+=("$DEAD_PID")
     STALE_COPY=$WORK/stale.seg
     [ -e "/dev/shm/stvm-$DEAD_PID" ] || fail "SIGKILL left no segment: nothing to test"
 }
@@ -682,9 +686,7 @@ test_pid_reuse() {
         fail "not the new VM's counters (its eden is 4M, the dead one's 8M): $(grep 'eden' "$WORK/q.txt")"
     grep -q "warning" "$WORK/q.txt" && fail "unexpected warning: $(grep warning "$WORK/q.txt")"
     grep -q "samples in generated vm code" "$WORK/q.txt" || fail "no VM report"
-    kill -9 "$LANDED"
-    wait "$LANDED" 2>/dev/null
-    rm -f "/dev/shm/stvm-$LANDED"
+    stop_started "$LANDED"
     # 3. launch mode: vmprofd polls for the segment while the VM boots
     LANDED=
     for tries in 1 2 3; do
@@ -699,9 +701,9 @@ test_pid_reuse() {
     local child
     sleep 0.3
     child=$(pgrep -P "$LANDED" | head -1)
-    [ "$child" = "$DEAD_PID" ] || { kill -9 "$LANDED" "$child"; skip "the command got pid $child, not $DEAD_PID"; }
+    [ "$child" = "$DEAD_PID" ] || { stop_started "$LANDED"; skip "the command got pid $child, not $DEAD_PID"; }
     sleep 1.2
-    kill -9 "$child"
+    kill -TERM "$child" # vmprofd passes nothing here: the command ends, vmprofd with it
     wait "$LANDED"
     grep -q "eden size: 4,194,304" "$WORK/r.txt" ||
         fail "launch mode: not the new VM's counters: $(grep -i 'eden\|warning' "$WORK/r.txt")"
