@@ -37,6 +37,13 @@
  * pid. A reader trusts a segment only when both match the target's; an
  * older segment cannot be matched and is read with a warning.
  *
+ * Version 5 adds the allocation sample log (header.alloc_log_offset,
+ * alloc_log_size; proto/allocabi.h), the one region a profiler writes
+ * (its request); everything before it is unchanged, so a version-4 reader
+ * reads a version-5 segment (header_size says how much of the header is
+ * there) and a version-5 reader of an older segment cannot sample
+ * allocations, and says so.
+ *
  * A wire format (proto/): header-only, it depends on nothing, and stvm and
  * vmprofd share it at build time through the CMake target proto_export.
  *
@@ -50,10 +57,11 @@
 #include <stdint.h>
 
 #define PROF_EXPORT_MAGIC 0x464f5250d56d7473ull /* "stm\xd5PROF" little-endian */
-#define PROF_EXPORT_VERSION 4
+#define PROF_EXPORT_VERSION 5
 #define PROF_EXPORT_VERSION_CODE_LOG 2 /* the first version with a code event log */
 #define PROF_EXPORT_VERSION_STACKS 3   /* the first with walk facts and unwind pairs */
 #define PROF_EXPORT_VERSION_IDENTITY 4 /* the first that says which process made it */
+#define PROF_EXPORT_VERSION_ALLOC 5    /* the first with an allocation sample log */
 #define PROF_EXPORT_NAME_FMT "/stvm-%d"     /* shm_open name; the file is /dev/shm/stvm-<pid> */
 #define PROF_EXPORT_PATH_FMT "/dev/shm/stvm-%d"
 #define PROF_EXPORT_PATH_MAX 512
@@ -117,13 +125,17 @@ typedef struct ProfExportHeader {
     uint64_t walk_size;
     uint64_t start_ticks;      /* version >= 4: /proc/self/stat field 22 (clock ticks after boot) */
     char boot_id[40];          /* version >= 4: /proc/sys/kernel/random/boot_id, NUL-terminated */
+    uint64_t alloc_log_offset; /* version >= 5: proto/allocabi.h; 0 = absent (--no-alloc-log) */
+    uint64_t alloc_log_size;
 } ProfExportHeader;
 
 _Static_assert(sizeof(ProfCounters) == 8 * 30, "ProfCounters layout is ABI");
 _Static_assert(offsetof(ProfCounters, scavenges) == 48, "ProfCounters layout is ABI");
 _Static_assert(offsetof(ProfCounters, process_switches) == 136, "ProfCounters layout is ABI");
 _Static_assert(offsetof(ProfExportHeader, counters_offset) == 40, "ProfExportHeader layout is ABI");
-_Static_assert(sizeof(ProfExportHeader) == 152 + PROF_EXPORT_PATH_MAX, "ProfExportHeader layout is ABI");
+_Static_assert(sizeof(ProfExportHeader) == 168 + PROF_EXPORT_PATH_MAX, "ProfExportHeader layout is ABI");
+_Static_assert(offsetof(ProfExportHeader, alloc_log_offset) == 152 + PROF_EXPORT_PATH_MAX, "ProfExportHeader layout is ABI");
+#define PROF_EXPORT_HEADER_V4_SIZE (152 + PROF_EXPORT_PATH_MAX)
 _Static_assert(offsetof(ProfExportHeader, start_ticks) == 104 + PROF_EXPORT_PATH_MAX, "ProfExportHeader layout is ABI");
 #define PROF_EXPORT_HEADER_V3_SIZE (104 + PROF_EXPORT_PATH_MAX)
 #define PROF_EXPORT_HEADER_V2_SIZE (88 + PROF_EXPORT_PATH_MAX)

@@ -5,6 +5,8 @@
  */
 #include "vmprofd/options.h"
 
+#include "proto/allocabi.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -41,6 +43,17 @@ void vmprofd_options_usage(FILE *out)
         "                       (default 1400)\n"
         "  -m, --mode MODE      auto: perf_event, or ptrace when perf events are\n"
         "                       refused (default); perf; ptrace\n"
+        "  -e, --event EVENT    what a sample stands for: cpu, CPU time (default);\n"
+        "                       alloc, bytes an stvm allocates (with the class of\n"
+        "                       the object; needs its export segment); wall,\n"
+        "                       wall-clock time of every thread, running or not\n"
+        "                       (off-CPU samples show the thread's state and the\n"
+        "                       system call it waits in)\n"
+        "      --alloc-interval BYTES\n"
+        "                       --event alloc: about one sample per BYTES allocated\n"
+        "                       (default 512K; K, M, G suffixes)\n"
+        "      --live           --event alloc: also what the sampled objects left\n"
+        "                       alive at the end (after a full GC): inuse_space\n"
         "      --stack-bytes N  user stack copied per sample for unwinding\n"
         "                       (default 8192, a multiple of 8, at most 32768)\n"
         "\n"
@@ -102,6 +115,16 @@ void vmprofd_options_usage(FILE *out)
         "could not profile or write an output (no such process, not permitted,\n"
         "output not writable), 2 bad usage.\n",
         out);
+}
+
+const char *vmprofd_options_event_name(VmprofdEvent e)
+{
+    switch (e) {
+    case VMPROFD_EVENT_CPU: return "cpu";
+    case VMPROFD_EVENT_ALLOC: return "alloc";
+    case VMPROFD_EVENT_WALL: return "wall";
+    }
+    return "?";
 }
 
 const char *vmprofd_options_format_name(VmprofdFormat f)
@@ -177,6 +200,34 @@ static bool parse_long(const char *s, long lo, long hi, long *out)
     return true;
 }
 
+/* "524288", "512K", "512k", "4M", "1G" (powers of 1024, as Go and
+ * async-profiler write their intervals). */
+static bool parse_bytes(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (*s < '0' || *s > '9')
+        return false;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s)
+        return false;
+    unsigned shift = 0;
+    switch (*end) {
+    case '\0': break;
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: return false;
+    }
+    if (*end == 'i' || *end == 'B') /* 512KiB, 512KB */
+        end += *end == 'i' && end[1] == 'B' ? 2 : 1;
+    if (*end != '\0' || (shift && v > (~0ull >> shift)))
+        return false;
+    *out = (uint64_t)v << shift;
+    return true;
+}
+
 static bool add_output(VmprofdOptions *o, const char *path, bool has_format, VmprofdFormat f, char *err,
                        size_t errlen)
 {
@@ -207,6 +258,8 @@ enum {
     OPT_VERSION,
     OPT_DEBUG_RESOLUTIONS,
     OPT_CODE_LOG_POLL,
+    OPT_ALLOC_INTERVAL,
+    OPT_LIVE,
 };
 
 bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, size_t errlen)
@@ -217,6 +270,9 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
         {"rate", required_argument, NULL, 'F'},
         {"mode", required_argument, NULL, 'm'},
         {"stack-bytes", required_argument, NULL, OPT_STACK_BYTES},
+        {"event", required_argument, NULL, 'e'},
+        {"alloc-interval", required_argument, NULL, OPT_ALLOC_INTERVAL},
+        {"live", no_argument, NULL, OPT_LIVE},
         {"output", required_argument, NULL, 'o'},
         {"format", required_argument, NULL, 'f'},
         {"text", required_argument, NULL, OPT_TEXT},
@@ -237,6 +293,8 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
     o->rate_hz = VMPROFD_DEFAULT_RATE_HZ;
     o->mode = VMPROFD_MODE_AUTO;
     o->stack_bytes = VMPROFD_DEFAULT_STACK_BYTES;
+    o->event = VMPROFD_EVENT_CPU;
+    o->alloc_interval = PROF_ALLOC_DEFAULT_INTERVAL;
 
     /* The -o a following --format applies to (-1: none since the last
      * --format); --format with no -o at all names stdout's format. */
@@ -250,7 +308,7 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
     int c;
     /* "+": stop at the first non-option, so COMMAND's own options after
      * "--" are never taken for ours. ":" reports a missing argument. */
-    while ((c = getopt_long(argc, argv, "+:p:s:F:m:o:f:qh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:p:s:F:m:e:o:f:qh", longopts, NULL)) != -1) {
         long l;
         VmprofdFormat f;
         switch (c) {
@@ -276,6 +334,24 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
             else if (strcmp(optarg, "ptrace") == 0) o->mode = VMPROFD_MODE_PTRACE;
             else return fail(err, errlen, "--mode is auto, perf or ptrace, not '%s'", optarg);
             break;
+        case 'e':
+            if (strcmp(optarg, "cpu") == 0) o->event = VMPROFD_EVENT_CPU;
+            else if (strcmp(optarg, "alloc") == 0) o->event = VMPROFD_EVENT_ALLOC;
+            else if (strcmp(optarg, "wall") == 0) o->event = VMPROFD_EVENT_WALL;
+            else return fail(err, errlen, "--event is cpu, alloc or wall, not '%s'", optarg);
+            break;
+        case OPT_ALLOC_INTERVAL: {
+            uint64_t b;
+            if (!parse_bytes(optarg, &b) || b < VMPROFD_MIN_ALLOC_INTERVAL || b > VMPROFD_MAX_ALLOC_INTERVAL)
+                return fail(err, errlen,
+                            "--alloc-interval needs bytes from %u to 1T (a number, optionally with K, M or G: "
+                            "512K), got '%s'",
+                            VMPROFD_MIN_ALLOC_INTERVAL, optarg);
+            o->alloc_interval = b;
+            o->alloc_interval_given = true;
+            break;
+        }
+        case OPT_LIVE: o->live = true; break;
         case OPT_STACK_BYTES:
             if (!parse_long(optarg, 0, VMPROFD_MAX_STACK_BYTES, &l) || l % 8 != 0)
                 return fail(err, errlen, "--stack-bytes needs a multiple of 8 from 0 to %u, got '%s'",
@@ -340,6 +416,10 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
             return fail(err, errlen, "unknown option '%s'", argv[optind - 1]);
         }
     }
+
+    if (o->event != VMPROFD_EVENT_ALLOC && (o->live || o->alloc_interval_given))
+        return fail(err, errlen, "%s applies to --event alloc only (this profile is --event %s)",
+                    o->live ? "--live" : "--alloc-interval", vmprofd_options_event_name(o->event));
 
     bool dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
     if (optind < argc && !dashdash)

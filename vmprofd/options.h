@@ -36,6 +36,13 @@ typedef enum VmprofdMode {
     VMPROFD_MODE_PTRACE,
 } VmprofdMode;
 
+/* What a sample is taken on (--event). */
+typedef enum VmprofdEvent {
+    VMPROFD_EVENT_CPU,   /* CPU time of each thread (default) */
+    VMPROFD_EVENT_ALLOC, /* bytes allocated by an stvm (proto/allocabi.h) */
+    VMPROFD_EVENT_WALL,  /* wall-clock time of every thread, running or not */
+} VmprofdEvent;
+
 typedef struct VmprofdOutput {
     const char *path; /* "-" is stdout */
     VmprofdFormat format;
@@ -57,6 +64,10 @@ typedef struct VmprofdOutput {
  * perf requires a multiple of 8 below 64 KiB per sample record. */
 #define VMPROFD_DEFAULT_STACK_BYTES 8192u
 #define VMPROFD_MAX_STACK_BYTES 32768u
+/* --alloc-interval: Go's runtime.MemProfileRate and async-profiler's
+ * default (proto/allocabi.h: PROF_ALLOC_DEFAULT_INTERVAL). */
+#define VMPROFD_MIN_ALLOC_INTERVAL 256u
+#define VMPROFD_MAX_ALLOC_INTERVAL (1ull << 40)
 
 typedef struct VmprofdOptions {
     pid_t pid;            /* 0: launch `command` instead */
@@ -65,6 +76,10 @@ typedef struct VmprofdOptions {
     bool seconds_given;   /* -s: a command is sampled until it exits without it */
     double rate_hz;
     VmprofdMode mode;
+    VmprofdEvent event;   /* --event */
+    uint64_t alloc_interval; /* --alloc-interval BYTES: mean bytes between allocation samples */
+    bool alloc_interval_given;
+    bool live;            /* --live: what the sampled objects left alive (--event alloc) */
     uint32_t stack_bytes;
     bool lines;
     bool callers; /* --callers: the text report's callers section */
@@ -84,5 +99,6 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
 void vmprofd_options_usage(FILE *out);
 
 const char *vmprofd_options_format_name(VmprofdFormat f);
+const char *vmprofd_options_event_name(VmprofdEvent e);
 
 #endif
