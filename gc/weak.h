@@ -40,7 +40,9 @@
  * still alive; it is the profiler's to say what it dropped. */
 #define GC_WEAK_CAPACITY ((size_t)1 << 20)
 
-/* Follow obj (a heap object, young or old), remembered with tag. False
+/* Follow obj (a heap object, young or old), remembered with tag; anything
+ * else (an immediate, 0, an address outside the heap) is a caller's bug and
+ * panics, as does a call during a collection. False
  * when the table holds GC_WEAK_CAPACITY entries (or memory for it ran
  * out); the object is then not followed. The same object may be added
  * more than once (each entry is followed on its own). */

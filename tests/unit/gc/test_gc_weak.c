@@ -6,7 +6,11 @@
 
 #include "gc/weak.h"
 
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* Objects carry their id in slot 0 (a SmallInteger) and are added with the
  * id as tag, so an entry that follows the wrong object shows. */
@@ -295,6 +299,30 @@ static void clear_forgets_every_entry(void **state)
     assert_true(lookup(2) == tc.roots[1]);
 }
 
+/* A non-object is a caller's bug: the VM stops with a message (in a child,
+ * as gc_panic aborts). */
+static void adding_a_non_object_panics(void **state)
+{
+    (void)state;
+    Oop bad[] = {oop_from_int(3), 0, (Oop)8, (Oop)&tc};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        fflush(NULL);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            if (!freopen("/dev/null", "w", stderr))
+                _exit(2);
+            gc_weak_add(bad[i], 1);
+            _exit(0);
+        }
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFSIGNALED(status));
+        assert_int_equal(WTERMSIG(status), SIGABRT);
+    }
+    assert_int_equal(gc_weak_count(), 0);
+}
+
 /* -- Against a model, under --gc-stress --------------------------------- */
 
 /* A rooted old holder keeps some objects alive (stores through the write
@@ -406,6 +434,7 @@ int main(void)
         T(the_table_keeps_no_old_object_alive),
         T(a_full_table_answers_false),
         T(clear_forgets_every_entry),
+        T(adding_a_non_object_panics),
         T(random_mutator_under_gc_stress),
     };
     return cmocka_run_group_tests_name("gc_weak", tests, NULL, NULL);
