@@ -631,7 +631,8 @@ int vmprofd_session_run(const VmprofdOptions *o)
     h.start_wall = start_wall;
     h.seconds = seconds;
     h.requested_hz = o->rate_hz;
-    h.mode = ss->o->event == VMPROFD_EVENT_WALL ? "ptrace (wall-clock: every thread, running or not)" : ss->ops->mode;
+    h.wall_clock = ss->o->event == VMPROFD_EVENT_WALL;
+    h.mode = h.wall_clock ? "ptrace (wall-clock: every thread, running or not)" : ss->ops->mode;
     h.mode_reason = ss->mode_reason[0] ? ss->mode_reason : NULL;
     h.lost_samples = final.lost + ss->dropped;
     h.cpu_weighted = final.cpu_weighted;
