@@ -12,7 +12,7 @@
 #                 its Smalltalk frames, and all its output arrives
 #   perf_refused  --mode perf with --event wall: a usage error (exit 2)
 #
-# Environment (tests/vmprofd/CMakeLists.txt): VMPROFD, WALL_TARGET, STVM,
+# Environment (tests/vmprofd/CMakeLists.txt): VMPROFD, WALL_TARGET, PPROF_CHECK, STVM,
 # SOURCE_DIR. The accuracy cases run beside two busy loops: runnable time
 # counts as on-CPU, and the shares must hold on a busy machine.
 
@@ -101,7 +101,8 @@ test_half() {
 
 test_pipe() {
     busy_loops
-    "$VMPROFD" -q --event wall --folded "$WORK/p.folded" -- "$WALL_TARGET" pipe 2 \
+    "$VMPROFD" -q --event wall --folded "$WORK/p.folded" --pprof "$WORK/p.pb.gz" --flamegraph "$WORK/p.svg" -- \
+        "$WALL_TARGET" pipe 2 \
         >"$WORK/target.out" 2>"$WORK/vmprofd.err"
     local rc=$?
     [ "$rc" -eq 3 ] || fail "vmprofd exited with status $rc, not wall_target's 3"
@@ -116,6 +117,14 @@ test_pipe() {
     [ "$read" -ge $((all * 35 / 100)) ] && [ "$read" -le $((all * 65 / 100)) ] ||
         fail "$read of $all samples in [off-CPU: read]; the reader thread waits the whole run"
     [ "$reader" -ge $((read * 9 / 10)) ] || fail "of $read read samples only $reader are under the reader thread"
+    # the same in pprof (a function of that name, values of wall-clock time)
+    # and in the flame graph
+    "$PPROF_CHECK" "$WORK/p.pb.gz" "[off-CPU: read]" >"$WORK/check.out" 2>&1 || fail "pprof_check: $(cat "$WORK/check.out")"
+    grep -q "^  sample_type wall/nanoseconds$" "$WORK/check.out" || fail "pprof's values are not wall/nanoseconds"
+    local leaf
+    leaf=$(awk '$1 == "leaf" && $2 == "[off-CPU:" && $3 == "read]" { print $4 }' "$WORK/check.out")
+    [ "$leaf" = "$read" ] || fail "pprof has ${leaf:-no} samples in [off-CPU: read], the folded stacks $read"
+    grep -qF "[off-CPU: read] ($read samples" "$WORK/p.svg" || fail "the flame graph has no [off-CPU: read] frame of $read samples"
     echo "ok: $read of $all samples in [off-CPU: read]"
 }
 
