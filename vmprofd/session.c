@@ -311,8 +311,8 @@ static bool open_sampler(Session *ss)
             snprintf(ss->mode_reason, sizeof ss->mode_reason, "asked for with --mode ptrace");
         } else if (cfg.wall) {
             snprintf(ss->mode_reason, sizeof ss->mode_reason,
-                     "--event wall: every thread is stopped at each tick, running or not (perf's cpu-clock sees "
-                     "running threads only)");
+                     "--event wall samples every thread, running or not; perf's cpu-clock sees running threads "
+                     "only");
         } else {
             /* perf_err may be long: a cut reason still says what failed */
             if (snprintf(ss->mode_reason, sizeof ss->mode_reason, "%s; using ptrace", perf_err) >=
@@ -632,7 +632,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
     h.seconds = seconds;
     h.requested_hz = o->rate_hz;
     h.wall_clock = ss->o->event == VMPROFD_EVENT_WALL;
-    h.mode = h.wall_clock ? "ptrace (wall-clock: every thread, running or not)" : ss->ops->mode;
+    h.mode = h.wall_clock ? "ptrace (wall-clock)" : ss->ops->mode;
     h.mode_reason = ss->mode_reason[0] ? ss->mode_reason : NULL;
     h.lost_samples = final.lost + ss->dropped;
     h.cpu_weighted = final.cpu_weighted;
