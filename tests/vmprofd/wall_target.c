@@ -9,7 +9,10 @@
  *     Every nanosleep must return 0 (a stop that broke it would make it
  *     fail with EINTR) and must not end early. Prints
  *       wall_target: half ok cycles=N busy_ms=B sleep_ms=S
- *     (S: the wall time nap() took, wake-up delays included) and exits 0.
+ *     (S: the wall time nap() took, wake-up delays included: of each nap
+ *     20 ms are asleep, the rest runnable, waiting for a CPU once the
+ *     timer has fired, which a wall-clock sampler counts as on-CPU) and
+ *     exits 0.
  *   wall_target pipe SECONDS
  *     A second thread blocks in read() on a pipe (reader()); the main
  *     thread spins in busy() for SECONDS, then writes "hello\n". The
