@@ -322,7 +322,7 @@ static char thread_state(PtThread *t)
         return 0;
     buf[n] = '\0';
     const char *p = strrchr(buf, ')'); /* the command name may contain ") " */
-    return p && p[1] == ' ' && p[2] ? p[2] : '?';
+    return p && p[1] == ' ' ? p[2] : 0;
 }
 
 /* Whether the thread is on a CPU or waiting for one. */

@@ -388,7 +388,10 @@ static void add_warnings(Session *ss, Profile *p, const SamplerStats *final, dou
              PROF_EXPORT_VERSION_IDENTITY, pid);
     }
     if (ss->store.n == 0) {
-        if (ss->target.exited)
+        if (ss->o->event == VMPROFD_EVENT_WALL)
+            warn(p, "no samples: pid %d %s after %.3f s, before a tick of the wall clock could sample it", pid,
+                 ss->target.exited ? "exited" : "was not sampled", seconds);
+        else if (ss->target.exited)
             warn(p, "no samples: pid %d exited after %.3f s before it used a sampling period of CPU time", pid,
                  seconds);
         else
