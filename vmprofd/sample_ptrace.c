@@ -561,8 +561,10 @@ static uint64_t sample_thread(Sampler *s, size_t idx, char state, SampleSink sin
         long nr = (long)regs.orig_rax;
         if (nr == __NR_restart_syscall && t->last_nr_ip == regs.rip && t->last_nr >= 0)
             nr = t->last_nr;
-        else if (nr >= 0)
-            t->last_nr = nr, t->last_nr_ip = regs.rip;
+        else if (nr >= 0) {
+            t->last_nr = nr;
+            t->last_nr_ip = regs.rip;
+        }
         if (state != 'R' && nr >= 0)
             rs.syscall_nr = nr;
     } else {
