@@ -1,8 +1,8 @@
 /*
  * report/framekind.c — a frame's kind from its function (framekind.h).
  *
- * Names first, region second: "[unknown…]"/"[code zone…]" and "[kernel]"
- * are pseudo-functions the resolver makes in any region, and an
+ * Names first, region second: "[unknown…]"/"[code zone…]", "[kernel]" and
+ * "[off-CPU: …]" are pseudo-functions the resolver makes in any region, and an
  * interpreted method is named "Class>>sel (interpreted)" while its pc lies
  * in the VM's own interpret() (vanilla).
  */
@@ -21,7 +21,9 @@ ReportFrameKind report_frame_kind(const ReportFunctionInfo *f)
     const char *n = f->name ? f->name : "";
     if (strncmp(n, "[unknown", 8) == 0 || strncmp(n, "[code zone", 10) == 0)
         return REPORT_FRAME_UNKNOWN;
-    if (strcmp(n, "[kernel]") == 0 || strncmp(n, "[k]", 3) == 0)
+    /* "[off-CPU: read]" (wall-clock samples): time the thread spent
+     * waiting in the kernel */
+    if (strcmp(n, "[kernel]") == 0 || strncmp(n, "[k]", 3) == 0 || strncmp(n, "[off-CPU", 8) == 0)
         return REPORT_FRAME_KERNEL;
     if (ends_with(n, " (interpreted)"))
         return REPORT_FRAME_INTERPRETED;

@@ -2,7 +2,9 @@
  * report/pprof.c — a Profile as pprof's profile.proto (proto/profile.proto),
  * gzipped, as `go tool pprof` and other pprof readers expect.
  *
- *   sample_type   [samples/count, cpu/nanoseconds]; default: cpu
+ *   sample_type   [samples/count, cpu/nanoseconds]; default: cpu ("wall"
+ *                 instead of "cpu" in a wall-clock profile, as Go's and
+ *                 async-profiler's wall profiles say)
  *   period_type   cpu/nanoseconds, period = 1e9 / requested Hz
  *   mapping       one per Profile mapping,  id = index + 1
  *   function      one per distinct (name, source file, start line): a
@@ -334,7 +336,7 @@ static void build(Message *m, Builder *b)
     static const char *const type_names[2][2] = {{"samples", "count"}, {"cpu", "nanoseconds"}};
     for (int i = 0; i < 2; i++) {
         perftools__profiles__value_type__init(&m->types[i]);
-        m->types[i].type = str_id(b, type_names[i][0]);
+        m->types[i].type = str_id(b, i == 1 && h->wall_clock ? "wall" : type_names[i][0]);
         m->types[i].unit = str_id(b, type_names[i][1]);
         m->type_ptrs[i] = &m->types[i];
     }

@@ -96,6 +96,10 @@ typedef struct ReportHeader {
     /* Not an stvm (or one that publishes nothing): the text report is one
      * table of native functions, without the VM's tables and counters. */
     bool native_only;
+    /* Every thread sampled at the rate, running or not (vmprofd --event
+     * wall): each sample is a period of wall-clock time, pprof's value
+     * "wall/nanoseconds". */
+    bool wall_clock;
 } ReportHeader;
 
 typedef struct ReportTextOptions {

@@ -406,7 +406,7 @@ void report_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st, 
 {
     int kernel_fn = -1, unknown_fn = -1;
     enum { WHOLE_ROOM = PROF_RAW_MAX_LEAF + PROF_RAW_MAX_ST + PROF_RAW_MAX_ROOT + 16 };
-    static int frames[WHOLE_ROOM > REPORT_MAX_FRAMES + 2 ? WHOLE_ROOM : REPORT_MAX_FRAMES + 2];
+    static int frames[WHOLE_ROOM > REPORT_MAX_FRAMES + 3 ? WHOLE_ROOM : REPORT_MAX_FRAMES + 3];
     Zone z = {.code = code, .mapping = -1, .anonymous = {-1, -1, -1, -1}, .kernel_fn = -1, .unknown_fn = -1};
     ResolveCode no_code = {0};
     if (!z.code)
@@ -426,6 +426,10 @@ void report_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st, 
                 z.ninterp_fn = 0;
         }
     }
+    /* the labels' pseudo-functions, made on first use (-1 until then) */
+    int *label_fn = st->nlabels ? malloc(st->nlabels * sizeof *label_fn) : NULL;
+    for (size_t i = 0; label_fn && i < st->nlabels; i++)
+        label_fn[i] = -1;
     if (have_zone) {
         ReportMappingInfo mi = {.start = code->zone_start, .limit = code->zone_end, .file = "[code zone]"};
         z.mapping = report_profile_add_mapping(p, &mi);
@@ -433,8 +437,10 @@ void report_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st, 
     for (size_t i = 0; i < st->n; i++) {
         const StoredSample *s = &st->v[i];
         size_t n = 0;
+        if (s->label && label_fn && s->label <= st->nlabels)
+            frames[n++] = intern_plain(p, st->labels[s->label - 1], &label_fn[s->label - 1], 0);
         if (s->whole) {
-            n = whole_frames(p, &z, sym, st, s, frames, sizeof frames / sizeof frames[0]);
+            n += whole_frames(p, &z, sym, st, s, frames + n, sizeof frames / sizeof frames[0] - n);
             report_profile_add_weighted_sample(p, s->time_ns, s->tid, frames, n, s->weight);
             continue;
         }
@@ -469,4 +475,5 @@ void report_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st, 
         report_profile_add_weighted_sample(p, s->time_ns, s->tid, frames, n, s->weight);
     }
     free(z.interp_fn);
+    free(label_fn);
 }

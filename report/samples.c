@@ -37,6 +37,7 @@ bool report_samples_add(SampleStore *st, uint64_t time_ns, uint32_t tid, uint64_
     s->interp_ip = 0;
     s->weight = 1;
     s->whole = false;
+    s->label = 0;
     s->first = st->npcs;
     if (npcs)
         memcpy(st->pcs + st->npcs, pcs, npcs * sizeof *pcs);
@@ -86,8 +87,25 @@ bool report_samples_add_raw(SampleStore *st, const ProfRawStack *raw)
     return true;
 }
 
+uint32_t report_samples_label(SampleStore *st, const char *name)
+{
+    for (size_t i = 0; i < st->nlabels; i++)
+        if (strcmp(st->labels[i], name) == 0)
+            return (uint32_t)i + 1;
+    char **bigger = realloc(st->labels, (st->nlabels + 1) * sizeof *bigger);
+    if (!bigger)
+        return 0;
+    st->labels = bigger;
+    if (!(st->labels[st->nlabels] = strdup(name)))
+        return 0;
+    return (uint32_t)++st->nlabels;
+}
+
 void report_samples_free(SampleStore *st)
 {
+    for (size_t i = 0; i < st->nlabels; i++)
+        free(st->labels[i]);
+    free(st->labels);
     free(st->v);
     free(st->pcs);
     memset(st, 0, sizeof *st);

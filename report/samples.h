@@ -44,6 +44,10 @@ typedef struct StoredSample {
     uint16_t nkernel, nleaf, nst, nroot;
     uint32_t raw_flags, raw_why;
     uint64_t top[4 + PROF_RAW_TOP_WORDS];
+    /* 0, or 1 + the index in SampleStore.labels of a pseudo-frame above
+     * the leaf (wall-clock sampling: "[off-CPU: read]"), set by the
+     * producer after adding. */
+    uint32_t label;
 } StoredSample;
 
 typedef struct SampleStore {
@@ -51,6 +55,8 @@ typedef struct SampleStore {
     size_t n, cap;
     uint64_t *pcs;
     size_t npcs, cappcs;
+    char **labels;      /* distinct leaf pseudo-frame names (StoredSample.label) */
+    size_t nlabels;
 } SampleStore;
 
 /* False when out of memory (the sample is dropped). */
@@ -58,6 +64,9 @@ bool report_samples_add(SampleStore *st, uint64_t time_ns, uint32_t tid, uint64_
                          size_t npcs);
 /* A whole stack; false when out of memory (the sample is dropped). */
 bool report_samples_add_raw(SampleStore *st, const ProfRawStack *raw);
+/* The label id (StoredSample.label) of a pseudo-frame name, made on first
+ * use; 0 when out of memory. */
+uint32_t report_samples_label(SampleStore *st, const char *name);
 void report_samples_free(SampleStore *st);
 
 #endif

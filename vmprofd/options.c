@@ -40,15 +40,19 @@ void vmprofd_options_usage(FILE *out)
         "                       COMMAND still running then runs on, and vmprofd\n"
         "                       waits for it)\n"
         "  -F, --rate HZ        samples per second of CPU time of each thread\n"
-        "                       (default 1400)\n"
+        "                       (default 1400); with --event wall, of wall-clock\n"
+        "                       time (default 100, as py-spy: every thread stops\n"
+        "                       at each tick)\n"
         "  -m, --mode MODE      auto: perf_event, or ptrace when perf events are\n"
-        "                       refused (default); perf; ptrace\n"
+        "                       refused (default; with --event wall, ptrace); perf;\n"
+        "                       ptrace\n"
         "  -e, --event EVENT    what a sample stands for: cpu, CPU time (default);\n"
         "                       alloc, bytes an stvm allocates (with the class of\n"
         "                       the object; needs its export segment); wall,\n"
         "                       wall-clock time of every thread, running or not\n"
-        "                       (off-CPU samples show the thread's state and the\n"
-        "                       system call it waits in)\n"
+        "                       (off-CPU samples end in [off-CPU: read], the\n"
+        "                       system call it waits in, or [off-CPU: S (sleeping)];\n"
+        "                       runnable counts as on-CPU; ptrace mode only)\n"
         "      --alloc-interval BYTES\n"
         "                       --event alloc: about one sample per BYTES allocated\n"
         "                       (default 512K; K, M, G suffixes)\n"
@@ -302,6 +306,7 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
     bool stdout_format_given = false;
     VmprofdFormat stdout_format = VMPROFD_FORMAT_TEXT;
     bool pid_given = false;
+    bool rate_given = false;
 
     opterr = 0; /* our messages, not getopt's */
     optind = 1;
@@ -327,6 +332,7 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
             if (!parse_double(optarg, 1.0, VMPROFD_MAX_RATE_HZ, &o->rate_hz))
                 return fail(err, errlen, "--rate needs a frequency in Hz from 1 to %.0f, got '%s'",
                             VMPROFD_MAX_RATE_HZ, optarg);
+            rate_given = true;
             break;
         case 'm':
             if (strcmp(optarg, "auto") == 0) o->mode = VMPROFD_MODE_AUTO;
@@ -420,6 +426,12 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
     if (o->event != VMPROFD_EVENT_ALLOC && (o->live || o->alloc_interval_given))
         return fail(err, errlen, "%s applies to --event alloc only (this profile is --event %s)",
                     o->live ? "--live" : "--alloc-interval", vmprofd_options_event_name(o->event));
+
+    if (o->event == VMPROFD_EVENT_WALL && o->mode == VMPROFD_MODE_PERF)
+        return fail(err, errlen, "--event wall needs the ptrace sampler (perf's cpu-clock sees running threads "
+                                 "only): give --mode ptrace or auto, not perf");
+    if (o->event == VMPROFD_EVENT_WALL && !rate_given)
+        o->rate_hz = VMPROFD_DEFAULT_WALL_RATE_HZ;
 
     bool dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
     if (optind < argc && !dashdash)

@@ -55,6 +55,12 @@ typedef struct VmprofdOutput {
 
 #define VMPROFD_DEFAULT_SECONDS 10.0
 #define VMPROFD_DEFAULT_RATE_HZ 1400.0      /* ARCHITECTURE.md: "about 1.4 kHz" */
+/* --event wall stops every thread at each tick, sleeping or not, for
+ * ~50 us each (sample_ptrace.c): at 1.4 kHz a target would stand still 7 %
+ * of its time per thread. 100 Hz is py-spy's default rate (its --idle is
+ * the same kind of profile) and costs 0.5 %; async-profiler's wall mode
+ * ticks every 50 ms but samples a subset of threads per tick. */
+#define VMPROFD_DEFAULT_WALL_RATE_HZ 100.0
 /* perf_event_max_sample_rate's default is 100000; no sampler here gets near. */
 #define VMPROFD_MAX_RATE_HZ 100000.0
 /* User stack copied per sample for unwinding. On stvm running Richards,

@@ -51,6 +51,22 @@
  * repeats with the sampling period would otherwise always be caught at the
  * same phase. A tick that fires late is skipped (see PTRACE_MAX_LATENESS).
  *
+ * Wall-clock mode (SamplerConfig.wall, --event wall) samples every thread
+ * at each tick, running or not: its state is read from /proc first (R
+ * counts as on-CPU, runnable or running alike, as py-spy counts "active"),
+ * then it is stopped like a running one. PTRACE_INTERRUPT wakes a thread
+ * blocked in an interruptible system call; the call returns one of the
+ * kernel's -ERESTART* codes, the thread enters its interrupt-stop with
+ * orig_rax still holding the call's number (that is where the system call
+ * an off-CPU sample names comes from: /proc/.../syscall would need another
+ * read per thread and says the same), and when we resume it without a
+ * signal the kernel restarts the call (nanosleep with its remaining time),
+ * so the program sees nothing. The exceptions are the calls Linux never
+ * restarts after a stop (signal(7): epoll_wait, semop, sigtimedwait, ...),
+ * which return EINTR as they do when a debugger or py-spy stops the
+ * program. There is no CPU-time weighting or rate steering in this mode:
+ * every sample weighs one tick of wall-clock time.
+ *
  * Stops that are not ours are passed through so the target behaves as if
  * untraced: a signal-delivery-stop is resumed with its signal, a group-stop
  * (SIGSTOP, SIGTSTP, ...) is left in effect with PTRACE_LISTEN, clone
@@ -77,6 +93,7 @@
 #include <string.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/ptrace.h>
 #include <sys/signalfd.h>
 #include <sys/uio.h>
@@ -99,6 +116,13 @@ typedef struct PtThread {
     uint64_t run_weighed;       /* CPU time up to which samples have weighed it */
     bool gone;          /* exited (or detached as not ours) */
     bool group_stopped; /* in a group-stop we left in effect (PTRACE_LISTEN) */
+    /* Wall mode: the system call of its last sample, and the ip it was
+     * made from. A call our stop interrupted is resumed as restart_syscall
+     * from the same ip when it restarts through its restart block
+     * (nanosleep, poll, timed futex waits), so later samples see that
+     * number: they get the call it stands for. */
+    long last_nr;
+    uint64_t last_nr_ip;
 } PtThread;
 
 struct Sampler {
@@ -113,7 +137,8 @@ struct Sampler {
     bool have_clock;
     uint64_t cpu_first;    /* its value when sampling started */
     uint64_t cpu_now;      /* ... at the last tick */
-    size_t *running;       /* scratch: indices of running threads */
+    size_t *running;       /* scratch: indices of the threads to sample this tick */
+    char *states;          /* scratch, wall mode: their state letters, read before the stop */
     uint64_t next_tick;    /* CLOCK_MONOTONIC ns */
     uint64_t rng;
     bool started;
@@ -254,11 +279,16 @@ static PtThread *add_thread(Sampler *s, pid_t tid)
         if (!run)
             return NULL;
         s->running = run;
+        char *states = realloc(s->states, cap);
+        if (!states)
+            return NULL;
+        s->states = states;
         s->capth = cap;
     }
     t = &s->th[s->nth++];
     memset(t, 0, sizeof *t);
     t->tid = tid;
+    t->last_nr = -1;
     char path[96];
     snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)s->cfg.pid, (int)tid);
     t->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -280,18 +310,26 @@ static void thread_gone(PtThread *t)
     t->sched_fd = -1;
 }
 
-/* Whether the thread is on a CPU or waiting for one. */
-static bool thread_running(PtThread *t)
+/* The thread's state letter in /proc (R, S, D, T, t, Z, X, ...); '?' when
+ * it cannot be read, 0 when the thread is gone. */
+static char thread_state(PtThread *t)
 {
     char buf[512];
     if (t->stat_fd < 0)
-        return true; /* cannot tell: sample it */
+        return '?';
     ssize_t n = pread(t->stat_fd, buf, sizeof buf - 1, 0);
     if (n <= 0)
-        return false;
+        return 0;
     buf[n] = '\0';
     const char *p = strrchr(buf, ')'); /* the command name may contain ") " */
-    return p && p[1] == ' ' && p[2] == 'R';
+    return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* Whether the thread is on a CPU or waiting for one. */
+static bool thread_running(PtThread *t)
+{
+    char st = thread_state(t);
+    return st == 'R' || st == '?'; /* cannot tell: sample it */
 }
 
 static long tgid_of(pid_t tid)
@@ -476,7 +514,7 @@ static bool read_target(void *ctx, uint64_t addr, void *buf, size_t len)
 
 /* Stops one running thread, samples it and resumes it. By index, not
  * pointer: a clone event handled while waiting may grow the table. */
-static uint64_t sample_thread(Sampler *s, size_t idx, SampleSink sink, void *ctx)
+static uint64_t sample_thread(Sampler *s, size_t idx, char state, SampleSink sink, void *ctx)
 {
     pid_t tid = s->th[idx].tid;
     uint64_t t0 = now_ns();
@@ -508,15 +546,31 @@ static uint64_t sample_thread(Sampler *s, size_t idx, SampleSink sink, void *ctx
     }
     struct user_regs_struct regs;
     PtThread *t = &s->th[idx];
-    if (ptrace(PTRACE_GETREGS, tid, 0, &regs) != 0 || !sched_read(t)) {
+    bool weighed = sched_read(t);
+    if (ptrace(PTRACE_GETREGS, tid, 0, &regs) != 0 || (!weighed && !s->cfg.wall)) {
         s->lost++; /* no registers, or no CPU time to weigh the sample by */
         ptrace(PTRACE_CONT, tid, 0, 0);
         return now_ns() - t0;
     }
     RawSample rs;
     memset(&rs, 0, sizeof rs);
-    rs.has_cpu = true;
-    rs.cpu_ns = t->run_last - t->run_weighed;
+    rs.syscall_nr = -1;
+    if (s->cfg.wall) {
+        /* one tick of wall-clock time, whatever the thread did with it */
+        rs.state = state;
+        long nr = (long)regs.orig_rax;
+        if (nr == __NR_restart_syscall && t->last_nr_ip == regs.rip && t->last_nr >= 0)
+            nr = t->last_nr;
+        else if (nr >= 0) {
+            t->last_nr = nr;
+            t->last_nr_ip = regs.rip;
+        }
+        if (state != 'R' && nr >= 0)
+            rs.syscall_nr = nr;
+    } else {
+        rs.has_cpu = true;
+        rs.cpu_ns = t->run_last - t->run_weighed;
+    }
     t->run_weighed = t->run_last;
     rs.time_ns = now_ns();
     rs.pid = (uint32_t)s->cfg.pid;
@@ -568,7 +622,17 @@ static uint64_t tick(Sampler *s, bool late, SampleSink sink, void *ctx)
         PtThread *t = &s->th[i];
         if (t->gone)
             continue;
-        if (!t->group_stopped && thread_running(t)) {
+        if (s->cfg.wall && !t->group_stopped) {
+            /* Every thread; the state is read before our stop changes it
+             * to 't'. A group-stopped thread (SIGSTOP) is left alone: it
+             * stands in PTRACE_LISTEN, and waking it is not ours to do. */
+            char st = thread_state(t);
+            if (st == 0 || st == 'Z' || st == 'X')
+                continue; /* exiting: its exit status comes through waitpid */
+            s->states[nrun] = st == '?' ? 'R' : st;
+            s->running[nrun++] = i;
+        } else if (!t->group_stopped && thread_running(t)) {
+            s->states[nrun] = 'R';
             s->running[nrun++] = i;
         } else if (sched_read(t)) {
             t->run_weighed = t->run_last; /* off a CPU: exact, and not this tick's to weigh */
@@ -577,7 +641,8 @@ static uint64_t tick(Sampler *s, bool late, SampleSink sink, void *ctx)
     uint64_t cpu;
     if (read_cpu(s, &cpu)) {
         s->cpu_now = cpu;
-        steer(s, now_ns(), cpu);
+        if (!s->cfg.wall) /* wall mode: the rate is per second of wall-clock time */
+            steer(s, now_ns(), cpu);
     }
     if (late) {
         s->lost += nrun;
@@ -586,7 +651,7 @@ static uint64_t tick(Sampler *s, bool late, SampleSink sink, void *ctx)
     /* By index: a clone event handled while sampling may grow s->th. */
     uint64_t stopped = 0;
     for (size_t k = 0; k < nrun; k++)
-        stopped += sample_thread(s, s->running[k], sink, ctx);
+        stopped += sample_thread(s, s->running[k], s->states[k], sink, ctx);
     return nrun ? stopped / nrun : 0;
 }
 
@@ -646,6 +711,7 @@ static void ptrace_free(Sampler *s)
     }
     free(s->th);
     free(s->running);
+    free(s->states);
     free(s->stack);
     free(s);
 }
@@ -752,7 +818,8 @@ static void ptrace_poll(Sampler *s, int timeout_ms, int wake_fd, SampleSink sink
         uint64_t now = now_ns();
         if (s->started && now >= s->next_tick) {
             uint64_t stopped = tick(s, now - s->next_tick > PTRACE_MAX_LATENESS(s->interval_ns), sink, ctx);
-            s->next_tick += jittered(s, (uint64_t)s->period_ns) + stopped;
+            /* wall mode: ticks keep to the wall clock, stopped time included */
+            s->next_tick += jittered(s, (uint64_t)s->period_ns) + (s->cfg.wall ? 0 : stopped);
             now = now_ns();
             if (now > s->next_tick + (uint64_t)s->period_ns)
                 s->next_tick = now + jittered(s, (uint64_t)s->period_ns); /* fell behind: do not burst */
@@ -792,7 +859,7 @@ static void ptrace_stats(Sampler *s, SamplerStats *out)
     out->lost = s->lost;
     out->threads = s->seen_threads;
     out->cpu_ns = s->cpu_now - s->cpu_first;
-    out->cpu_weighted = true; /* a sample that could not be weighed was counted lost */
+    out->cpu_weighted = !s->cfg.wall; /* a sample that could not be weighed was counted lost */
     for (size_t i = 0; i < s->nth; i++) {
         const PtThread *t = &s->th[i];
         if (!t->have_sched)

@@ -46,6 +46,12 @@ typedef struct RawSample {
      * read while it stood still, when has_cpu (the sample's weight). */
     bool has_cpu;
     uint64_t cpu_ns;
+    /* Wall-clock sampling (SamplerConfig.wall): the thread's state in
+     * /proc/PID/task/TID/stat when the tick found it ('R' running or
+     * runnable: on-CPU; 'S', 'D', ...: off-CPU), and for an off-CPU thread
+     * the system call it was blocked in (-1: none, or not readable). */
+    char state;
+    long syscall_nr;
 } RawSample;
 
 typedef void (*SampleSink)(void *ctx, const RawSample *s);
@@ -60,6 +66,10 @@ typedef struct SamplerConfig {
      * is 0 until vmprofd has read the export (a launched VM publishes after
      * open), so a sampler checks it at each sample. Valid until close. */
     const ProfWalkFacts *facts;
+    /* ptrace only (--event wall): every thread is sampled at each tick,
+     * running or not, each sample weighs one period of wall-clock time,
+     * and RawSample.state / syscall_nr say what an off-CPU thread did. */
+    bool wall;
 } SamplerConfig;
 
 typedef struct SamplerStats {

@@ -7,6 +7,7 @@
 #include "report/report.h"
 #include "vmprofd/export_reader.h"
 #include "vmprofd/jitcode.h"
+#include "vmprofd/offcpu.h"
 #include "vmprofd/output.h"
 #include "vmprofd/permission.h"
 #include "vmprofd/progress.h"
@@ -119,11 +120,25 @@ typedef struct Session {
     bool no_export_arg;     /* the target is an stvm run with --no-export */
     char end_state[64];     /* the target's state when sampling ended ("S (sleeping)") */
     size_t threads_at_end;  /* its threads when sampling ended */
+    OffCpuTally offcpu;     /* --event wall: samples by what the thread did off the CPU */
 } Session;
 
 /* -- Samples arriving ---------------------------------------------------- */
 
 static void store_sample(Session *ss, const RawSample *r);
+
+/* --event wall: an off-CPU sample gets its "[off-CPU: ...]" leaf. */
+static void label_off_cpu(Session *ss, const RawSample *r, StoredSample *s)
+{
+    if (!vmprofd_offcpu_is_off(r->state)) {
+        vmprofd_offcpu_count(&ss->offcpu, NULL);
+        return;
+    }
+    char label[VMPROFD_OFFCPU_LABEL_MAX];
+    vmprofd_offcpu_label(r->state, r->syscall_nr, label, sizeof label);
+    vmprofd_offcpu_count(&ss->offcpu, label);
+    s->label = report_samples_label(&ss->store, label);
+}
 
 static void on_sample(void *ctx, const RawSample *r)
 {
@@ -132,6 +147,8 @@ static void on_sample(void *ctx, const RawSample *r)
     store_sample(ss, r);
     if (r->has_cpu && ss->store.n > before)
         ss->store.v[ss->store.n - 1].weight = r->cpu_ns;
+    if (ss->o->event == VMPROFD_EVENT_WALL && ss->store.n > before)
+        label_off_cpu(ss, r, &ss->store.v[ss->store.n - 1]);
 }
 
 static void store_sample(Session *ss, const RawSample *r)
@@ -268,10 +285,13 @@ static bool open_sampler(Session *ss)
         .stack_bytes = o->stack_bytes,
         .regs_mask = vmprofd_unwind_regs_mask(),
         .facts = &ss->facts,
+        .wall = o->event == VMPROFD_EVENT_WALL,
     };
     char perf_err[1024] = "", ptrace_err[1024] = "";
     bool refused = false;
-    if (o->mode != VMPROFD_MODE_PTRACE) {
+    /* --event wall: only the ptrace sampler sees threads that do not run
+     * (options.c refuses --mode perf with it) */
+    if (o->mode != VMPROFD_MODE_PTRACE && !cfg.wall) {
         ss->sampler = vmprofd_sampler_perf.open(&cfg, &refused, perf_err, sizeof perf_err);
         if (ss->sampler) {
             ss->ops = &vmprofd_sampler_perf;
@@ -289,6 +309,10 @@ static bool open_sampler(Session *ss)
         ss->ops = &vmprofd_sampler_ptrace;
         if (o->mode == VMPROFD_MODE_PTRACE) {
             snprintf(ss->mode_reason, sizeof ss->mode_reason, "asked for with --mode ptrace");
+        } else if (cfg.wall) {
+            snprintf(ss->mode_reason, sizeof ss->mode_reason,
+                     "--event wall samples every thread, running or not; perf's cpu-clock sees running threads "
+                     "only");
         } else {
             /* perf_err may be long: a cut reason still says what failed */
             if (snprintf(ss->mode_reason, sizeof ss->mode_reason, "%s; using ptrace", perf_err) >=
@@ -364,7 +388,10 @@ static void add_warnings(Session *ss, Profile *p, const SamplerStats *final, dou
              PROF_EXPORT_VERSION_IDENTITY, pid);
     }
     if (ss->store.n == 0) {
-        if (ss->target.exited)
+        if (ss->o->event == VMPROFD_EVENT_WALL)
+            warn(p, "no samples: pid %d %s after %.3f s, before a tick of the wall clock could sample it", pid,
+                 ss->target.exited ? "exited" : "was not sampled", seconds);
+        else if (ss->target.exited)
             warn(p, "no samples: pid %d exited after %.3f s before it used a sampling period of CPU time", pid,
                  seconds);
         else
@@ -607,7 +634,8 @@ int vmprofd_session_run(const VmprofdOptions *o)
     h.start_wall = start_wall;
     h.seconds = seconds;
     h.requested_hz = o->rate_hz;
-    h.mode = ss->ops->mode;
+    h.wall_clock = ss->o->event == VMPROFD_EVENT_WALL;
+    h.mode = h.wall_clock ? "ptrace (wall-clock)" : ss->ops->mode;
     h.mode_reason = ss->mode_reason[0] ? ss->mode_reason : NULL;
     h.lost_samples = final.lost + ss->dropped;
     h.cpu_weighted = final.cpu_weighted;
@@ -635,6 +663,12 @@ int vmprofd_session_run(const VmprofdOptions *o)
         report_profile_add_note(p, "%s sent to vmprofd was passed to the command", strsignal(forwarded_signal));
     if (final_note[0])
         report_profile_add_note(p, "%s", final_note); /* e.g. kernel samples excluded, and why */
+    if (o->event == VMPROFD_EVENT_WALL) {
+        char share[1024];
+        vmprofd_offcpu_summary(&ss->offcpu, share, sizeof share);
+        report_profile_add_note(p, "%s; each sample is one tick of wall-clock time (%.0f Hz) of one thread, "
+                                   "runnable threads count as on-CPU", share, o->rate_hz);
+    }
     if (ss->exp && !h.have_counters)
         report_profile_add_note(p, "the stvm export segment of pid %d became unreadable: counters unavailable",
                                 (int)ss->target.pid);
@@ -728,7 +762,10 @@ int vmprofd_session_run(const VmprofdOptions *o)
     if (!o->quiet) {
         double cpu_s = (double)final.cpu_ns / 1e9;
         char rate[96];
-        if (cpu_s > 0.001)
+        if (o->event == VMPROFD_EVENT_WALL)
+            snprintf(rate, sizeof rate, "wall-clock, %.1f %% off-CPU",
+                     ss->offcpu.samples ? 100.0 * (double)ss->offcpu.off / (double)ss->offcpu.samples : 0.0);
+        else if (cpu_s > 0.001)
             snprintf(rate, sizeof rate, "%.1f Hz of target CPU time", (double)ss->store.n / cpu_s);
         else
             snprintf(rate, sizeof rate, "target CPU time unknown");
@@ -759,6 +796,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
     vmprofd_export_close(ss->exp);
     vmprofd_target_close(&ss->target);
     report_samples_free(&ss->store);
+    vmprofd_offcpu_free(&ss->offcpu);
     free(ss);
     return status;
 }

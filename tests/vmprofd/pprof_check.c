@@ -94,8 +94,11 @@ int main(int argc, char **argv)
     }
     CHECK(p->n_string_table > 0 && strcmp(p->string_table[0], "") == 0, "string_table[0] must be \"\"");
     CHECK(p->n_sample_type >= 1, "no sample types");
-    for (size_t i = 0; i < p->n_sample_type; i++)
+    for (size_t i = 0; i < p->n_sample_type; i++) {
         CHECK(str(p, p->sample_type[i]->type) && str(p, p->sample_type[i]->unit), "sample type %zu has bad strings", i);
+        if (str(p, p->sample_type[i]->type) && str(p, p->sample_type[i]->unit))
+            printf("  sample_type %s/%s\n", str(p, p->sample_type[i]->type), str(p, p->sample_type[i]->unit));
+    }
     CHECK(p->n_mapping >= 1, "no mappings");
     for (size_t i = 0; i < p->n_mapping; i++)
         CHECK(str(p, p->mapping[i]->filename) != NULL, "mapping %zu has a bad filename index", i);
