@@ -16,6 +16,10 @@
  *   sample        one per distinct (thread, stack), leaf first, values
  *                 [n, n * period]; label "thread" = the tid when known
  *   comment       how the samples were taken, losses, the notes
+ *   label         "bytecodes" = "FROM->TO", on a sample whose leaf is a
+ *                 Smalltalk method with bytecodes (report/ranges.h): its
+ *                 range as the text report prints it, so `vmprofd diff`
+ *                 and `go tool pprof -tags` see ranges too
  *
  * The message is built over borrowed strings (the Profile owns them) and
  * arrays allocated here, packed once, compressed in memory and written
@@ -25,6 +29,7 @@
 #include "proto/profile.pb-c.h"
 #include "report/mem.h"
 #include "report/profile.h"
+#include "report/ranges.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -160,6 +165,8 @@ typedef struct Message {
     int64_t *comments;
     size_t ncomments;
     Stacks stacks;
+    /* with the bytecode range label: up to two labels per sample */
+    Perftools__Profiles__Label *range_labels, **range_label_ptrs;
 } Message;
 
 static void add_comment(Message *m, Builder *b, char *owned_text)
@@ -325,6 +332,37 @@ static void build_samples(Message *m, Builder *b, int64_t period)
     m->profile.sample = m->sample_ptrs;
 }
 
+/* The leaf's bytecode range as a second label (after "thread"), where the
+ * leaf has one: by the text report's rule (report_ranges_add). */
+static void build_range_labels(Message *m, Builder *b)
+{
+    const Profile *p = b->p;
+    const Stacks *st = &m->stacks;
+    m->range_labels = report_mem_array(st->n, sizeof *m->range_labels);
+    m->range_label_ptrs = report_mem_array(st->n * 2, sizeof *m->range_label_ptrs);
+    int64_t key = str_id(b, "bytecodes");
+    for (size_t i = 0; i < st->n; i++) {
+        const ReportSample *s = &p->samples[st->v[i].sample];
+        const ReportFunctionInfo *f = report_profile_leaf_function(p, s);
+        if (!report_ranges_apply(f))
+            continue;
+        uint64_t address = p->locations[report_profile_frames(p, s)[0]].address;
+        uint32_t from, to;
+        report_ranges_range_of(f->map, f->nmap, f->last_bcpc, address >= f->start ? address - f->start : 0, &from,
+                               &to);
+        Perftools__Profiles__Sample *d = &m->samples[i];
+        Perftools__Profiles__Label **labels = &m->range_label_ptrs[i * 2];
+        if (d->n_label)
+            labels[0] = d->label[0];
+        Perftools__Profiles__Label *l = &m->range_labels[i];
+        perftools__profiles__label__init(l);
+        l->key = key;
+        l->str = str_id_owned(b, format("%u->%u", from, to));
+        labels[d->n_label++] = l;
+        d->label = labels;
+    }
+}
+
 static void build(Message *m, Builder *b)
 {
     const Profile *p = b->p;
@@ -355,6 +393,7 @@ static void build(Message *m, Builder *b)
     build_functions(m, b);
     build_locations(m, b);
     build_samples(m, b, period);
+    build_range_labels(m, b);
 
     /* One per warning, up to 3 fixed comments (mode, lost, rejected), one per note. */
     m->comments = report_mem_array(3 + p->nwarnings + p->nnotes, sizeof *m->comments);
@@ -398,6 +437,8 @@ static void message_free(Message *m, Builder *b)
     free(m->values);
     free(m->comments);
     free(m->stacks.v);
+    free(m->range_labels);
+    free(m->range_label_ptrs);
     report_index_free(&m->stacks.index);
     free(b->strings);
     report_index_free(&b->string_index);

@@ -1,16 +1,44 @@
 /*
- * vmprofd/vmprofd_main.c — the vmprofd command: parse the command line,
- * run one profiling session. Everything else lives in session.c and below.
+ * vmprofd/vmprofd_main.c — the vmprofd command: a subcommand when the first
+ * argument names one (the table below), else parse the command line and
+ * run one profiling session. Everything else lives in session.c, the
+ * commands' own files (commands.h) and below.
  */
+#include "vmprofd/commands.h"
 #include "vmprofd/options.h"
 #include "vmprofd/session.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #define VMPROFD_VERSION "0.1.0"
 
+typedef struct Command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary; /* one line of --help */
+} Command;
+
+static const Command commands[] = {
+    {"diff", vmprofd_diff_main, "diff BASE NEW    how each method's and bytecode range's share changed"},
+    {"merge", vmprofd_merge_main, "merge A B ... -o M.pb.gz   the samples of several profiles in one"},
+};
+
+static void usage(FILE *out)
+{
+    vmprofd_options_usage(out);
+    fputs("\nCommands (vmprofd COMMAND --help for each):\n", out);
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        fprintf(out, "  vmprofd %s\n", commands[i].summary);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1)
+        for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+            if (strcmp(argv[1], commands[i].name) == 0)
+                return commands[i].run(argc - 1, argv + 1);
+
     VmprofdOptions o;
     char err[512];
     if (!vmprofd_options_parse(argc, argv, &o, err, sizeof err)) {
@@ -18,7 +46,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (o.help) {
-        vmprofd_options_usage(stdout);
+        usage(stdout);
         return 0;
     }
     if (o.version) {
