@@ -393,10 +393,19 @@ static bool pick_value(Side side[2], const char *name)
         }
     } else {
         if (!vmprofd_pprof_same_types(&side[0].f, &side[1].f)) {
-            fprintf(stderr,
-                    "vmprofd diff: %s has sample types %s, %s has %s: they measure different things; "
-                    "compare one value both have with --sample-index NAME\n",
+            const char *common = NULL;
+            for (size_t i = 0; i < side[0].f.m->n_sample_type && !common; i++) {
+                const char *t = vmprofd_pprof_string(&side[0].f, side[0].f.m->sample_type[i]->type);
+                if (vmprofd_pprof_value_index(&side[1].f, t) >= 0)
+                    common = t;
+            }
+            fprintf(stderr, "vmprofd diff: %s has sample types %s, %s has %s: they measure different things",
                     side[0].path, a, side[1].path, b);
+            if (common)
+                fprintf(stderr, "; compare one value both have with --sample-index NAME (e.g. --sample-index %s)\n",
+                        common);
+            else
+                fprintf(stderr, " and have no value in common: nothing to compare\n");
             return false;
         }
         const Perftools__Profiles__Profile *m = side[0].f.m;

@@ -236,7 +236,7 @@ static bool validate_ids(PprofFile *f, char *err, size_t errlen)
     if (m->n_sample > 0 && !symbolized)
         return fail(err, errlen,
                     "its locations have no functions (an unsymbolized profile, not one vmprofd wrote): "
-                    "symbolize it first, e.g. go tool pprof -proto -symbolize=local");
+                    "symbolize it first (go tool pprof -proto BINARY PROFILE > symbolized.pb.gz)");
     return true;
 }
 
