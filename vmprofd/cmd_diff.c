@@ -217,7 +217,10 @@ static void describe(FILE *out, const char *label, const Side *s)
 {
     const Perftools__Profiles__ValueType *t = s->f.m->sample_type[s->value];
     const char *type = vmprofd_pprof_string(&s->f, t->type), *unit = vmprofd_pprof_string(&s->f, t->unit);
-    fprintf(out, "%s %s: %.0f samples", label, s->path, s->nsamples);
+    if (s->samples >= 0)
+        fprintf(out, "%s %s: %.0f samples", label, s->path, s->nsamples);
+    else /* no sample count: the profile's records (distinct stacks) */
+        fprintf(out, "%s %s: %zu stacks", label, s->path, s->f.m->n_sample);
     if (strcmp(unit, "nanoseconds") == 0)
         fprintf(out, ", %s %.3f s", type, s->total / 1e9);
     else if (strcmp(type, "samples") != 0)
