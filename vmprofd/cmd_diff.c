@@ -248,6 +248,28 @@ static int cmp_row_ptr(const void *pa, const void *pb)
     return strcmp(x->range ? x->range : "", y->range ? y->range : "");
 }
 
+/* Ranges grouped by method, each group by change. */
+static int cmp_range_ptr(const void *pa, const void *pb)
+{
+    const Row *x = *(const Row *const *)pa, *y = *(const Row *const *)pb;
+    int c = strcmp(x->method, y->method);
+    return c ? c : cmp_row_ptr(pa, pb);
+}
+
+/* The first of method's ranges in ranges[0..n) (sorted by cmp_range_ptr), or n. */
+static size_t first_range(Row *const *ranges, size_t n, const char *method)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(ranges[mid]->method, method) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 static bool write_text(FILE *out, Rows *rows, const Side side[2])
 {
     const Perftools__Profiles__ValueType *t = side[0].f.m->sample_type[side[0].value];
@@ -268,7 +290,7 @@ static bool write_text(FILE *out, Rows *rows, const Side side[2])
     for (size_t i = 0; i < n; i++)
         *(rows->v[i].range ? &ranges[nr++] : &methods[nm++]) = &rows->v[i];
     qsort(methods, nm, sizeof *methods, cmp_row_ptr);
-    qsort(ranges, nr, sizeof *ranges, cmp_row_ptr);
+    qsort(ranges, nr, sizeof *ranges, cmp_range_ptr);
     Row others = {.method = "...others..."};
     bool any_others = false;
     for (size_t i = 0; i < nm; i++) {
@@ -282,9 +304,8 @@ static bool write_text(FILE *out, Rows *rows, const Side side[2])
         print_row(out, m, false);
         if (m->samples[0] <= DIFF_RANGE_MIN_SAMPLES && m->samples[1] <= DIFF_RANGE_MIN_SAMPLES)
             continue;
-        for (size_t k = 0; k < nr; k++)
-            if (strcmp(ranges[k]->method, m->method) == 0)
-                print_row(out, ranges[k], true);
+        for (size_t k = first_range(ranges, nr, m->method); k < nr && strcmp(ranges[k]->method, m->method) == 0; k++)
+            print_row(out, ranges[k], true);
     }
     if (any_others)
         print_row(out, &others, false);
