@@ -147,6 +147,36 @@ static bool str_ok(const Perftools__Profiles__Profile *m, int64_t i)
                         m->n_string_table);                                                                           \
     } while (0)
 
+/* Field number 0 does not exist in protobuf, but protobuf-c keeps one
+ * written with an overlong tag as an unknown field, and packs it again
+ * with a short tag it then refuses to read (found by fuzz_pprof_read's
+ * merge): refused here, in every message of the profile. */
+static bool unknown_fields_ok(const ProtobufCMessage *m)
+{
+    for (unsigned i = 0; i < m->n_unknown_fields; i++)
+        if (m->unknown_fields[i].tag == 0)
+            return false;
+    const ProtobufCMessageDescriptor *d = m->descriptor;
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        const ProtobufCFieldDescriptor *f = &d->fields[i];
+        if (f->type != PROTOBUF_C_TYPE_MESSAGE)
+            continue;
+        const char *base = (const char *)m;
+        if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+            size_t n = *(const size_t *)(base + f->quantifier_offset);
+            ProtobufCMessage *const *v = *(ProtobufCMessage *const *const *)(base + f->offset);
+            for (size_t k = 0; k < n; k++)
+                if (!unknown_fields_ok(v[k]))
+                    return false;
+        } else {
+            const ProtobufCMessage *sub = *(const ProtobufCMessage *const *)(base + f->offset);
+            if (sub && !unknown_fields_ok(sub))
+                return false;
+        }
+    }
+    return true;
+}
+
 static bool validate_strings(const Perftools__Profiles__Profile *m, char *err, size_t errlen)
 {
     if (m->n_string_table == 0 || m->string_table[0][0] != '\0')
@@ -259,6 +289,10 @@ bool vmprofd_pprof_parse(const uint8_t *data, size_t n, PprofFile *out, char *er
     if (!out->m)
         return fail(err, errlen, "not a pprof profile (neither gzip nor a valid profile.proto message%s)",
                     unpacked ? ", after gunzip" : "");
+    if (!unknown_fields_ok(&out->m->base)) {
+        vmprofd_pprof_free(out);
+        return fail(err, errlen, "not a valid profile: a field numbered 0");
+    }
     if (!validate_strings(out->m, err, errlen) || !validate_ids(out, err, errlen)) {
         vmprofd_pprof_free(out);
         return false;
