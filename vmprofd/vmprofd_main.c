@@ -16,12 +16,12 @@
 typedef struct Command {
     const char *name;
     int (*run)(int argc, char **argv);
-    const char *summary; /* one line of --help */
+    const char *args, *summary; /* one line of --help */
 } Command;
 
 static const Command commands[] = {
-    {"diff", vmprofd_diff_main, "diff BASE NEW    how each method's and bytecode range's share changed"},
-    {"merge", vmprofd_merge_main, "merge A B ... -o M.pb.gz   the samples of several profiles in one"},
+    {"diff", vmprofd_diff_main, "BASE NEW", "how each method's and bytecode range's share changed"},
+    {"merge", vmprofd_merge_main, "A B ... -o M.pb.gz", "the samples of several profiles in one"},
 };
 
 static void usage(FILE *out)
@@ -29,7 +29,7 @@ static void usage(FILE *out)
     vmprofd_options_usage(out);
     fputs("\nCommands (vmprofd COMMAND --help for each):\n", out);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-        fprintf(out, "  vmprofd %s\n", commands[i].summary);
+        fprintf(out, "  vmprofd %-5s %-18s  %s\n", commands[i].name, commands[i].args, commands[i].summary);
 }
 
 int main(int argc, char **argv)

@@ -217,7 +217,7 @@ errors)
     expect_status 2 "needs a value" diff "$WORK/A.pb.gz" "$WORK/A.pb.gz" --sample-index
     "$VMPROFD" diff --help | grep -q "^usage: vmprofd diff" || fail "vmprofd diff --help"
     "$VMPROFD" merge --help | grep -q "^usage: vmprofd merge" || fail "vmprofd merge --help"
-    "$VMPROFD" --help | grep -q "vmprofd diff BASE NEW" || fail "vmprofd --help does not list diff"
+    "$VMPROFD" --help | grep -qE "vmprofd diff +BASE NEW" || fail "vmprofd --help does not list diff"
     echo "ok: bad usage exits 2; --help for both"
     ;;
 *)
