@@ -258,6 +258,8 @@ static void print_sampling(FILE *out, const Profile *p)
 
 bool report_write_text(FILE *out, const Profile *p, const ReportTextOptions *options, char *err, size_t errlen)
 {
+    if (p->is_alloc) /* "who allocates": bytes where this report has samples */
+        return report_write_alloc_text(out, p, options, err, errlen);
     ReportTextOptions opt = {.lines = false, .range_min_samples = DEFAULT_RANGE_MIN_SAMPLES};
     if (options)
         opt = *options;
