@@ -2,7 +2,7 @@
  * tests/alloc/alloc_reader.c — reads a real stvm's allocation sample log
  * (proto/allocabi.h) as a profiler would, and checks it.
  *
- *   alloc_reader INTERVAL STVM [stvm args…]
+ *   alloc_reader INTERVAL CLASS:SHARE[,CLASS:SHARE…] STVM [stvm args…]
  *
  * Starts STVM with STVM_ALLOC_SAMPLE=INTERVAL and STVM_ALLOC_SAMPLE_LIVE=1,
  * maps /dev/shm/stvm-PID as soon as it exists, follows the ring (the
@@ -15,9 +15,9 @@
  *   - the weights add up exactly to the counter's growth from START to
  *     the last SAMPLE, and the number of samples is within 25% of that
  *     growth / INTERVAL;
- *   - AllocOne : AllocThree weights 1:3 (AllocThree's share 0.75 ± 0.06,
- *     the two together at least 90% of all weight), each sample's class
- *     name that of its class index, its size 40;
+ *   - each CLASS has its SHARE of the listed classes' weight (± 0.06), the
+ *     listed classes together at least 90% of all weight, every sample of
+ *     one class the same size;
  *   - 90% of those samples have a Smalltalk stack (mode INTERP, MACHINE or
  *     CSTATE, with at least one caller in st[]).
  * Prints a summary; exits 1 with the reason on the first failed check.
@@ -29,6 +29,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,9 +51,17 @@ static void fail(const char *fmt, ...)
     exit(1);
 }
 
+#define MAX_CLASSES 8
+static struct {
+    char name[64];
+    double share;
+    uint64_t weight, size;
+} want[MAX_CLASSES];
+static int nwant;
+
 typedef struct Totals {
     uint64_t next_seq, records, samples, weight, start_bytes, last_bytes, interval;
-    uint64_t one, three, stacked, ones_threes;
+    uint64_t listed, stacked, listed_samples;
     bool started, stopped, live_done;
     uint64_t *sample_seqs;
     size_t nsample_seqs, cap;
@@ -103,16 +112,19 @@ static void record(Totals *t, const uint8_t *rec, uint64_t ask)
         t->last_bytes = s.bytes_allocated;
         t->weight += s.weight;
         t->samples++;
-        bool one = !strcmp(name, "AllocOne"), three = !strcmp(name, "AllocThree");
-        if (one || three) {
-            if (s.size != 40) fail("SAMPLE %llu: %s of %llu bytes, not 40", (unsigned long long)h.seq, name, (unsigned long long)s.size);
-            if (one) t->one += s.weight;
-            else t->three += s.weight;
+        for (int i = 0; i < nwant; i++) {
+            if (strcmp(name, want[i].name)) continue;
+            if (want[i].size && s.size != want[i].size)
+                fail("SAMPLE %llu: %s of %llu bytes, before %llu", (unsigned long long)h.seq, name,
+                     (unsigned long long)s.size, (unsigned long long)want[i].size);
+            want[i].size = s.size;
+            want[i].weight += s.weight;
+            t->listed += s.weight;
             ProfRawStack raw;
             memcpy(&raw, rec + s.raw_offset, sizeof raw);
             if ((raw.mode == PROF_RAW_INTERP || raw.mode == PROF_RAW_MACHINE || raw.mode == PROF_RAW_CSTATE) && raw.nst >= 1)
                 t->stacked++;
-            t->ones_threes++;
+            t->listed_samples++;
         }
         if (t->nsample_seqs == t->cap) {
             t->cap = t->cap ? 2 * t->cap : 1024;
@@ -169,12 +181,23 @@ static void drain(Totals *t, volatile ProfAllocLogControl *c, const uint8_t *rin
 
 int main(int argc, char **argv)
 {
-    if (argc < 3) {
-        fprintf(stderr, "usage: alloc_reader INTERVAL STVM [args…]\n");
+    if (argc < 4) {
+        fprintf(stderr, "usage: alloc_reader INTERVAL CLASS:SHARE[,CLASS:SHARE…] STVM [args…]\n");
         return 2;
     }
     uint64_t ask = strtoull(argv[1], NULL, 10);
-    setenv(PROF_ALLOC_SAMPLE_ENV, argv[1], 1);
+    for (const char *p = argv[2]; *p && nwant < MAX_CLASSES;) {
+        const char *colon = strchr(p, ':');
+        if (!colon || colon - p >= (long)sizeof want[0].name) fail("bad CLASS:SHARE list '%s'", argv[2]);
+        memcpy(want[nwant].name, p, (size_t)(colon - p));
+        char *end;
+        want[nwant++].share = strtod(colon + 1, &end);
+        p = *end == ',' ? end + 1 : end;
+    }
+    argv++; /* STVM is argv[2] from here */
+    char ask_text[32];
+    snprintf(ask_text, sizeof ask_text, "%llu", (unsigned long long)ask);
+    setenv(PROF_ALLOC_SAMPLE_ENV, ask_text, 1);
     setenv(PROF_ALLOC_SAMPLE_LIVE_ENV, "1", 1);
     pid_t pid = fork();
     if (pid < 0) fail("fork: %s", strerror(errno));
@@ -221,23 +244,27 @@ int main(int argc, char **argv)
     }
     drain(&t, c, ring, &cursor, ask);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail("stvm failed (status %d)", status);
-    printf("records %llu, samples %llu, weight %llu, counter grew %llu, AllocOne %llu, AllocThree %llu, "
-           "live %llu of %llu\n",
+    printf("records %llu, samples %llu, weight %llu, counter grew %llu, live %llu of %llu\n",
            (unsigned long long)t.records, (unsigned long long)t.samples, (unsigned long long)t.weight,
-           (unsigned long long)(t.last_bytes - t.start_bytes), (unsigned long long)t.one, (unsigned long long)t.three,
-           (unsigned long long)t.live_seqs, (unsigned long long)t.live_total);
+           (unsigned long long)(t.last_bytes - t.start_bytes), (unsigned long long)t.live_seqs,
+           (unsigned long long)t.live_total);
     if (!t.started || !t.stopped || !t.live_done) fail("START %d, STOP %d, LIVE %d", t.started, t.stopped, t.live_done);
     if (t.live_seqs != t.live_total) fail("LIVE: %llu seqs of %llu", (unsigned long long)t.live_seqs, (unsigned long long)t.live_total);
     if (t.weight != t.last_bytes - t.start_bytes) fail("the weights do not add up to the bytes allocated");
     double expect = (double)t.weight / (double)ask;
     if (t.samples < 0.75 * expect || t.samples > 1.25 * expect)
         fail("%llu samples for %.0f expected", (unsigned long long)t.samples, expect);
-    double both = (double)(t.one + t.three), share = both > 0 ? (double)t.three / both : 0;
-    if (both < 0.9 * (double)t.weight) fail("AllocOne and AllocThree have only %.1f%% of the weight", 100 * both / (double)t.weight);
-    if (share < 0.69 || share > 0.81) fail("AllocThree has %.3f of the two classes' weight, not 0.75", share);
-    if (t.stacked < 0.9 * (double)t.ones_threes)
-        fail("only %llu of %llu samples have a Smalltalk stack", (unsigned long long)t.stacked, (unsigned long long)t.ones_threes);
-    printf("ok: AllocThree share %.3f, %llu of %llu samples with Smalltalk callers\n", share,
-           (unsigned long long)t.stacked, (unsigned long long)t.ones_threes);
+    if (t.listed < 0.9 * (double)t.weight)
+        fail("the classes listed have only %.1f%% of the weight", 100 * (double)t.listed / (double)t.weight);
+    for (int i = 0; i < nwant; i++) {
+        double share = (double)want[i].weight / (double)t.listed;
+        printf("%s: %.3f of the listed classes' weight (expected %.3f)\n", want[i].name, share, want[i].share);
+        if (fabs(share - want[i].share) > 0.06) fail("%s has %.3f of the weight, not %.3f", want[i].name, share, want[i].share);
+    }
+    if (t.stacked < 0.9 * (double)t.listed_samples)
+        fail("only %llu of %llu samples have a Smalltalk stack", (unsigned long long)t.stacked,
+             (unsigned long long)t.listed_samples);
+    printf("ok: %llu of %llu samples with Smalltalk callers\n", (unsigned long long)t.stacked,
+           (unsigned long long)t.listed_samples);
     return 0;
 }
