@@ -27,7 +27,8 @@ void report_alloc_build(Profile *p, const ReportAllocLog *log, bool live, Symbol
         .lost = log->stats.lost + log->stats.dropped,
         .bad = log->stats.bad_records,
         .live = live,
-        .live_answered = live && log->have_live,
+        /* an answer about none of the samples (the VM followed none) says nothing */
+        .live_answered = live && log->have_live && untracked < log->n,
         .untracked = untracked,
     };
     report_profile_set_alloc(p, &a);

@@ -8,9 +8,10 @@
  * counter sections and the notes.
  *
  * A sample counts at its allocation site: the innermost Smalltalk method
- * or block of its stack (a primitive's C frames above it are how, not
- * who), or its innermost frame when it has none; and at its class (the
- * leaf frame report/allocprof.c put there).
+ * or block of its stack that is more than a primitive (a primitive's C
+ * frames and a method that is only `primitive` are how, not who), or its
+ * innermost frame when it has none; and at its class (the leaf frame
+ * report/allocprof.c put there).
  */
 #include "report/counters.h"
 #include "report/format.h"
@@ -83,17 +84,26 @@ static void sites_free(Sites *ss)
 }
 
 /* The frame (index into the sample's frames) that allocated: the first
- * Smalltalk method or block below the class, else the first frame below
- * it; 0 for a sample that has nothing but its class. */
+ * Smalltalk method or block below the class whose body is more than one
+ * bytecode (a method that is only `primitive`, Class>>new, allocates for
+ * its caller), else the first Smalltalk frame, else the first frame below
+ * the class; 0 for a sample that has nothing but its class. */
 static uint32_t site_frame(const Profile *p, const ReportSample *s)
 {
     const int *fr = report_profile_frames(p, s);
     uint32_t first = p->functions[p->locations[fr[0]].function].kind == REPORT_FUNCTION_CLASS ? 1 : 0;
+    uint32_t smalltalk = UINT32_MAX;
     for (uint32_t i = first; i < s->nframes; i++) {
         const ReportFunctionInfo *f = &p->functions[p->locations[fr[i]].function];
-        if (f->nmap > 0 && f->kind == REPORT_FUNCTION_CODE)
+        if (f->nmap == 0 || f->kind != REPORT_FUNCTION_CODE)
+            continue;
+        if (f->last_bcpc > 0)
             return i;
+        if (smalltalk == UINT32_MAX)
+            smalltalk = i;
     }
+    if (smalltalk != UINT32_MAX)
+        return smalltalk;
     return first < s->nframes ? first : 0;
 }
 
@@ -311,14 +321,14 @@ bool report_write_alloc_text(FILE *out, const Profile *p, const ReportTextOption
     if (p->alloc.live) {
         fprintf(out, "\n");
         if (!p->alloc.live_answered) {
-            fprintf(out, "live: the VM did not say what stayed alive (see the warnings)\n");
+            fprintf(out, "live at the end: unknown: the VM did not say what stayed alive (see the warnings)\n");
         } else {
             fprintf(out, "live at the end (after a full GC): %s bytes, %s objects (estimated), %s of the bytes "
                          "allocated\n",
                     report_format_thousands(live).s, report_format_thousands(rounded(live_objects)).s,
                     report_format_pct(live, total).s);
             if (p->alloc.untracked)
-                fprintf(out, "%llu samples were not followed (the VM's table was full): counted as not alive\n",
+                fprintf(out, "%llu samples were not followed by the VM: left out of the live figures\n",
                         (unsigned long long)p->alloc.untracked);
             if (live > 0) {
                 fprintf(out, "\n");

@@ -314,6 +314,16 @@ static Profile *build_profile(AllocSession *as, time_t start_wall, double second
              as->live_timed_out ? " (it did not answer within 5 s: blocked, or not at a safe point)"
              : as->target.exited ? " (it exited without its exit-time answer: killed, or it did not exit normally)"
                                  : "");
+    uint64_t untracked = 0;
+    for (size_t i = 0; i < lg->n; i++)
+        untracked += (lg->v[i].flags & PROF_ALLOC_F_UNTRACKED) != 0;
+    if (o->live && lg->have_live && lg->n && untracked == lg->n)
+        warn(p, "--live: pid %d followed none of its %zu sampled objects (it cannot follow objects, or its table was "
+                "full): what stayed alive is unknown", pid, lg->n);
+    else if (o->live && lg->have_live && untracked)
+        warn(p, "--live: pid %d did not follow %" PRIu64 " of its %zu sampled objects (its table was full): the live "
+                "figures leave them out and are low by up to %.1f%%", pid, untracked, lg->n,
+             100.0 * (double)untracked / (double)lg->n);
     if (as->warnings)
         report_profile_add_note(p, "allocation log: %" PRIu64 " warning%s (first: %s)", as->warnings,
                                 as->warnings == 1 ? "" : "s", as->first_warning);
