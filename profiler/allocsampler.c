@@ -210,12 +210,13 @@ static void poll(void)
             write_live(l, l->live_value, now_cached);
         }
     }
-    if (least != gc_alloc_sampling_interval()) {
-        gc_alloc_sampling_set(least);
-        /* nobody samples: the objects followed for them are of no more use
-         * (a LIVE request still pending answers from a new table: empty) */
-        if (!least) gc_weak_clear();
-    }
+    if (least != gc_alloc_sampling_interval()) gc_alloc_sampling_set(least);
+    /* Nobody samples, nobody waits for an answer: the objects followed are
+     * of no more use (a profiler asks for what is alive before it cancels). */
+    bool keep = least != 0;
+    for (int i = 0; i < LOG_COUNT; i++)
+        keep = keep || (logs[i].ctl && (logs[i].live_pending || logs[i].ctl->request_live_at_exit));
+    if (!keep && gc_weak_count()) gc_weak_clear();
     for (int i = 0; i < LOG_COUNT; i++) {
         AllocLog *l = &logs[i];
         if (!l->ctl) continue;

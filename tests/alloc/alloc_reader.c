@@ -23,6 +23,8 @@
  *   - 90% of those samples have a Smalltalk stack (mode INTERP, MACHINE or
  *     CSTATE, with at least one caller in st[]).
  * Prints a summary; exits 1 with the reason on the first failed check.
+ * ALLOC_READER_DUMP=1 also prints the first three listed samples' native
+ * frames (leaf, root) for a look with addr2line.
  */
 #define _GNU_SOURCE
 #include "proto/allocabi.h"
@@ -134,6 +136,14 @@ static void record(Totals *t, const uint8_t *rec, uint64_t ask)
             if ((raw.mode == PROF_RAW_INTERP || raw.mode == PROF_RAW_MACHINE || raw.mode == PROF_RAW_CSTATE) && raw.nst >= 1)
                 t->stacked++;
             t->listed_samples++;
+            if (getenv("ALLOC_READER_DUMP") && t->listed_samples <= 3) {
+                printf("sample %llu mode %u nleaf %u nst %u nroot %u leaf", (unsigned long long)h.seq, raw.mode, raw.nleaf,
+                       raw.nst, raw.nroot);
+                for (unsigned k = 0; k < raw.nleaf; k++) printf(" %llx", (unsigned long long)raw.leaf[k]);
+                printf(" root");
+                for (unsigned k = 0; k < raw.nroot; k++) printf(" %llx", (unsigned long long)raw.root[k]);
+                printf("\n");
+            }
         }
         if (t->nsample_seqs == t->cap) {
             t->cap = t->cap ? 2 * t->cap : 1024;
