@@ -15,6 +15,7 @@
 #include "gc/mark.h"
 #include "gc/remember.h"
 #include "gc/space.h"
+#include "gc/weak.h"
 
 #include <stdio.h>
 #if defined(__x86_64__)
@@ -65,6 +66,8 @@ static uintptr_t plan_blocks(uintptr_t lo, uintptr_t hi, uintptr_t to)
     }
     return to;
 }
+
+static bool is_marked(Oop o) { return gc_mark_test(o); }
 
 static void update_root(Oop *slot, void *ctx)
 {
@@ -137,6 +140,8 @@ void gc_compact_run(void)
     s->client.visit_roots(update_root, NULL, s->client.client);
     update_objects(young_lo, young_hi);
     update_objects(gc_old_start, old_hi);
+    /* Weak entries are updated, never marked through: the dead ones go. */
+    gc_weak_compacting(is_marked, forward);
 
     uint64_t old_live, young_live;
     uint64_t moved = move_objects(gc_old_start, old_hi, false, &old_live);

@@ -7,7 +7,8 @@
  *   3. compute forwarding addresses from the bitmap: old objects slide
  *      down in address order from old_start, live young objects follow
  *      them (eden first, then the survivor space), also in address order;
- *   4. rewrite every root and every pointer slot of every live object;
+ *   4. rewrite every root and every pointer slot of every live object,
+ *      and the weak table's entries (gc/weak.h: dropped when unmarked);
  *   5. slide the old objects, then copy the young ones.
  *
  * Afterwards young space is empty, the remembered set is empty and old

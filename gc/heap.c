@@ -8,6 +8,7 @@
 #include "gc/space.h"
 
 #include "gc/remember.h"
+#include "gc/weak.h"
 
 #include <errno.h>
 #include <math.h>
@@ -181,6 +182,7 @@ void gc_heap_release(void)
     unmap(s->block_base, s->block_base_bytes);
     unmap(s->mark_stack, s->mark_stack_bytes);
     free(s->remembered);
+    gc_weak_clear(); /* its entries pointed into this heap */
     memset(s, 0, sizeof *s);
     gc_old_start = 0;
     gc_eden_top = 0;

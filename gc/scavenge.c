@@ -9,6 +9,7 @@
 
 #include "gc/remember.h"
 #include "gc/space.h"
+#include "gc/weak.h"
 
 #include <string.h>
 
@@ -127,6 +128,10 @@ void gc_scavenge_run(void)
             old_scan += obj_total_bytes(o);
         }
     }
+
+    /* From-space still holds the forwarding headers: the weak table reads
+     * them (it was never a root, so its dead objects were not copied). */
+    gc_weak_scavenged();
 
     gc_eden_top = s->eden_start;
     s->cur = 1 - s->cur;

@@ -9,6 +9,7 @@
 
 #include "gc/mark.h"
 #include "gc/space.h"
+#include "gc/weak.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -174,6 +175,17 @@ static bool check_remembered(Verifier *v)
     return true;
 }
 
+static bool weak_is_object(Oop o, void *ctx) { return is_object_start(ctx, o); }
+
+static bool check_weak(Verifier *v)
+{
+    Oop bad;
+    const char *why = gc_weak_check(weak_is_object, v, &bad);
+    if (why)
+        return fail(v, "weak table entry %#lx: %s", (unsigned long)bad, why);
+    return true;
+}
+
 typedef struct RootCheck {
     Verifier *v;
     size_t index;
@@ -210,6 +222,7 @@ static bool verify(char *msg, size_t msglen, bool roots)
     for (int i = 0; ok && i < 3; i++)
         ok = check_slots(&v, &v.region[i]);
     ok = ok && check_remembered(&v);
+    ok = ok && check_weak(&v);
     if (ok && roots && s->client.visit_roots) {
         RootCheck rc = {&v, 0};
         s->client.visit_roots(check_root, &rc, s->client.client);

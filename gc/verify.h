@@ -12,7 +12,9 @@
  *     in a used region;
  *   - every old object holding a young pointer is remembered (unless the
  *     remembered set overflowed: a full GC is then pending), and the
- *     remembered set holds exactly the objects flagged REMEMBERED.
+ *     remembered set holds exactly the objects flagged REMEMBERED;
+ *   - every weak table entry (gc/weak.h) is the start of an object of its
+ *     generation.
  *
  * Who may call: gc/collect.c (gc_verify_or_die); anyone (gc_verify).
  */

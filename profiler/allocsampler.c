@@ -6,19 +6,11 @@
 #include "profiler/allocsampler.h"
 
 #include "gc/heap.h"
+#include "gc/weak.h"
 #include "profiler/ownmem.h"
 #include "profiler/ringlog.h"
 #include "report/stackcapture.h"
 
-#if defined(__has_include)
-#if __has_include("gc/weak.h")
-#include "gc/weak.h"
-#define HAVE_GC_WEAK 1
-#endif
-#endif
-#ifndef HAVE_GC_WEAK
-#define HAVE_GC_WEAK 0 /* sampled objects are not followed: every SAMPLE is UNTRACKED */
-#endif
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,7 +133,6 @@ static void flush_live(LiveWalk *w, bool more)
     w->count = 0;
 }
 
-#if HAVE_GC_WEAK
 static uint64_t tag_seq(uint64_t tag, unsigned shift) { return (tag >> shift) & 0xffffffffu; }
 
 static void live_one(uint64_t tag, Oop obj, void *ctx)
@@ -159,7 +150,6 @@ static void live_one(uint64_t tag, Oop obj, void *ctx)
     memcpy(record + HEADER_BYTES + sizeof(ProfAllocLive) + 8 * w->count, &seq, 8);
     w->count++;
 }
-#endif
 
 /* The sampled objects alive now (as of the last collection), answering
  * `answers`: records of at most an eighth of the ring each. */
@@ -168,17 +158,13 @@ static void write_live(AllocLog *l, uint64_t answers, uint64_t gc_time)
     LiveWalk w = {.l = l, .shift = l == &logs[LOG_EXPORT] ? 0 : 32, .answers = answers, .gc_time = gc_time};
     uint64_t room = l->max_record < sizeof record ? l->max_record : sizeof record;
     w.per_record = (room - HEADER_BYTES - sizeof(ProfAllocLive)) / 8;
-#if HAVE_GC_WEAK
     w.counting = true;
     gc_weak_each(live_one, &w);
     w.counting = false;
     gc_weak_each(live_one, &w);
-#endif
     flush_live(&w, false);
     __atomic_store_n(&l->ctl->live_answered, answers, __ATOMIC_RELAXED);
-#if HAVE_GC_WEAK
     __atomic_store_n(&l->ctl->tracked, gc_weak_count(), __ATOMIC_RELAXED);
-#endif
 }
 
 /* -- Requests -------------------------------------------------------------------- */
@@ -225,6 +211,12 @@ static void poll(void)
         }
     }
     if (least != gc_alloc_sampling_interval()) gc_alloc_sampling_set(least);
+    /* Nobody samples, nobody waits for an answer: the objects followed are
+     * of no more use (a profiler asks for what is alive before it cancels). */
+    bool keep = least != 0;
+    for (int i = 0; i < LOG_COUNT; i++)
+        keep = keep || (logs[i].ctl && (logs[i].live_pending || logs[i].ctl->request_live_at_exit));
+    if (!keep && gc_weak_count()) gc_weak_clear();
     for (int i = 0; i < LOG_COUNT; i++) {
         AllocLog *l = &logs[i];
         if (!l->ctl) continue;
@@ -283,16 +275,13 @@ static void sample(Oop obj, size_t bytes, uint64_t weight, bool old, void *const
     memcpy(record + raw_offset, &walked, sizeof walked);
 
     uint64_t tag = 0;
-    bool tracked = HAVE_GC_WEAK;
     for (int i = 0; i < LOG_COUNT; i++) {
         AllocLog *l = &logs[i];
         if (!l->ctl || !l->interval || size > l->max_record) continue;
         uint64_t seq = l->ring.seq;
         tag |= ((seq + 1) & 0xffffffffu) << (i == LOG_EXPORT ? 0 : 32);
     }
-#if HAVE_GC_WEAK
-    tracked = tag != 0 && gc_weak_add(obj, tag);
-#endif
+    bool tracked = tag != 0 && gc_weak_add(obj, tag);
     if (!tracked) b.flags |= PROF_ALLOC_F_UNTRACKED;
     memcpy(record + HEADER_BYTES, &b, sizeof b);
     for (int i = 0; i < LOG_COUNT; i++) {
@@ -302,9 +291,7 @@ static void sample(Oop obj, size_t bytes, uint64_t weight, bool old, void *const
         ProfAllocLogControl *c = l->ctl;
         __atomic_store_n(&c->samples, c->samples + 1, __ATOMIC_RELAXED);
         if (!tracked) __atomic_store_n(&c->untracked, c->untracked + 1, __ATOMIC_RELAXED);
-#if HAVE_GC_WEAK
         __atomic_store_n(&c->tracked, gc_weak_count(), __ATOMIC_RELAXED);
-#endif
     }
 }
 

@@ -15,12 +15,16 @@
  *   - the weights add up exactly to the counter's growth from START to
  *     the last SAMPLE, and the number of samples is within 25% of that
  *     growth / INTERVAL;
- *   - each CLASS has its SHARE of the listed classes' weight (± 0.06), the
+ *   - with CLASS:SHARE:live, every sample of CLASS is in the LIVE answer;
+ *     with :dead, none is;
+ *   - each CLASS has its SHARE (- : any) of the listed classes' weight (± 0.06), the
  *     listed classes together at least 90% of all weight, every sample of
  *     one class the same size;
  *   - 90% of those samples have a Smalltalk stack (mode INTERP, MACHINE or
  *     CSTATE, with at least one caller in st[]).
  * Prints a summary; exits 1 with the reason on the first failed check.
+ * ALLOC_READER_DUMP=1 also prints the first three listed samples' native
+ * frames (leaf, root) for a look with addr2line.
  */
 #define _GNU_SOURCE
 #include "proto/allocabi.h"
@@ -56,6 +60,8 @@ static struct {
     char name[64];
     double share;
     uint64_t weight, size;
+    int live;          /* 1: every sample alive at exit, 0: none, -1: not checked */
+    uint64_t samples, alive;
 } want[MAX_CLASSES];
 static int nwant;
 
@@ -64,11 +70,13 @@ typedef struct Totals {
     uint64_t listed, stacked, listed_samples;
     bool started, stopped, live_done;
     uint64_t *sample_seqs;
+    int *sample_class;    /* index into want[], -1: not listed */
     size_t nsample_seqs, cap;
     uint64_t live_seqs, live_total;
 } Totals;
 
-static bool is_sample_seq(const Totals *t, uint64_t seq)
+/* The index of the SAMPLE with seq in t->sample_seqs, or -1. */
+static long sample_index(const Totals *t, uint64_t seq)
 {
     size_t lo = 0, hi = t->nsample_seqs;
     while (lo < hi) {
@@ -76,7 +84,7 @@ static bool is_sample_seq(const Totals *t, uint64_t seq)
         if (t->sample_seqs[mid] < seq) lo = mid + 1;
         else hi = mid;
     }
-    return lo < t->nsample_seqs && t->sample_seqs[lo] == seq;
+    return lo < t->nsample_seqs && t->sample_seqs[lo] == seq ? (long)lo : -1;
 }
 
 static void record(Totals *t, const uint8_t *rec, uint64_t ask)
@@ -112,8 +120,11 @@ static void record(Totals *t, const uint8_t *rec, uint64_t ask)
         t->last_bytes = s.bytes_allocated;
         t->weight += s.weight;
         t->samples++;
+        int listed = -1;
         for (int i = 0; i < nwant; i++) {
             if (strcmp(name, want[i].name)) continue;
+            listed = i;
+            want[i].samples++;
             if (want[i].size && s.size != want[i].size)
                 fail("SAMPLE %llu: %s of %llu bytes, before %llu", (unsigned long long)h.seq, name,
                      (unsigned long long)s.size, (unsigned long long)want[i].size);
@@ -125,12 +136,22 @@ static void record(Totals *t, const uint8_t *rec, uint64_t ask)
             if ((raw.mode == PROF_RAW_INTERP || raw.mode == PROF_RAW_MACHINE || raw.mode == PROF_RAW_CSTATE) && raw.nst >= 1)
                 t->stacked++;
             t->listed_samples++;
+            if (getenv("ALLOC_READER_DUMP") && t->listed_samples <= 3) {
+                printf("sample %llu mode %u nleaf %u nst %u nroot %u leaf", (unsigned long long)h.seq, raw.mode, raw.nleaf,
+                       raw.nst, raw.nroot);
+                for (unsigned k = 0; k < raw.nleaf; k++) printf(" %llx", (unsigned long long)raw.leaf[k]);
+                printf(" root");
+                for (unsigned k = 0; k < raw.nroot; k++) printf(" %llx", (unsigned long long)raw.root[k]);
+                printf("\n");
+            }
         }
         if (t->nsample_seqs == t->cap) {
             t->cap = t->cap ? 2 * t->cap : 1024;
             t->sample_seqs = realloc(t->sample_seqs, t->cap * sizeof *t->sample_seqs);
-            if (!t->sample_seqs) fail("out of memory");
+            t->sample_class = realloc(t->sample_class, t->cap * sizeof *t->sample_class);
+            if (!t->sample_seqs || !t->sample_class) fail("out of memory");
         }
+        t->sample_class[t->nsample_seqs] = listed;
         t->sample_seqs[t->nsample_seqs++] = h.seq;
         break;
     }
@@ -149,7 +170,9 @@ static void record(Totals *t, const uint8_t *rec, uint64_t ask)
         for (uint64_t i = 0; i < l.count; i++) {
             uint64_t seq;
             memcpy(&seq, body + sizeof l + 8 * i, 8);
-            if (!is_sample_seq(t, seq)) fail("LIVE names seq %llu, no SAMPLE", (unsigned long long)seq);
+            long k = sample_index(t, seq);
+            if (k < 0) fail("LIVE names seq %llu, no SAMPLE", (unsigned long long)seq);
+            if (t->sample_class[k] >= 0) want[t->sample_class[k]].alive++;
         }
         t->live_seqs += l.count;
         t->live_total = l.total;
@@ -191,7 +214,12 @@ int main(int argc, char **argv)
         if (!colon || colon - p >= (long)sizeof want[0].name) fail("bad CLASS:SHARE list '%s'", argv[2]);
         memcpy(want[nwant].name, p, (size_t)(colon - p));
         char *end;
-        want[nwant++].share = strtod(colon + 1, &end);
+        want[nwant].share = strtod(colon + 1, &end);
+        if (end == colon + 1 && *end == '-') want[nwant].share = NAN, end++; /* not checked */
+        want[nwant].live = -1;
+        if (!strncmp(end, ":live", 5)) want[nwant].live = 1, end += 5;
+        else if (!strncmp(end, ":dead", 5)) want[nwant].live = 0, end += 5;
+        nwant++;
         p = *end == ',' ? end + 1 : end;
     }
     argv++; /* STVM is argv[2] from here */
@@ -259,7 +287,11 @@ int main(int argc, char **argv)
     for (int i = 0; i < nwant; i++) {
         double share = (double)want[i].weight / (double)t.listed;
         printf("%s: %.3f of the listed classes' weight (expected %.3f)\n", want[i].name, share, want[i].share);
-        if (fabs(share - want[i].share) > 0.06) fail("%s has %.3f of the weight, not %.3f", want[i].name, share, want[i].share);
+        if (!isnan(want[i].share) && fabs(share - want[i].share) > 0.06) fail("%s has %.3f of the weight, not %.3f", want[i].name, share, want[i].share);
+        printf("%s: %llu of %llu samples alive at exit\n", want[i].name, (unsigned long long)want[i].alive,
+               (unsigned long long)want[i].samples);
+        if (want[i].live == 1 && want[i].alive != want[i].samples) fail("%s: samples missing from LIVE", want[i].name);
+        if (want[i].live == 0 && want[i].alive != 0) fail("%s: dead samples in LIVE", want[i].name);
     }
     if (t.stacked < 0.9 * (double)t.listed_samples)
         fail("only %llu of %llu samples have a Smalltalk stack", (unsigned long long)t.stacked,
