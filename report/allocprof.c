@@ -16,13 +16,14 @@ uint64_t report_alloc_estimated_bytes(const ReportAllocLog *log)
     return sum;
 }
 
-void report_alloc_build(Profile *p, const ReportAllocLog *log, bool live, Symbolizer *sym, ResolveCode *code)
+void report_alloc_build(Profile *p, const ReportAllocLog *log, bool live, uint64_t interval_asked, Symbolizer *sym,
+                        ResolveCode *code)
 {
     uint64_t untracked = 0;
     for (size_t i = 0; i < log->n; i++)
         untracked += (log->v[i].flags & PROF_ALLOC_F_UNTRACKED) != 0;
     ReportAllocHeader a = {
-        .interval = log->interval,
+        .interval = log->interval ? log->interval : interval_asked,
         .counted_bytes = report_alloclog_counted_bytes(log),
         .lost = log->stats.lost + log->stats.dropped,
         .bad = log->stats.bad_records,

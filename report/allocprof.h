@@ -19,11 +19,13 @@
 #include "report/report.h"
 #include "report/resolve.h"
 
-/* Adds log's samples to p and makes p an allocation profile: interval,
- * the VM's counted bytes, what was lost (report_profile_set_alloc).
- * live: --live asked for what stays alive (log->have_live says whether the
- * VM answered). sym and code as for report_resolve_samples. */
-void report_alloc_build(Profile *p, const ReportAllocLog *log, bool live, Symbolizer *sym, ResolveCode *code);
+/* Adds log's samples to p and makes p an allocation profile: interval (the
+ * VM's, else interval_asked when it never started), the VM's counted bytes,
+ * what was lost (report_profile_set_alloc). live: --live asked for what
+ * stays alive (log->have_live says whether the VM answered). sym and code
+ * as for report_resolve_samples. */
+void report_alloc_build(Profile *p, const ReportAllocLog *log, bool live, uint64_t interval_asked, Symbolizer *sym,
+                        ResolveCode *code);
 
 /* The estimate of everything allocated while sampled: the samples'
  * weights added up. */

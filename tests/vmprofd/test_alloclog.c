@@ -343,7 +343,7 @@ static void the_report_shows_bytes_objects_and_shares_by_class(void **state)
     Profile *p = report_profile_new();
     ReportHeader h = {.vm_path = "/x/stvm", .seconds = 1.0};
     report_profile_set_header(p, &h);
-    report_alloc_build(p, log, true, NULL, NULL);
+    report_alloc_build(p, log, true, 4096, NULL, NULL);
     char *t = text_of(p);
     /* 160,000 bytes: One 40,000 (1,000 objects of 40 bytes), Three 120,000 (1,500 of 80) */
     assert_non_null(strstr(t, "allocations sampled every 4,096 bytes on average; 40 samples"));
@@ -382,7 +382,7 @@ static void without_an_answer_the_live_figures_are_not_shown(void **state)
     Profile *p = report_profile_new();
     ReportHeader h = {.vm_path = "/x/stvm", .seconds = 1.0};
     report_profile_set_header(p, &h);
-    report_alloc_build(p, log, true, NULL, NULL);
+    report_alloc_build(p, log, true, 4096, NULL, NULL);
     char *t = text_of(p);
     assert_non_null(strstr(t, "live at the end: unknown"));
     assert_null(strstr(t, "live at the end (after"));
