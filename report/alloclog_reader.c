@@ -14,7 +14,6 @@
 #include "report/mem.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,38 +27,14 @@
  * a poll going forever. */
 #define MAX_RESYNCS_PER_POLL 4
 
-static void say(char *warn, size_t warnlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *warn, size_t warnlen, const char *fmt, ...)
-{
-    if (!warn || warnlen == 0 || warn[0])
-        return; /* the first trouble of a poll is the one worth reading */
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(warn, warnlen, fmt, ap);
-    va_end(ap);
-}
-
 bool report_alloclog_open(ReportAllocLog *r, uint64_t region_size, ReportRingReadFn read, void *ctx, bool from_start,
                           char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
     r->from_start = from_start;
-    if (region_size < sizeof(ProfAllocLogControl)) {
-        snprintf(err, errlen, "the allocation log region (%" PRIu64 " bytes) is smaller than its control block",
-                 region_size);
-        return false;
-    }
     ProfAllocLogControl c;
-    if (!read(ctx, 0, &c, sizeof c)) {
-        snprintf(err, errlen, "cannot read the allocation log's control block");
-        return false;
-    }
-    if (c.magic != PROF_ALLOC_LOG_MAGIC) {
-        snprintf(err, errlen, "bad allocation log magic 0x%016" PRIx64, c.magic);
-        return false;
-    }
-    if (!report_ring_open(&r->ring, "allocation log", region_size, read, ctx, &c, sizeof c, PROF_ALLOC_LOG_MIN_RING,
-                          PROF_ALLOC_LOG_MAX_RING, MAX_RECORD_FRACTION, err, errlen))
+    if (!report_ring_open(&r->ring, "allocation log", region_size, read, ctx, &c, sizeof c, PROF_ALLOC_LOG_MAGIC,
+                          PROF_ALLOC_LOG_MIN_RING, PROF_ALLOC_LOG_MAX_RING, MAX_RECORD_FRACTION, err, errlen))
         return false;
     r->control = c;
     return true;
@@ -368,11 +343,11 @@ size_t report_alloclog_poll(ReportAllocLog *r, char *warn, size_t warnlen)
     ProfAllocLogControl c;
     char why_ring[256];
     if (!report_ring_refresh(&r->ring, &c, sizeof c, why_ring, sizeof why_ring)) {
-        say(warn, warnlen, "%s", why_ring);
+        report_ring_say(warn, warnlen, "%s", why_ring);
         return 0;
     }
     if (c.magic != PROF_ALLOC_LOG_MAGIC) {
-        say(warn, warnlen, "allocation log: its control block changed its magic; ignored");
+        report_ring_say(warn, warnlen, "allocation log: its control block changed its magic; ignored");
         return 0;
     }
     r->control = c;
@@ -387,7 +362,7 @@ size_t report_alloclog_poll(ReportAllocLog *r, char *warn, size_t warnlen)
             r->uncounted = true; /* the records before are not ours to miss */
             if (r->from_start) {
                 r->stats.overruns++;
-                say(warn, warnlen, "allocation log: the VM overwrote samples before vmprofd first read the log");
+                report_ring_say(warn, warnlen, "allocation log: the VM overwrote samples before vmprofd first read the log");
             }
         }
     }
@@ -398,7 +373,7 @@ size_t report_alloclog_poll(ReportAllocLog *r, char *warn, size_t warnlen)
             break;
         if (E - r->pos > r->ring.ring_size) {
             r->stats.overruns++;
-            say(warn, warnlen, "allocation log: the VM overwrote %" PRIu64 " bytes of samples before they were read",
+            report_ring_say(warn, warnlen, "allocation log: the VM overwrote %" PRIu64 " bytes of samples before they were read",
                 E - r->pos - r->ring.ring_size);
             resync(r, E);
             resyncs++;
@@ -407,12 +382,12 @@ size_t report_alloclog_poll(ReportAllocLog *r, char *warn, size_t warnlen)
         size_t n = report_ring_chunk(&r->ring, r->pos, E);
         ReportRingCopy copied = report_ring_copy(&r->ring, r->pos, n, c.write_begin);
         if (copied == REPORT_RING_UNREADABLE) {
-            say(warn, warnlen, "allocation log: the ring cannot be read any more");
+            report_ring_say(warn, warnlen, "allocation log: the ring cannot be read any more");
             break;
         }
         if (copied == REPORT_RING_OVERRUN) {
             r->stats.overruns++;
-            say(warn, warnlen, "allocation log: the VM overwrote samples while they were being read");
+            report_ring_say(warn, warnlen, "allocation log: the VM overwrote samples while they were being read");
             resync(r, E);
             resyncs++;
             continue;
@@ -424,7 +399,7 @@ size_t report_alloclog_poll(ReportAllocLog *r, char *warn, size_t warnlen)
         uint64_t at = r->pos + used;
         r->pos = at;
         if (why)
-            say(warn, warnlen, "allocation log: %s at position %" PRIu64 " (seq %" PRIu64 ")%s", why, at, bad_seq,
+            report_ring_say(warn, warnlen, "allocation log: %s at position %" PRIu64 " (seq %" PRIu64 ")%s", why, at, bad_seq,
                 stop ? "; resumed at the newest record" : "; that record skipped");
         if (stop) {
             r->stats.bad_records++;

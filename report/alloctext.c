@@ -268,16 +268,7 @@ static void print_header(FILE *out, const Profile *p, uint64_t total, double obj
 {
     const ReportHeader *h = &p->header;
     const ReportAllocHeader *a = &p->alloc;
-    char when[32] = "(date unknown)";
-    struct tm tm;
-    if (localtime_r(&h->start_wall, &tm))
-        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-    fprintf(out, "%s %s\n", h->vm_path ? h->vm_path : "[unknown VM]", when);
-    for (size_t i = 0; i < p->nwarnings; i++)
-        fprintf(out, "warning: %s\n", p->warnings[i]);
-    if (h->have_counters)
-        fprintf(out, "eden size: %s  stack pages: %s  code size: %s\n", report_format_thousands(h->start.eden_bytes).s,
-                report_format_thousands(h->start.stack_pages).s, report_format_thousands(h->start.code_bytes).s);
+    report_text_head(out, p);
     fprintf(out, "%.3f seconds; allocations sampled every %s bytes on average; %zu samples\n", h->seconds,
             report_format_thousands(a->interval).s, p->nsamples);
     fprintf(out, "%s bytes allocated (estimated from the samples), %s objects", report_format_thousands(total).s,

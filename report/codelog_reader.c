@@ -13,7 +13,6 @@
 #include "report/codelog_reader.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,37 +23,13 @@
 
 #define HEADER_BYTES sizeof(ProfCodeRecord)
 
-static void say(char *warn, size_t warnlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *warn, size_t warnlen, const char *fmt, ...)
-{
-    if (!warn || warnlen == 0 || warn[0])
-        return; /* the first trouble of a poll is the one worth reading */
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(warn, warnlen, fmt, ap);
-    va_end(ap);
-}
-
 bool report_codelog_open(ReportCodeLog *r, uint64_t region_size, ReportCodeLogReadFn read, void *ctx, char *err,
                          size_t errlen)
 {
     memset(r, 0, sizeof *r);
-    if (region_size < sizeof(ProfCodeLogControl)) {
-        snprintf(err, errlen, "the code log region (%" PRIu64 " bytes) is smaller than its control block",
-                 region_size);
-        return false;
-    }
     ProfCodeLogControl c;
-    if (!read(ctx, 0, &c, sizeof c)) {
-        snprintf(err, errlen, "cannot read the code log's control block");
-        return false;
-    }
-    if (c.magic != PROF_CODE_LOG_MAGIC) {
-        snprintf(err, errlen, "bad code log magic 0x%016" PRIx64, c.magic);
-        return false;
-    }
-    if (!report_ring_open(&r->ring, "code log", region_size, read, ctx, &c, sizeof c, PROF_CODE_LOG_MIN_RING,
-                          PROF_CODE_LOG_MAX_RING, PROF_CODE_LOG_MAX_RECORD_FRACTION, err, errlen))
+    if (!report_ring_open(&r->ring, "code log", region_size, read, ctx, &c, sizeof c, PROF_CODE_LOG_MAGIC,
+                          PROF_CODE_LOG_MIN_RING, PROF_CODE_LOG_MAX_RING, PROF_CODE_LOG_MAX_RECORD_FRACTION, err, errlen))
         return false;
     r->control = c;
     r->mode = REPORT_CODELOG_JOINING;
@@ -287,11 +262,11 @@ static bool refresh(ReportCodeLog *r, ProfCodeLogControl *c, char *warn, size_t 
 {
     char why[256];
     if (!report_ring_refresh(&r->ring, c, sizeof *c, why, sizeof why)) {
-        say(warn, warnlen, "%s", why);
+        report_ring_say(warn, warnlen, "%s", why);
         return false;
     }
     if (c->magic != PROF_CODE_LOG_MAGIC) {
-        say(warn, warnlen, "code log: its control block changed its magic or geometry; ignored");
+        report_ring_say(warn, warnlen, "code log: its control block changed its magic or geometry; ignored");
         return false;
     }
     r->control = *c;
@@ -309,7 +284,7 @@ size_t report_codelog_poll(ReportCodeLog *r, ReportCodeMap *map, char *warn, siz
     if (!r->joined) {
         uint64_t start = c.write_begin <= ring_size ? 0 : c.checkpoint_pos;
         if (!usable_checkpoint(r, start, c.write_begin, c.write_end)) {
-            say(warn, warnlen, "code log: no intact checkpoint to start from yet (position %" PRIu64 ")", start);
+            report_ring_say(warn, warnlen, "code log: no intact checkpoint to start from yet (position %" PRIu64 ")", start);
             return 0;
         }
         r->joined = true;
@@ -335,7 +310,7 @@ size_t report_codelog_poll(ReportCodeLog *r, ReportCodeMap *map, char *warn, siz
             break;
         if (E - r->pos > ring_size) {
             r->stats.overruns++;
-            say(warn, warnlen, "code log: the VM overwrote %" PRIu64 " bytes of events before they were read",
+            report_ring_say(warn, warnlen, "code log: the VM overwrote %" PRIu64 " bytes of events before they were read",
                 E - r->pos - ring_size);
             lose(r, map, r->pos);
             continue;
@@ -343,12 +318,12 @@ size_t report_codelog_poll(ReportCodeLog *r, ReportCodeMap *map, char *warn, siz
         size_t n = report_ring_chunk(&r->ring, r->pos, E);
         ReportRingCopy copied = report_ring_copy(&r->ring, r->pos, n, c.write_begin);
         if (copied == REPORT_RING_UNREADABLE) {
-            say(warn, warnlen, "code log: the ring cannot be read any more");
+            report_ring_say(warn, warnlen, "code log: the ring cannot be read any more");
             break;
         }
         if (copied == REPORT_RING_OVERRUN) {
             r->stats.overruns++;
-            say(warn, warnlen, "code log: the VM overwrote events while they were being read");
+            report_ring_say(warn, warnlen, "code log: the VM overwrote events while they were being read");
             lose(r, map, r->pos);
             continue;
         }
@@ -359,7 +334,7 @@ size_t report_codelog_poll(ReportCodeLog *r, ReportCodeMap *map, char *warn, siz
         r->pos += used;
         if (bad) {
             r->stats.bad_records++;
-            say(warn, warnlen, "code log: %s at position %" PRIu64 " (seq %" PRIu64 "); skipped to the next checkpoint",
+            report_ring_say(warn, warnlen, "code log: %s at position %" PRIu64 " (seq %" PRIu64 "); skipped to the next checkpoint",
                 why, bad_at, r->next_seq);
             lose(r, map, bad_at + 8);
             continue;

@@ -74,6 +74,9 @@ struct Profile {
 /* Sample i's allocation values; zeros for a sample that has none. */
 ReportAllocValues report_profile_alloc_values(const Profile *p, size_t sample);
 
+/* The first lines of every text report (report/text.c): the VM, the date,
+ * the warnings, the VM's sizes. */
+void report_text_head(FILE *out, const Profile *p);
 /* The text report of an allocation profile (report/alloctext.c). */
 bool report_write_alloc_text(FILE *out, const Profile *p, const ReportTextOptions *opt, char *err, size_t errlen);
 

@@ -7,6 +7,7 @@
 #include "report/mem.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,15 +21,31 @@
 static bool fits(uint64_t a, uint64_t b, uint64_t limit) { return a <= limit && b <= limit - a; }
 
 bool report_ring_open(ReportRing *r, const char *what, uint64_t region_size, ReportRingReadFn read, void *ctx,
-                      const void *c, size_t struct_size, uint64_t min_ring, uint64_t max_ring, uint64_t max_fraction,
-                      char *why, size_t whylen)
+                      void *control, size_t struct_size, uint64_t magic, uint64_t min_ring, uint64_t max_ring,
+                      uint64_t max_fraction, char *why, size_t whylen)
 {
+    const uint8_t *c = control;
+    if (region_size < struct_size) {
+        snprintf(why, whylen, "the %s region (%" PRIu64 " bytes) is smaller than its control block", what,
+                 region_size);
+        return false;
+    }
+    if (!read(ctx, 0, control, struct_size)) {
+        snprintf(why, whylen, "cannot read the %s's control block", what);
+        return false;
+    }
+    uint64_t m;
+    memcpy(&m, c, sizeof m);
+    if (m != magic) {
+        snprintf(why, whylen, "bad %s magic 0x%016" PRIx64, what, m);
+        return false;
+    }
     memset(r, 0, sizeof *r);
     uint32_t control_size;
     uint64_t ring_offset, ring_size;
-    memcpy(&control_size, (const uint8_t *)c + 8, sizeof control_size);
-    memcpy(&ring_offset, (const uint8_t *)c + REPORT_RING_RING_OFFSET, sizeof ring_offset);
-    memcpy(&ring_size, (const uint8_t *)c + REPORT_RING_RING_OFFSET + 8, sizeof ring_size);
+    memcpy(&control_size, c + 8, sizeof control_size);
+    memcpy(&ring_offset, c + REPORT_RING_RING_OFFSET, sizeof ring_offset);
+    memcpy(&ring_size, c + REPORT_RING_RING_OFFSET + 8, sizeof ring_size);
     if (control_size < struct_size || control_size > region_size) {
         snprintf(why, whylen, "%s control_size %" PRIu32 " is wrong", what, control_size);
         return false;
@@ -52,6 +69,16 @@ bool report_ring_open(ReportRing *r, const char *what, uint64_t region_size, Rep
     r->ring_size = ring_size;
     r->max_record = ring_size / max_fraction;
     return true;
+}
+
+void report_ring_say(char *warn, size_t warnlen, const char *fmt, ...)
+{
+    if (!warn || warnlen == 0 || warn[0])
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(warn, warnlen, fmt, ap);
+    va_end(ap);
 }
 
 void report_ring_close(ReportRing *r)

@@ -55,14 +55,14 @@ typedef struct ReportRing {
     size_t cap;
 } ReportRing;
 
-/* The common checks of a control block (c, control_size bytes as read)
- * against a region of region_size bytes: control_size, a power-of-two
- * ring from min to max, an aligned ring_offset inside the region. On
- * success r is set up (records at most ring_size / max_fraction bytes).
- * False with the reason in why. */
+/* Reads the control block (struct_size bytes, into control) of a region of
+ * region_size bytes and checks it: magic (its first word), control_size,
+ * a power-of-two ring from min to max, an aligned ring_offset inside the
+ * region. On success r is set up (records at most ring_size / max_fraction
+ * bytes). False with the reason in why. */
 bool report_ring_open(ReportRing *r, const char *what, uint64_t region_size, ReportRingReadFn read, void *ctx,
-                      const void *c, size_t struct_size, uint64_t min_ring, uint64_t max_ring, uint64_t max_fraction,
-                      char *why, size_t whylen);
+                      void *control, size_t struct_size, uint64_t magic, uint64_t min_ring, uint64_t max_ring,
+                      uint64_t max_fraction, char *why, size_t whylen);
 void report_ring_close(ReportRing *r);
 
 /* Reads the control block (size bytes) into c until two copies agree on
@@ -107,5 +107,9 @@ typedef enum ReportRingRecord {
  * position chunk_pos, the writer being at write_end; fills h. */
 ReportRingRecord report_ring_record(const ReportRing *r, size_t off, size_t n, uint64_t chunk_pos, uint64_t write_end,
                                     ProfCodeRecord *h, const char **why);
+
+/* A poll's warning: the first trouble of a poll is the one worth reading,
+ * so warn is written only while it is still empty. */
+void report_ring_say(char *warn, size_t warnlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -271,16 +271,22 @@ static void ask_live(AllocSession *as)
         as->live_timed_out = true;
 }
 
-static void warn(Profile *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn(Profile *p, const char *fmt, ...)
+/* What the profile cannot show: collected while it is built, then at the
+ * top of the report and on stderr (-q does not silence them). */
+typedef struct Warnings {
+    char text[8][512];
+    int n;
+} Warnings;
+
+static void warn(Warnings *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(Warnings *w, const char *fmt, ...)
 {
-    char msg[1024];
+    if (w->n == (int)(sizeof w->text / sizeof w->text[0]))
+        return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    vsnprintf(w->text[w->n++], sizeof w->text[0], fmt, ap);
     va_end(ap);
-    report_profile_add_warning(p, "%s", msg);
-    fprintf(stderr, "vmprofd: warning: %s\n", msg);
 }
 
 static Profile *build_profile(AllocSession *as, time_t start_wall, double seconds, const char *stop_note)
@@ -303,22 +309,24 @@ static Profile *build_profile(AllocSession *as, time_t start_wall, double second
     }
     report_profile_set_header(p, &h);
     int pid = (int)as->target.pid;
+    Warnings ws = {.n = 0};
+    Warnings *w = &ws;
     if (lg->stats.lost)
-        warn(p, "%" PRIu64 " records of the allocation log were lost before vmprofd read them (the VM overwrote them "
+        warn(w, "%" PRIu64 " records of the allocation log were lost before vmprofd read them (the VM overwrote them "
                 "%" PRIu64 " time%s): the estimates are short by about that many samples' bytes", lg->stats.lost,
              lg->stats.overruns, lg->stats.overruns == 1 ? "" : "s");
     if (lg->stats.bad_records)
-        warn(p, "%" PRIu64 " damaged records of the allocation log were skipped", lg->stats.bad_records);
+        warn(w, "%" PRIu64 " damaged records of the allocation log were skipped", lg->stats.bad_records);
     if (lg->stats.dropped)
-        warn(p, "%" PRIu64 " samples dropped: out of memory", lg->stats.dropped);
+        warn(w, "%" PRIu64 " samples dropped: out of memory", lg->stats.dropped);
     if (lg->n == 0)
-        warn(p, "no allocation samples: pid %d %s", pid,
+        warn(w, "no allocation samples: pid %d %s", pid,
              lg->stats.starts || lg->sampling
                  ? "allocated less than the interval while sampled"
                  : "never started sampling (a VM looks at requests when it allocates or collects: it allocated "
                    "nothing, or was blocked)");
     if (o->live && !lg->have_live)
-        warn(p, "--live: pid %d never said what stayed alive%s", pid,
+        warn(w, "--live: pid %d never said what stayed alive%s", pid,
              as->live_timed_out ? " (it did not answer within 5 s: blocked, or not at a safe point)"
              : as->target.exited ? " (it exited without its exit-time answer: killed, or it did not exit normally)"
                                  : "");
@@ -326,12 +334,16 @@ static Profile *build_profile(AllocSession *as, time_t start_wall, double second
     for (size_t i = 0; i < lg->n; i++)
         untracked += (lg->v[i].flags & PROF_ALLOC_F_UNTRACKED) != 0;
     if (o->live && lg->have_live && lg->n && untracked == lg->n)
-        warn(p, "--live: pid %d followed none of its %zu sampled objects (it cannot follow objects, or its table was "
+        warn(w, "--live: pid %d followed none of its %zu sampled objects (it cannot follow objects, or its table was "
                 "full): what stayed alive is unknown", pid, lg->n);
     else if (o->live && lg->have_live && untracked)
-        warn(p, "--live: pid %d did not follow %" PRIu64 " of its %zu sampled objects (its table was full): the live "
+        warn(w, "--live: pid %d did not follow %" PRIu64 " of its %zu sampled objects (its table was full): the live "
                 "figures leave them out and are low by up to %.1f%%", pid, untracked, lg->n,
              100.0 * (double)untracked / (double)lg->n);
+    for (int i = 0; i < ws.n; i++) {
+        report_profile_add_warning(p, "%s", ws.text[i]);
+        fprintf(stderr, "vmprofd: warning: %s\n", ws.text[i]);
+    }
     if (as->warnings)
         report_profile_add_note(p, "allocation log: %" PRIu64 " warning%s (first: %s)", as->warnings,
                                 as->warnings == 1 ? "" : "s", as->first_warning);

@@ -24,18 +24,14 @@ SOM="$SOURCE_DIR/tests/vmprofd/som"
 # with the VM's ring.
 INTERVAL=32K
 
+# what went wrong, with the reports and vmprofd's messages
 fail() {
     echo "FAIL: $*"
-    for f in "$WORK"/*.err "$WORK"/*.txt; do
-        [ -s "$f" ] && { echo "--- $f"; head -40 "$f"; }
-    done
+    tail -n 40 "$WORK"/*.err "$WORK"/*.txt 2>/dev/null
     exit 1
 }
 
-skip() {
-    echo "test skipped: $*"
-    exit 0
-}
+skip() { echo "test skipped: $*" && exit 0; }
 
 beside_busy_loops() {
     for _ in 1 2; do
