@@ -7,6 +7,7 @@
  * LIVE answers in several records, a writer that laps the reader, damage.
  */
 #include "proto/allocabi.h"
+#include "proto/profile.pb-c.h"
 #include "report/allocprof.h"
 #include "report/alloclog_reader.h"
 #include "report/report.h"
@@ -19,6 +20,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <zlib.h>
 
 #define RING (64u << 10)
 
@@ -415,6 +417,86 @@ static void the_report_shows_bytes_objects_and_shares_by_class(void **state)
     free(r);
 }
 
+/* The profile as pprof's reader sees it: gunzipped and unpacked. */
+static Perftools__Profiles__Profile *pprof_of(const Profile *p)
+{
+    char *gz = NULL;
+    size_t gzlen = 0;
+    FILE *f = open_memstream(&gz, &gzlen);
+    char err[128];
+    assert_true(report_write_pprof_stream(f, p, err, sizeof err));
+    fclose(f);
+    static uint8_t raw[1 << 20];
+    z_stream z = {0};
+    assert_int_equal(inflateInit2(&z, 15 + 16), Z_OK);
+    z.next_in = (Bytef *)gz;
+    z.avail_in = (uInt)gzlen;
+    z.next_out = raw;
+    z.avail_out = sizeof raw;
+    assert_int_equal(inflate(&z, Z_FINISH), Z_STREAM_END);
+    size_t n = z.total_out;
+    inflateEnd(&z);
+    free(gz);
+    Perftools__Profiles__Profile *pb = perftools__profiles__profile__unpack(NULL, n, raw);
+    assert_non_null(pb);
+    return pb;
+}
+
+static const char *str(const Perftools__Profiles__Profile *pb, int64_t i)
+{
+    assert_true(i >= 0 && (size_t)i < pb->n_string_table);
+    return pb->string_table[i];
+}
+
+/* Go's heap profile types, the interval as period, and values that add up
+ * to the bytes and objects the samples stand for. */
+static void pprof_has_go_heap_profile_types(void **state)
+{
+    (void)state;
+    Writer w;
+    Region *r = region_new(&w);
+    ReportAllocLog *log = reader(r, true);
+    start(&w, 4096);
+    uint64_t keep = sample(&w, "One", 4000, 40);
+    sample(&w, "Three", 12000, 80);
+    live(&w, PROF_ALLOC_LIVE_AT_EXIT, &keep, 1, 8);
+    char warn[256];
+    report_alloclog_poll(log, warn, sizeof warn);
+    static const char *const want[4][2] = {
+        {"alloc_objects", "count"}, {"alloc_space", "bytes"}, {"inuse_objects", "count"}, {"inuse_space", "bytes"}};
+    for (int with_live = 0; with_live < 2; with_live++) {
+        Profile *p = report_profile_new();
+        ReportHeader h = {.vm_path = "/x/stvm", .seconds = 1.0};
+        report_profile_set_header(p, &h);
+        report_alloc_build(p, log, with_live, 4096, NULL, NULL);
+        Perftools__Profiles__Profile *pb = pprof_of(p);
+        size_t ntypes = with_live ? 4 : 2;
+        assert_int_equal(pb->n_sample_type, ntypes);
+        for (size_t i = 0; i < ntypes; i++) {
+            assert_string_equal(str(pb, pb->sample_type[i]->type), want[i][0]);
+            assert_string_equal(str(pb, pb->sample_type[i]->unit), want[i][1]);
+        }
+        assert_string_equal(str(pb, pb->period_type->type), "space");
+        assert_string_equal(str(pb, pb->period_type->unit), "bytes");
+        assert_int_equal(pb->period, 4096);
+        assert_string_equal(str(pb, pb->default_sample_type), "alloc_space");
+        int64_t sum[4] = {0};
+        for (size_t i = 0; i < pb->n_sample; i++)
+            for (size_t k = 0; k < ntypes; k++)
+                sum[k] += pb->sample[i]->value[k];
+        assert_int_equal(sum[0], 100 + 150); /* 4000 / 40 + 12000 / 80 */
+        assert_int_equal(sum[1], 16000);
+        if (with_live) {
+            assert_int_equal(sum[2], 100);
+            assert_int_equal(sum[3], 4000);
+        }
+        perftools__profiles__profile__free_unpacked(pb, NULL);
+        report_profile_free(p);
+    }
+    report_alloclog_close(log);
+    free(r);
+}
+
 static void without_an_answer_the_live_figures_are_not_shown(void **state)
 {
     (void)state;
@@ -450,6 +532,7 @@ int main(void)
         cmocka_unit_test(a_control_block_that_lies_is_refused_at_open),
         cmocka_unit_test(random_damage_never_makes_up_samples),
         cmocka_unit_test(the_report_shows_bytes_objects_and_shares_by_class),
+        cmocka_unit_test(pprof_has_go_heap_profile_types),
         cmocka_unit_test(without_an_answer_the_live_figures_are_not_shown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
