@@ -61,17 +61,9 @@ size_t prof_alloclog_region_bytes(uint64_t ring_bytes) { return CONTROL_BYTES + 
 
 static bool log_init(AllocLog *l, void *region, size_t region_bytes, uint64_t ring_bytes, char *err, size_t errlen)
 {
-    if (ring_bytes < PROF_ALLOC_LOG_MIN_RING || ring_bytes > PROF_ALLOC_LOG_MAX_RING || (ring_bytes & (ring_bytes - 1))) {
-        snprintf(err, errlen, "the allocation log ring must be a power of two from %u KiB to %llu MiB, not %llu bytes",
-                 PROF_ALLOC_LOG_MIN_RING >> 10, (unsigned long long)(PROF_ALLOC_LOG_MAX_RING >> 20),
-                 (unsigned long long)ring_bytes);
+    if (!prof_ringlog_geometry_ok("allocation log", ring_bytes, PROF_ALLOC_LOG_MIN_RING, PROF_ALLOC_LOG_MAX_RING, region,
+                                  region_bytes, prof_alloclog_region_bytes(ring_bytes), err, errlen))
         return false;
-    }
-    if (region_bytes < prof_alloclog_region_bytes(ring_bytes) || ((uintptr_t)region & 63) != 0) {
-        snprintf(err, errlen, "the allocation log region (%zu bytes) is too small or misaligned for a %llu-byte ring",
-                 region_bytes, (unsigned long long)ring_bytes);
-        return false;
-    }
     memset(l, 0, sizeof *l);
     /* only the control block: ring pages nobody writes stay unallocated */
     memset(region, 0, CONTROL_BYTES);
