@@ -42,6 +42,7 @@ static void *private_region;
 static ProfAllocClassNameFn class_name_of;
 static ProfWalkFacts walk_facts;
 static bool have_walk_facts;
+static uint64_t env_interval, env_live; /* STVM_ALLOC_SAMPLE(_LIVE), read at init */
 static uint64_t now_cached;      /* CLOCK_MONOTONIC as of the last look */
 static uint64_t collections_seen;
 static StackReader reader;
@@ -291,18 +292,6 @@ static void sample(Oop obj, size_t bytes, uint64_t weight, bool old, void *const
 
 static const GcAllocSampler gc_sampler = {poll, sample};
 
-void prof_allocsampler_init(const ProfWalkFacts *walk, ProfAllocClassNameFn class_name)
-{
-    if (walk) {
-        walk_facts = *walk;
-        have_walk_facts = true;
-    }
-    class_name_of = class_name;
-    prof_ownmem_init();
-    gc_alloc_sampling_seed(((uint64_t)getpid() << 32) ^ clock_ns());
-    gc_set_alloc_sampler(&gc_sampler);
-}
-
 /* BYTES, a decimal count; 0 when absent or not a number. */
 static uint64_t env_bytes(const char *name)
 {
@@ -317,21 +306,40 @@ static uint64_t env_bytes(const char *name)
     return n;
 }
 
+void prof_allocsampler_init(const ProfWalkFacts *walk, ProfAllocClassNameFn class_name)
+{
+    if (walk) {
+        walk_facts = *walk;
+        have_walk_facts = true;
+    }
+    class_name_of = class_name;
+    env_interval = env_bytes(PROF_ALLOC_SAMPLE_ENV);
+    env_live = env_bytes(PROF_ALLOC_SAMPLE_LIVE_ENV);
+    unsetenv(PROF_ALLOC_SAMPLE_ENV); /* the processes it starts do not inherit it */
+    unsetenv(PROF_ALLOC_SAMPLE_LIVE_ENV);
+    prof_ownmem_init();
+    gc_alloc_sampling_seed(((uint64_t)getpid() << 32) ^ clock_ns());
+    gc_set_alloc_sampler(&gc_sampler);
+}
+
 bool prof_allocsampler_open_export(void *region, size_t region_bytes, uint64_t ring_bytes, char *err, size_t errlen)
 {
     if (!log_init(&logs[LOG_EXPORT], region, region_bytes, ring_bytes, err, errlen)) return false;
-    uint64_t interval = env_bytes(PROF_ALLOC_SAMPLE_ENV);
-    uint64_t live = env_bytes(PROF_ALLOC_SAMPLE_LIVE_ENV);
-    unsetenv(PROF_ALLOC_SAMPLE_ENV); /* the processes it starts do not inherit it */
-    unsetenv(PROF_ALLOC_SAMPLE_LIVE_ENV);
     ProfAllocLogControl *c = logs[LOG_EXPORT].ctl;
-    if (interval) {
-        c->request_interval = interval;
-        c->request_live_at_exit = live != 0;
+    if (env_interval) {
+        c->request_interval = env_interval;
+        c->request_live_at_exit = env_live != 0;
         __atomic_store_n(&c->request_until_ns, clock_ns() + PROF_ALLOC_LEASE_NS, __ATOMIC_RELEASE);
     }
     gc_alloc_poll_watch();
     return true;
+}
+
+void prof_allocsampler_no_export(void)
+{
+    if (env_interval)
+        fprintf(stderr, "stvm: warning: %s ignored: no allocation sample log (--no-export, --no-alloc-log, or it could "
+                        "not be made)\n", PROF_ALLOC_SAMPLE_ENV);
 }
 
 ProfAllocLogControl *prof_allocsampler_private_open(uint64_t ring_bytes, char *err, size_t errlen)
