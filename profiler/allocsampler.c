@@ -47,7 +47,11 @@ static uint64_t now_cached;      /* CLOCK_MONOTONIC as of the last look */
 static uint64_t collections_seen;
 static StackReader reader;
 static ProfRawStack walked;      /* scratch: too big for the C stack of an allocation */
-static uint8_t record[HEADER_BYTES + sizeof(ProfAllocSample) + 8 + PROF_ALLOC_CLASS_NAME_MAX + sizeof(ProfRawStack)];
+/* One record being assembled: a SAMPLE (~2.5 KB) or a LIVE of up to 8K
+ * seqs (static: its pages cost nothing until a LIVE answer touches them). */
+static uint8_t record[64u << 10];
+_Static_assert(sizeof record >= HEADER_BYTES + sizeof(ProfAllocSample) + 8 + PROF_ALLOC_CLASS_NAME_MAX + sizeof(ProfRawStack),
+               "a SAMPLE fits");
 
 static uint64_t clock_ns(void)
 {
