@@ -42,11 +42,16 @@ static void *private_region;
 static ProfAllocClassNameFn class_name_of;
 static ProfWalkFacts walk_facts;
 static bool have_walk_facts;
+static uint64_t env_interval, env_live; /* STVM_ALLOC_SAMPLE(_LIVE), read at init */
 static uint64_t now_cached;      /* CLOCK_MONOTONIC as of the last look */
 static uint64_t collections_seen;
 static StackReader reader;
 static ProfRawStack walked;      /* scratch: too big for the C stack of an allocation */
-static uint8_t record[HEADER_BYTES + sizeof(ProfAllocSample) + 8 + PROF_ALLOC_CLASS_NAME_MAX + sizeof(ProfRawStack)];
+/* One record being assembled: a SAMPLE (~2.5 KB) or a LIVE of up to 8K
+ * seqs (static: its pages cost nothing until a LIVE answer touches them). */
+static uint8_t record[64u << 10];
+_Static_assert(sizeof record >= HEADER_BYTES + sizeof(ProfAllocSample) + 8 + PROF_ALLOC_CLASS_NAME_MAX + sizeof(ProfRawStack),
+               "a SAMPLE fits");
 
 static uint64_t clock_ns(void)
 {
@@ -61,17 +66,9 @@ size_t prof_alloclog_region_bytes(uint64_t ring_bytes) { return CONTROL_BYTES + 
 
 static bool log_init(AllocLog *l, void *region, size_t region_bytes, uint64_t ring_bytes, char *err, size_t errlen)
 {
-    if (ring_bytes < PROF_ALLOC_LOG_MIN_RING || ring_bytes > PROF_ALLOC_LOG_MAX_RING || (ring_bytes & (ring_bytes - 1))) {
-        snprintf(err, errlen, "the allocation log ring must be a power of two from %u KiB to %llu MiB, not %llu bytes",
-                 PROF_ALLOC_LOG_MIN_RING >> 10, (unsigned long long)(PROF_ALLOC_LOG_MAX_RING >> 20),
-                 (unsigned long long)ring_bytes);
+    if (!prof_ringlog_geometry_ok("allocation log", ring_bytes, PROF_ALLOC_LOG_MIN_RING, PROF_ALLOC_LOG_MAX_RING, region,
+                                  region_bytes, prof_alloclog_region_bytes(ring_bytes), err, errlen))
         return false;
-    }
-    if (region_bytes < prof_alloclog_region_bytes(ring_bytes) || ((uintptr_t)region & 63) != 0) {
-        snprintf(err, errlen, "the allocation log region (%zu bytes) is too small or misaligned for a %llu-byte ring",
-                 region_bytes, (unsigned long long)ring_bytes);
-        return false;
-    }
     memset(l, 0, sizeof *l);
     /* only the control block: ring pages nobody writes stay unallocated */
     memset(region, 0, CONTROL_BYTES);
@@ -299,18 +296,6 @@ static void sample(Oop obj, size_t bytes, uint64_t weight, bool old, void *const
 
 static const GcAllocSampler gc_sampler = {poll, sample};
 
-void prof_allocsampler_init(const ProfWalkFacts *walk, ProfAllocClassNameFn class_name)
-{
-    if (walk) {
-        walk_facts = *walk;
-        have_walk_facts = true;
-    }
-    class_name_of = class_name;
-    prof_ownmem_init();
-    gc_alloc_sampling_seed(((uint64_t)getpid() << 32) ^ clock_ns());
-    gc_set_alloc_sampler(&gc_sampler);
-}
-
 /* BYTES, a decimal count; 0 when absent or not a number. */
 static uint64_t env_bytes(const char *name)
 {
@@ -325,21 +310,40 @@ static uint64_t env_bytes(const char *name)
     return n;
 }
 
+void prof_allocsampler_init(const ProfWalkFacts *walk, ProfAllocClassNameFn class_name)
+{
+    if (walk) {
+        walk_facts = *walk;
+        have_walk_facts = true;
+    }
+    class_name_of = class_name;
+    env_interval = env_bytes(PROF_ALLOC_SAMPLE_ENV);
+    env_live = env_bytes(PROF_ALLOC_SAMPLE_LIVE_ENV);
+    unsetenv(PROF_ALLOC_SAMPLE_ENV); /* the processes it starts do not inherit it */
+    unsetenv(PROF_ALLOC_SAMPLE_LIVE_ENV);
+    prof_ownmem_init();
+    gc_alloc_sampling_seed(((uint64_t)getpid() << 32) ^ clock_ns());
+    gc_set_alloc_sampler(&gc_sampler);
+}
+
 bool prof_allocsampler_open_export(void *region, size_t region_bytes, uint64_t ring_bytes, char *err, size_t errlen)
 {
     if (!log_init(&logs[LOG_EXPORT], region, region_bytes, ring_bytes, err, errlen)) return false;
-    uint64_t interval = env_bytes(PROF_ALLOC_SAMPLE_ENV);
-    uint64_t live = env_bytes(PROF_ALLOC_SAMPLE_LIVE_ENV);
-    unsetenv(PROF_ALLOC_SAMPLE_ENV); /* the processes it starts do not inherit it */
-    unsetenv(PROF_ALLOC_SAMPLE_LIVE_ENV);
     ProfAllocLogControl *c = logs[LOG_EXPORT].ctl;
-    if (interval) {
-        c->request_interval = interval;
-        c->request_live_at_exit = live != 0;
+    if (env_interval) {
+        c->request_interval = env_interval;
+        c->request_live_at_exit = env_live != 0;
         __atomic_store_n(&c->request_until_ns, clock_ns() + PROF_ALLOC_LEASE_NS, __ATOMIC_RELEASE);
     }
     gc_alloc_poll_watch();
     return true;
+}
+
+void prof_allocsampler_no_export(void)
+{
+    if (env_interval)
+        fprintf(stderr, "stvm: warning: %s ignored: no allocation sample log (--no-export, --no-alloc-log, or it could "
+                        "not be made)\n", PROF_ALLOC_SAMPLE_ENV);
 }
 
 ProfAllocLogControl *prof_allocsampler_private_open(uint64_t ring_bytes, char *err, size_t errlen)

@@ -44,14 +44,17 @@ size_t prof_alloclog_region_bytes(uint64_t ring_bytes);
 typedef const char *(*ProfAllocClassNameFn)(uint32_t class_index, char *buf, size_t len);
 
 /* Installs the sampler in gc/ (once, at boot: the walk facts are copied;
- * NULL: native stacks only). */
+ * NULL: native stacks only), and takes STVM_ALLOC_SAMPLE and
+ * STVM_ALLOC_SAMPLE_LIVE out of the environment. */
 void prof_allocsampler_init(const ProfWalkFacts *walk, ProfAllocClassNameFn class_name);
 
 /* The export's log in region (zeroed by the caller or fresh): ring_bytes a
- * power of two in PROF_ALLOC_LOG_MIN_RING .. _MAX_RING. Then applies
- * STVM_ALLOC_SAMPLE / STVM_ALLOC_SAMPLE_LIVE from the environment (and
- * removes them). False with a reason. */
+ * power of two in PROF_ALLOC_LOG_MIN_RING .. _MAX_RING. Then makes the
+ * request STVM_ALLOC_SAMPLE / STVM_ALLOC_SAMPLE_LIVE asked for at init.
+ * False with a reason. */
 bool prof_allocsampler_open_export(void *region, size_t region_bytes, uint64_t ring_bytes, char *err, size_t errlen);
+/* There will be no export log: warns if STVM_ALLOC_SAMPLE asked for one. */
+void prof_allocsampler_no_export(void);
 
 /* The private log: a region of prof_alloclog_region_bytes(ring_bytes) in
  * private memory, answered (NULL with a reason). Its consumer writes the

@@ -31,18 +31,9 @@ bool prof_codelog_init(ProfCodeLog *log, void *region, size_t region_bytes, uint
                        uint64_t zone_start, uint64_t zone_end, char *err, size_t errlen)
 {
     memset(log, 0, sizeof *log);
-    if (ring_bytes < PROF_CODE_LOG_MIN_RING || ring_bytes > PROF_CODE_LOG_MAX_RING ||
-        (ring_bytes & (ring_bytes - 1)) != 0) {
-        snprintf(err, errlen, "the code log ring must be a power of two from %u KiB to %llu MiB, not %llu bytes",
-                 PROF_CODE_LOG_MIN_RING >> 10, (unsigned long long)(PROF_CODE_LOG_MAX_RING >> 20),
-                 (unsigned long long)ring_bytes);
+    if (!prof_ringlog_geometry_ok("code log", ring_bytes, PROF_CODE_LOG_MIN_RING, PROF_CODE_LOG_MAX_RING, region,
+                                  region_bytes, prof_codelog_region_bytes(ring_bytes), err, errlen))
         return false;
-    }
-    if (region_bytes < prof_codelog_region_bytes(ring_bytes) || ((uintptr_t)region & 63) != 0) {
-        snprintf(err, errlen, "the code log region (%zu bytes) is too small or misaligned for a %llu-byte ring",
-                 region_bytes, (unsigned long long)ring_bytes);
-        return false;
-    }
     /* Only the control block: readers never look at ring bytes no record
      * covers, and leaving them alone keeps untouched pages unallocated. */
     memset(region, 0, CONTROL_BYTES);

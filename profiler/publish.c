@@ -201,6 +201,7 @@ ProfCounters *prof_publish_open(const ProfPublishInit *init, char *err, size_t e
                     header->alloc_log_offset = header->alloc_log_size = 0;
                 }
             }
+            if (!header->alloc_log_offset) prof_allocsampler_no_export();
             atexit(unlink_at_exit);
             /* every end the VM can see: SIGPIPE is `stvm … | head -1`, SIGABRT a failed assertion */
             static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGABRT};
@@ -215,6 +216,7 @@ ProfCounters *prof_publish_open(const ProfPublishInit *init, char *err, size_t e
             }
         }
     }
+    if (!header) prof_allocsampler_no_export();
     counters->eden_bytes = init->eden_bytes;
     counters->stack_pages = init->stack_pages;
     counters->code_bytes = init->code_bytes;

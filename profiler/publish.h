@@ -37,7 +37,7 @@ typedef struct ProfPublishInit {
     uint64_t code_log_bytes; /* the log's ring (--export-log-size); 0: PROF_CODE_LOG_DEFAULT_RING */
     const ProfWalkFacts *walk; /* how to walk the VM's stacks (copied); NULL: none */
     /* the allocation sample log's ring (--alloc-log-size); 0: PROF_ALLOC_LOG_DEFAULT_RING;
-     * no_alloc_log: none (--no-alloc-log). The sampler (profiler/allocsampler.h) must be
+     * no_alloc_log: none (--no-alloc-log); without one, STVM_ALLOC_SAMPLE gets a warning. The sampler (profiler/allocsampler.h) must be
      * initialised first: opening the log applies STVM_ALLOC_SAMPLE. */
     uint64_t alloc_log_bytes;
     bool no_alloc_log;

@@ -13,6 +13,8 @@
 
 #include "proto/export.h"
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* A ring and the three control words its readers follow (in the region). */
@@ -22,6 +24,12 @@ typedef struct ProfRingLog {
     uint64_t *write_begin, *write_end, *records;
     uint64_t end, seq;      /* private copies of write_end and records */
 } ProfRingLog;
+
+/* A ring of ring_bytes in region (region_bytes, need of them for control
+ * block + ring): false with a reason naming `what` unless ring_bytes is a
+ * power of two in [min, max] and the region is big enough and 64-aligned. */
+bool prof_ringlog_geometry_ok(const char *what, uint64_t ring_bytes, uint64_t min, uint64_t max, const void *region,
+                              size_t region_bytes, size_t need, char *err, size_t errlen);
 
 /* Stamps the header of rec (size bytes, a multiple of 8 and at most
  * ring_size, its body already after the 32-byte header) with the next seq,
