@@ -169,7 +169,7 @@ static bool open_export(AllocSession *as, char *why, size_t whylen)
         return false;
     }
     if (!vmprofd_export_has_alloc_log(as->exp)) {
-        snprintf(why, whylen, "pid %d is an stvm run with its allocation log turned off (--alloc-log-size 0): run "
+        snprintf(why, whylen, "pid %d is an stvm run with its allocation log turned off (--no-alloc-log): run "
                               "it without that option to sample allocations", pid);
         return false;
     }

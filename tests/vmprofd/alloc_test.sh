@@ -221,13 +221,13 @@ test_refusals() {
     "$VMPROFD" --event alloc -- "$STVM" --no-export -cp "$SOM" AllocMethods 100 >"$WORK/r.out" 2>"$WORK/r.err"
     [ $? -eq 1 ] || fail "--no-export: not exit status 1"
     grep -q "run it without --no-export" "$WORK/r.err" || fail "--no-export: $(cat "$WORK/r.err")"
-    "$STVM" --alloc-log-size 0 -cp "$SOM" AllocMethods 1000000 forever >/dev/null 2>&1 &
+    "$STVM" --no-alloc-log -cp "$SOM" AllocMethods 1000000 forever >/dev/null 2>&1 &
     local off=$!
     STARTED+=("$off")
     sleep 0.3
     "$VMPROFD" --event alloc --pid "$off" -s 0.2 >"$WORK/r.out" 2>"$WORK/r.err"
-    [ $? -eq 1 ] || fail "--alloc-log-size 0: not exit status 1"
-    grep -q "allocation log turned off" "$WORK/r.err" || fail "--alloc-log-size 0: $(cat "$WORK/r.err")"
+    [ $? -eq 1 ] || fail "--no-alloc-log: not exit status 1"
+    grep -q "allocation log turned off" "$WORK/r.err" || fail "--no-alloc-log: $(cat "$WORK/r.err")"
     # an older stvm: a version-1 segment under a live process
     "$RATIO" 10 >/dev/null 2>&1 &
     local old=$!
