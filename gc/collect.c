@@ -38,7 +38,7 @@ static uint64_t now_usecs(void)
 static bool full_gc_needed(void)
 {
     const GcSpace *s = &gc_space;
-    return s->remembered_overflowed || s->old_top > s->old_threshold ||
+    return s->full_wanted || s->remembered_overflowed || s->old_top > s->old_threshold ||
            (s->cfg.stress && s->collections % GC_STRESS_FULL_EVERY == 0);
 }
 
@@ -53,6 +53,7 @@ bool gc_collect(bool full)
         gc_panic("gc_collect called before gc_set_client: the collector has no roots");
     s->collections++;
     full = full || full_gc_needed();
+    if (full) s->full_wanted = false;
     s->in_gc = true;
     if (s->client.before_collect)
         s->client.before_collect(full, s->client.client);
@@ -64,6 +65,7 @@ bool gc_collect(bool full)
         gc_compact_run();
     else
         gc_scavenge_run();
+    gc_alloc_sampling_relimit(); /* eden's top moved: the sample point's limit with it */
     uint64_t dt = now_usecs() - t0;
 
     if (full) {
@@ -92,10 +94,16 @@ bool gc_collect(bool full)
         gc_verify_or_die(full ? "after full GC" : "after scavenge");
     /* A scavenge may have tenured old space past its threshold or limit:
      * the next safe point then runs the full GC. */
-    gc_collect_wanted = s->cfg.stress || s->remembered_overflowed || s->old_top > s->old_threshold;
+    gc_collect_wanted = s->cfg.stress || s->full_wanted || s->remembered_overflowed || s->old_top > s->old_threshold;
     s->in_gc = false;
     if (s->client.after_collect)
         s->client.after_collect(full, s->client.client);
     gc_alloc_poll_watch(); /* a tracer that attached during the collection is seen from here */
     return true;
+}
+
+void gc_collect_full_soon(void)
+{
+    gc_space.full_wanted = true;
+    gc_collect_wanted = true;
 }

@@ -11,6 +11,7 @@
 #include "gc/weak.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,6 +164,7 @@ bool gc_heap_init(const GcConfig *cfg, char *err, size_t errlen)
     gc_old_start = s->base + young;
     gc_eden_top = s->eden_start;
     eden_soft_limit = gc_eden_soft_limit = s->eden_start + eden / 10 * GC_EDEN_SOFT_TENTHS;
+    gc_alloc_sampling_relimit(); /* a watch, or sampling, from an earlier heap */
     gc_fill_value = 0;
     memset(&gc_stats, 0, sizeof gc_stats);
     gc_space_set_threshold(0);
@@ -200,11 +202,112 @@ void gc_set_alloc_observer(const volatile unsigned short *watch, GcAllocObserver
     gc_alloc_poll_watch();
 }
 
+/* -- Allocation sampling (heap.h) --------------------------------------- */
+
+#if STVM_ALLOC_SAMPLING
+static const GcAllocSampler *sampler;
+static uint64_t sample_interval; /* 0: not sampling */
+static uint64_t sample_at;       /* gc_stats.bytes_allocated at the next sample point */
+static uint64_t sample_prev;     /* ... at the previous sample point, or when sampling began */
+#endif
+/* xorshift64*'s state; any nonzero seed (the VM seeds it per process) */
+static uint64_t sample_rng = 0x9E3779B97F4A7C15ull;
+
+/* A gap never longer than this (2^50 bytes: a petabyte), so adding it to
+ * the counter cannot overflow. */
+#define GC_ALLOC_SAMPLE_MAX_GAP ((uint64_t)1 << 50)
+
+void gc_alloc_sampling_seed(uint64_t seed) { sample_rng = seed ? seed : 0x9E3779B97F4A7C15ull; }
+
+uint64_t gc_alloc_sampling_gap(uint64_t interval)
+{
+    uint64_t x = sample_rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    sample_rng = x;
+    /* the top 53 bits of xorshift64*'s output, + 1: u in (0, 1], log(u) finite */
+    double u = (double)(((x * 0x2545F4914F6CDD1Dull) >> 11) + 1) * 0x1.0p-53;
+    double gap = -log(u) * (double)interval;
+    if (!(gap < (double)GC_ALLOC_SAMPLE_MAX_GAP)) return GC_ALLOC_SAMPLE_MAX_GAP;
+    return gap < GC_ALLOC_SAMPLE_MIN_GAP ? GC_ALLOC_SAMPLE_MIN_GAP : (uint64_t)gap;
+}
+
+void gc_alloc_sampling_relimit(void)
+{
+    uintptr_t lim = eden_soft_limit;
+#if STVM_PROBES
+    if (*gc_alloc_watch) lim = 0;
+#endif
+#if STVM_ALLOC_SAMPLING
+    if (sample_interval && lim > gc_eden_top) {
+        /* the fast path bumps eden's top and the counter alike, so the
+         * point stays this far above the top until the slow path runs */
+        uint64_t left = sample_at > gc_stats.bytes_allocated ? sample_at - gc_stats.bytes_allocated : 0;
+        if (left < lim - gc_eden_top) lim = gc_eden_top + (uintptr_t)left;
+    }
+#endif
+    gc_eden_soft_limit = lim;
+}
+
+#if STVM_ALLOC_SAMPLING
+void gc_set_alloc_sampler(const GcAllocSampler *s)
+{
+    sampler = s;
+    if (!s) gc_alloc_sampling_set(0);
+}
+
+void gc_alloc_sampling_set(uint64_t interval)
+{
+    if (!sampler) interval = 0;
+    if (interval && !sample_interval) sample_prev = gc_stats.bytes_allocated;
+    sample_interval = interval;
+    if (interval) sample_at = gc_stats.bytes_allocated + gc_alloc_sampling_gap(interval);
+    gc_alloc_sampling_relimit();
+}
+
+uint64_t gc_alloc_sampling_interval(void) { return sample_interval; }
+
+/* The poll of every slow-path allocation: the sampler's request first. */
+static inline void poll_sampler(void)
+{
+    if (sampler) sampler->poll();
+}
+
+/* obj took bytes [before, gc_stats.bytes_allocated): sampled when that
+ * range holds the point (everything before it was below: the limit).
+ * Its weight is the gaps that end at the points inside it: a point's gap
+ * does not depend on where it falls (Poisson), so every object's expected
+ * weight is its size. Measuring to the object's end instead would credit
+ * a large object with the bytes after its point too (about half its size)
+ * and take them from the next sample's. */
+static inline void maybe_sample(Oop obj, size_t total, bool old, void *const *frame)
+{
+    if (__builtin_expect(sample_interval != 0 && obj != 0 && gc_stats.bytes_allocated > sample_at, 0)) {
+        uint64_t now = gc_stats.bytes_allocated, weight = 0;
+        do {
+            weight += sample_at - sample_prev;
+            sample_prev = sample_at;
+            sample_at += gc_alloc_sampling_gap(sample_interval);
+        } while (sample_at < now);
+        sampler->sample(obj, total, weight, old, frame);
+    }
+}
+#else
+void gc_set_alloc_sampler(const GcAllocSampler *s) { (void)s; }
+void gc_alloc_sampling_set(uint64_t interval) { (void)interval; }
+uint64_t gc_alloc_sampling_interval(void) { return 0; }
+static inline void poll_sampler(void) {}
+static inline void maybe_sample(Oop obj, size_t total, bool old, void *const *frame)
+{
+    (void)obj, (void)total, (void)old, (void)frame;
+}
+#endif
+
 void gc_alloc_poll_watch(void)
 {
-#if STVM_PROBES
-    gc_eden_soft_limit = *gc_alloc_watch ? 0 : eden_soft_limit;
-#endif
+    poll_sampler();
+    gc_alloc_sampling_relimit();
 }
 
 Oop gc_alloc_observed(Oop obj, size_t bytes)
@@ -262,8 +365,9 @@ static bool may_hold_pointers(uint32_t format, size_t slots)
     return (format == FMT_POINTERS && slots > 0) || format >= FMT_METHOD;
 }
 
-/* Old-space bump allocation for the mutator; 0 past old_limit. */
-static Oop alloc_old(uint32_t class_index, uint32_t format, size_t slots)
+/* Old-space bump allocation for the mutator; 0 past old_limit. frame:
+ * the public allocator's own (heap.h, GcAllocSampler). */
+static Oop alloc_old(uint32_t class_index, uint32_t format, size_t slots, void *const *frame)
 {
     GcSpace *s = &gc_space;
     if (!s->base || slots > s->heap_bytes / 8)
@@ -279,16 +383,21 @@ static Oop alloc_old(uint32_t class_index, uint32_t format, size_t slots)
     if (s->old_top > s->old_threshold)
         gc_collect_wanted = true;
     gc_stats.bytes_allocated += total;
-    Oop o = GC_ALLOC_OBSERVED(init_object(mem, class_index, format, slots, total), total);
+    Oop o = init_object(mem, class_index, format, slots, total);
     /* A new object may be filled without the write barrier (heap.h), which
      * is only sound for young objects: an old one is remembered up front
      * and dropped by the first scavenge that finds no young pointer in it. */
     if (may_hold_pointers(format, slots))
         gc_remember(o);
-    return o;
+    maybe_sample(o, total, true, frame);
+    gc_alloc_sampling_relimit(); /* the counter moved, eden's top did not */
+    return GC_ALLOC_OBSERVED(o, total);
 }
 
-Oop gc_alloc_slow(uint32_t class_index, uint32_t format, size_t slots)
+/* The slow path, inlined into each public allocator so that frame is the
+ * public one's. */
+static inline __attribute__((always_inline)) Oop alloc_slow(uint32_t class_index, uint32_t format, size_t slots,
+                                                          void *const *frame)
 {
     GcSpace *s = &gc_space;
     if (!s->base || slots > s->heap_bytes / 8)
@@ -301,11 +410,19 @@ Oop gc_alloc_slow(uint32_t class_index, uint32_t format, size_t slots)
         if (gc_eden_top > eden_soft_limit)
             gc_collect_wanted = true;
         gc_stats.bytes_allocated += total;
-        return GC_ALLOC_OBSERVED(init_object(mem, class_index, format, slots, total), total);
+        Oop o = init_object(mem, class_index, format, slots, total);
+        maybe_sample(o, total, false, frame);
+        gc_alloc_sampling_relimit();
+        return GC_ALLOC_OBSERVED(o, total);
     }
     if (total <= s->large_bytes)
         gc_collect_wanted = true; /* eden is full */
-    return alloc_old(class_index, format, slots);
+    return alloc_old(class_index, format, slots, frame);
+}
+
+Oop gc_alloc_slow(uint32_t class_index, uint32_t format, size_t slots)
+{
+    return alloc_slow(class_index, format, slots, __builtin_frame_address(0));
 }
 
 Oop gc_alloc(uint32_t class_index, uint32_t format, size_t slots)
@@ -326,7 +443,10 @@ Oop gc_alloc_method(uint32_t class_index, size_t pointer_slots, size_t nbytes)
     if (pointer_slots == 0 || pointer_slots > 0xffff)
         gc_panic("gc_alloc_method: %zu pointer slots (slot 0 is the header, at most 65535 fit its field)", pointer_slots);
     size_t bslots = byte_slots(nbytes);
-    Oop m = gc_alloc_fast(class_index, FMT_METHOD + (uint32_t)(bslots * 8 - nbytes), pointer_slots + bslots);
+    /* always the slow path (methods are few): a sample's frame is then
+     * this function's, and its caller the code that asked */
+    Oop m = alloc_slow(class_index, FMT_METHOD + (uint32_t)(bslots * 8 - nbytes), pointer_slots + bslots,
+                       __builtin_frame_address(0));
     if (!m)
         return 0;
     /* A header naming the pointer slots keeps the literals traced even if
@@ -339,7 +459,7 @@ Oop gc_alloc_method(uint32_t class_index, size_t pointer_slots, size_t nbytes)
 
 Oop gc_alloc_old(uint32_t class_index, uint32_t format, size_t slots)
 {
-    return alloc_old(class_index, format, slots);
+    return alloc_old(class_index, format, slots, __builtin_frame_address(0));
 }
 
 /* -- Identity hash ------------------------------------------------------ */

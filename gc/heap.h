@@ -162,6 +162,58 @@ static inline __attribute__((always_inline)) bool gc_alloc_watched(void)
 #define GC_ALLOC_OBSERVED(obj, bytes) ((void)(bytes), (obj))
 #endif
 
+/* Allocation sampling (proto/allocabi.h): about one sample per `interval`
+ * bytes allocated, the gap to the next sample point drawn exponential
+ * (a Poisson process over the stream of allocated bytes). The sample point
+ * is a value of gc_stats.bytes_allocated; the allocation whose bytes
+ * [before, after) contain it is sampled, with weight = the gaps ending at
+ * the points inside it (one, unless the object is longer than a gap): the
+ * bytes from the previous point to its last. A point's gap does not depend
+ * on where it falls, so each object's expected weight is its size (no
+ * bias toward large objects), and the weights add up to the bytes
+ * allocated up to the last point: the allocation after it is short of
+ * exactly that tail (on average one interval).
+ *
+ * The fast path pays nothing: while sampling, gc_eden_soft_limit is
+ * min(the real limit, eden top + bytes left to the sample point), and
+ * every inline allocation (gc_alloc_fast, machine code's Doubles) bumps
+ * eden's top and gc_stats.bytes_allocated by the same bytes, so the one
+ * that would cross the point fails its limit test and takes the slow path,
+ * which samples and lowers the limit to the next point. The out-of-line
+ * allocators (eden past its limit, large objects, old space, methods)
+ * count the same way.
+ *
+ * The sampler's two functions:
+ *   poll    at every slow-path allocation (first) and after every
+ *           collection: reads the profiler's request and may call
+ *           gc_alloc_sampling_set; may not allocate or collect.
+ *   sample  obj (header written, storage filled: a method's slot 0 not
+ *           yet), its bytes (as the observer's), weight, old (allocated
+ *           straight into old space) and frame: the out-of-line allocator's
+ *           own frame, whose saved frame pointer frame[0] and return
+ *           address frame[1] lead into the code that asked for the object
+ *           (gc_alloc and gc_alloc_bytes reach gc_alloc_slow by a tail
+ *           call: their frame is gone). Must not allocate or collect.
+ * Compiled out with STVM_ALLOC_SAMPLING=0 (then sampling never starts). */
+typedef struct GcAllocSampler {
+    void (*poll)(void);
+    void (*sample)(Oop obj, size_t bytes, uint64_t weight, bool old, void *const *frame);
+} GcAllocSampler;
+/* NULL: none (sampling stops). The struct is kept by reference. */
+void gc_set_alloc_sampler(const GcAllocSampler *sampler);
+/* Samples every `interval` bytes on average from now on; 0 stops. A new
+ * interval redraws the next point; the weights go on from the previous
+ * point (or from the moment sampling started). */
+void gc_alloc_sampling_set(uint64_t interval);
+uint64_t gc_alloc_sampling_interval(void); /* 0: not sampling */
+/* Seeds the gap generator (the VM: once per process; tests: fixed). */
+void gc_alloc_sampling_seed(uint64_t seed);
+/* The next gap for a mean of interval bytes: -log(u) * interval, u
+ * uniform in (0, 1], at least GC_ALLOC_SAMPLE_MIN_GAP (advances the
+ * generator; exposed for tests). */
+uint64_t gc_alloc_sampling_gap(uint64_t interval);
+#define GC_ALLOC_SAMPLE_MIN_GAP 8 /* one word: the smallest object is 16 bytes */
+
 /* gc_alloc with its common case inline: a small object bumped into eden
  * below the soft limit. Same contract as gc_alloc. */
 static inline Oop gc_alloc_fast(uint32_t class_index, uint32_t format, size_t slots)
@@ -189,6 +241,10 @@ static inline Oop gc_alloc_fast(uint32_t class_index, uint32_t format, size_t sl
  * collection ran (false only without a heap). A full GC whose live data
  * does not fit old space prints "stvm: out of memory: …" and exits(1). */
 bool gc_collect(bool full);
+
+/* Makes the collection at the VM's next safe point a full GC (the
+ * allocation profiler's request for what is alive). */
+void gc_collect_full_soon(void);
 
 /* True when the VM should call gc_collect at its next safe point. */
 static inline bool gc_wants_collect(void) { return gc_collect_wanted; }

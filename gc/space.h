@@ -88,6 +88,7 @@ typedef struct GcSpace {
     uint32_t hash_state;
     uint64_t collections; /* gc_collect calls, for --gc-stress pacing */
     bool in_gc;
+    bool full_wanted; /* gc_collect_full_soon: the next collection is a full GC */
 } GcSpace;
 
 extern GcSpace gc_space;
@@ -117,6 +118,11 @@ static inline size_t gc_space_object_bytes(size_t slots)
 
 /* Sets old_threshold from the bytes a full GC left live (see heap.c). */
 void gc_space_set_threshold(size_t live);
+
+/* Sets gc_eden_soft_limit again from the real limit, the watch and the
+ * next sample point (heap.c): after anything moves eden's top other than
+ * an allocation that counts its bytes. */
+void gc_alloc_sampling_relimit(void);
 
 /* Calls fn on every object whose memory lies in [start, top), in address
  * order; false if fn stopped the walk. */

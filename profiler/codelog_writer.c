@@ -4,6 +4,8 @@
  */
 #include "profiler/codelog_writer.h"
 
+#include "profiler/ringlog.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,18 +31,9 @@ bool prof_codelog_init(ProfCodeLog *log, void *region, size_t region_bytes, uint
                        uint64_t zone_start, uint64_t zone_end, char *err, size_t errlen)
 {
     memset(log, 0, sizeof *log);
-    if (ring_bytes < PROF_CODE_LOG_MIN_RING || ring_bytes > PROF_CODE_LOG_MAX_RING ||
-        (ring_bytes & (ring_bytes - 1)) != 0) {
-        snprintf(err, errlen, "the code log ring must be a power of two from %u KiB to %llu MiB, not %llu bytes",
-                 PROF_CODE_LOG_MIN_RING >> 10, (unsigned long long)(PROF_CODE_LOG_MAX_RING >> 20),
-                 (unsigned long long)ring_bytes);
+    if (!prof_ringlog_geometry_ok("code log", ring_bytes, PROF_CODE_LOG_MIN_RING, PROF_CODE_LOG_MAX_RING, region,
+                                  region_bytes, prof_codelog_region_bytes(ring_bytes), err, errlen))
         return false;
-    }
-    if (region_bytes < prof_codelog_region_bytes(ring_bytes) || ((uintptr_t)region & 63) != 0) {
-        snprintf(err, errlen, "the code log region (%zu bytes) is too small or misaligned for a %llu-byte ring",
-                 region_bytes, (unsigned long long)ring_bytes);
-        return false;
-    }
     /* Only the control block: readers never look at ring bytes no record
      * covers, and leaving them alone keeps untouched pages unallocated. */
     memset(region, 0, CONTROL_BYTES);
@@ -94,29 +87,18 @@ static uint8_t *scratch(ProfCodeLog *log, size_t n)
     return log->scratch;
 }
 
-/* Stamps, checksums and commits the record assembled in rec (size bytes,
- * body already in place) following the protocol of export.h. */
+/* Commits the record assembled in rec (size bytes, body already in place)
+ * following the protocol of export.h (profiler/ringlog.h). */
 static void commit(ProfCodeLog *log, uint8_t *rec, uint32_t size, uint16_t type, uint16_t flags, uint64_t time_ns)
 {
-    ProfCodeRecord h = {
-        .size = size, .seq = log->seq, .time_ns = time_ns, .type = type, .flags = flags,
-    };
-    memcpy(rec, &h, sizeof h);
-    h.checksum = prof_code_log_checksum(rec + 8, size - 8);
-    memcpy(rec + offsetof(ProfCodeRecord, checksum), &h.checksum, sizeof h.checksum);
-
     ProfCodeLogControl *c = log->ctl;
-    uint64_t end = log->end + size;
-    __atomic_store_n(&c->write_begin, end, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE); /* readers see write_begin move before any byte it covers */
-    uint64_t at = log->end & (log->ring_size - 1);
-    uint64_t first = log->ring_size - at < size ? log->ring_size - at : size;
-    memcpy(log->ring + at, rec, first);
-    memcpy(log->ring, rec + first, size - first);
-    log->end = end;
-    log->seq++;
-    __atomic_store_n(&c->records, log->seq, __ATOMIC_RELAXED);
-    __atomic_store_n(&c->write_end, end, __ATOMIC_RELEASE);
+    ProfRingLog r = {
+        .ring = log->ring, .ring_size = log->ring_size, .write_begin = &c->write_begin, .write_end = &c->write_end,
+        .records = &c->records, .end = log->end, .seq = log->seq,
+    };
+    prof_ringlog_commit(&r, rec, size, type, flags, time_ns);
+    log->end = r.end;
+    log->seq = r.seq;
 }
 
 /* -- The mirror -------------------------------------------------------------- */

@@ -7,6 +7,7 @@
 #include "profiler/invm_sampler.h"
 
 #include "profiler/codeevents.h"
+#include "profiler/ownmem.h"
 #include "profiler/publish.h"
 #include "report/stackcapture.h"
 
@@ -71,7 +72,6 @@ static uint64_t stack_ring_bytes; /* a power of two */
 static uint64_t stack_written;    /* bytes ever written: the handler's, read with SIGPROF blocked */
 static ProfRawStack walked;       /* the handler's scratch: SIGPROF is blocked while it runs */
 static StackReader stack_reader;
-static uint64_t c_stack_lo, c_stack_hi; /* the VM thread's own stack */
 
 static void ring_copy(uint64_t pos, void *buf, size_t len, bool put)
 {
@@ -127,35 +127,6 @@ static bool stack_fetch(uint64_t stack_at, ProfRawStack *out)
     return true;
 }
 
-/* The handler reads the VM's own memory: plainly where it is mapped for
- * sure (the stack pages, their descriptors, the JIT's state, this thread's
- * stack), through process_vm_readv elsewhere, which fails instead of
- * faulting on a bad pointer. */
-/* Not instrumented: the C stack's words include AddressSanitizer's redzones,
- * which the walk may read (and ignores) like any other word. */
-__attribute__((no_sanitize("address"))) static void copy_words(void *dst, uint64_t addr, size_t len)
-{
-    const volatile uint64_t *src = (const volatile uint64_t *)(uintptr_t)addr;
-    uint64_t *d = dst;
-    for (size_t i = 0; i < len / 8; i++)
-        d[i] = src[i];
-}
-
-static bool read_own(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-    const ProfWalkFacts *f = ctx;
-    uint64_t end = addr + len;
-    bool safe = (addr >= f->stack_base && end <= f->stack_base + f->page_bytes * f->npages) ||
-                (addr >= f->pages_addr && end <= f->pages_addr + (uint64_t)f->page_stride * f->npages) ||
-                (addr >= c_stack_lo && end <= c_stack_hi);
-    if (safe && addr % 8 == 0 && len % 8 == 0) {
-        copy_words(buf, addr, len);
-        return true;
-    }
-    struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
-    return syscall(SYS_process_vm_readv, vm_pid_for_reads, &local, 1UL, &remote, 1UL, 0UL) == (long)len;
-}
-
 /* Walks the interrupted thread's stack; answers where it was kept + 1 (0: not walked). */
 static uint64_t walk_stack(const ucontext_t *uc, uint64_t time_ns)
 {
@@ -165,7 +136,7 @@ static uint64_t walk_stack(const ucontext_t *uc, uint64_t time_ns)
     const greg_t *g = uc->uc_mcontext.gregs;
     StackRegs regs = {(uint64_t)g[REG_RIP], (uint64_t)g[REG_RSP], (uint64_t)g[REG_RBP], (uint64_t)g[REG_R14],
                       (uint64_t)g[REG_R15]};
-    report_stackcapture_reset(&stack_reader, read_own, (void *)f);
+    report_stackcapture_reset(&stack_reader, prof_ownmem_read, (void *)f);
     report_stackcapture(&stack_reader, f, &regs, &walked);
     walked.pid = (uint32_t)vm_pid_for_reads;
     walked.tid = (uint32_t)vm_tid_for_reads;
@@ -365,18 +336,7 @@ bool prof_sampler_start(uint32_t hz, size_t capacity, char *err, size_t errlen)
             stack_ring_bytes = 0;
     }
     stack_written = 0;
-    if (!c_stack_hi) {
-        pthread_attr_t at;
-        void *lo;
-        size_t sz;
-        if (pthread_getattr_np(pthread_self(), &at) == 0) {
-            if (pthread_attr_getstack(&at, &lo, &sz) == 0) {
-                c_stack_lo = (uint64_t)(uintptr_t)lo;
-                c_stack_hi = c_stack_lo + sz;
-            }
-            pthread_attr_destroy(&at);
-        }
-    }
+    prof_ownmem_init();
     rate_hz = hz;
     cpu_at_last_sample = thread_cpu_ns();
     have_sched0 = read_sched(vm_tid, &sched_run0, &sched_wait0);

@@ -5,6 +5,7 @@
 #include "profiler/publish.h"
 
 #include "gc/heap.h"
+#include "profiler/allocsampler.h"
 #include "profiler/codelog_writer.h"
 #include "proto/identity.h"
 
@@ -134,7 +135,10 @@ ProfCounters *prof_publish_open(const ProfPublishInit *init, char *err, size_t e
         uint64_t ring = init->code_log_bytes ? init->code_log_bytes : PROF_CODE_LOG_DEFAULT_RING;
         size_t walk_offset = (sizeof(ProfExportHeader) + sizeof(ProfCounters) + 63) / 64 * 64;
         size_t log_offset = (walk_offset + sizeof(ProfWalkFacts) + LOG_ALIGN - 1) / LOG_ALIGN * LOG_ALIGN;
-        size_t need = log_offset + prof_codelog_region_bytes(ring);
+        size_t code_end = log_offset + prof_codelog_region_bytes(ring);
+        uint64_t alloc_ring = init->alloc_log_bytes ? init->alloc_log_bytes : PROF_ALLOC_LOG_DEFAULT_RING;
+        size_t alloc_offset = init->no_alloc_log ? 0 : (code_end + LOG_ALIGN - 1) / LOG_ALIGN * LOG_ALIGN;
+        size_t need = alloc_offset ? alloc_offset + prof_alloclog_region_bytes(alloc_ring) : code_end;
         segment_size = (need + (size_t)page - 1) / (size_t)page * (size_t)page;
         prof_segment_sweep(0); /* dead VMs' segments: SIGKILL leaves them */
         int fd = create_segment(err, errlen);
@@ -175,7 +179,7 @@ ProfCounters *prof_publish_open(const ProfPublishInit *init, char *err, size_t e
             header->counters_offset = sizeof(ProfExportHeader);
             header->counters_size = sizeof(ProfCounters);
             header->code_log_offset = log_offset;
-            header->code_log_size = segment_size - log_offset;
+            header->code_log_size = (alloc_offset ? alloc_offset : segment_size) - log_offset;
             header->code_zone_start = init->code_zone_start;
             header->code_zone_end = init->code_zone_end;
             if (init->walk) {
@@ -187,6 +191,17 @@ ProfCounters *prof_publish_open(const ProfPublishInit *init, char *err, size_t e
             header->vm_path[n > 0 ? n : 0] = 0;
             counters = (ProfCounters *)((char *)mem + header->counters_offset);
             open_code_log(init, err, errlen);
+            if (alloc_offset) {
+                header->alloc_log_offset = alloc_offset;
+                header->alloc_log_size = segment_size - alloc_offset;
+                char why[256];
+                if (!prof_allocsampler_open_export((char *)mem + alloc_offset, segment_size - alloc_offset, alloc_ring,
+                                                   why, sizeof why)) {
+                    if (err && !err[0]) snprintf(err, errlen, "no allocation sample log in the profiler export: %s", why);
+                    header->alloc_log_offset = header->alloc_log_size = 0;
+                }
+            }
+            if (!header->alloc_log_offset) prof_allocsampler_no_export();
             atexit(unlink_at_exit);
             /* every end the VM can see: SIGPIPE is `stvm … | head -1`, SIGABRT a failed assertion */
             static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGABRT};
@@ -201,6 +216,7 @@ ProfCounters *prof_publish_open(const ProfPublishInit *init, char *err, size_t e
             }
         }
     }
+    if (!header) prof_allocsampler_no_export();
     counters->eden_bytes = init->eden_bytes;
     counters->stack_pages = init->stack_pages;
     counters->code_bytes = init->code_bytes;

@@ -12,6 +12,9 @@
  * its trampolines and before any method exists, or the log misses nothing
  * anyway (the replay covers what profiler/codeevents' replay function knows).
  *
+ * With an allocation sample log (proto/allocabi.h) after the code log,
+ * written by profiler/allocsampler.c.
+ *
  * Who may call: vm/ (boot, GC hook). Single writer: the VM thread.
  */
 #ifndef PROFILER_PUBLISH_H
@@ -33,6 +36,11 @@ typedef struct ProfPublishInit {
     uint64_t start_monotonic_ns;
     uint64_t code_log_bytes; /* the log's ring (--export-log-size); 0: PROF_CODE_LOG_DEFAULT_RING */
     const ProfWalkFacts *walk; /* how to walk the VM's stacks (copied); NULL: none */
+    /* the allocation sample log's ring (--alloc-log-size); 0: PROF_ALLOC_LOG_DEFAULT_RING;
+     * no_alloc_log: none (--no-alloc-log); without one, STVM_ALLOC_SAMPLE gets a warning. The sampler (profiler/allocsampler.h) must be
+     * initialised first: opening the log applies STVM_ALLOC_SAMPLE. */
+    uint64_t alloc_log_bytes;
+    bool no_alloc_log;
 } ProfPublishInit;
 
 /* Never fails: answers the counters to increment. err gets a warning when

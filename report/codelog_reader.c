@@ -12,104 +12,33 @@
  */
 #include "report/codelog_reader.h"
 
-#include "report/mem.h"
-
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Stream bytes copied per read: large enough that a poll costs few reads,
- * small enough that a 1 GiB ring is not copied whole. */
-#define CHUNK_BYTES (8u << 20)
 /* Recoveries one poll may go through: a hostile log cannot keep a poll
  * going forever; the next poll carries on. */
 #define MAX_RECOVERIES_PER_POLL 4
 
 #define HEADER_BYTES sizeof(ProfCodeRecord)
 
-static bool fits(uint64_t a, uint64_t b, uint64_t limit) { return a <= limit && b <= limit - a; }
-
-static void say(char *warn, size_t warnlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *warn, size_t warnlen, const char *fmt, ...)
-{
-    if (!warn || warnlen == 0 || warn[0])
-        return; /* the first trouble of a poll is the one worth reading */
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(warn, warnlen, fmt, ap);
-    va_end(ap);
-}
-
-static bool check_control(const ProfCodeLogControl *c, uint64_t region_size, char *why, size_t whylen)
-{
-    if (c->magic != PROF_CODE_LOG_MAGIC) {
-        snprintf(why, whylen, "bad code log magic 0x%016" PRIx64, c->magic);
-        return false;
-    }
-    if (c->control_size < sizeof(ProfCodeLogControl) || c->control_size > region_size) {
-        snprintf(why, whylen, "code log control_size %" PRIu32 " is wrong", c->control_size);
-        return false;
-    }
-    if (c->ring_size < PROF_CODE_LOG_MIN_RING || c->ring_size > PROF_CODE_LOG_MAX_RING ||
-        (c->ring_size & (c->ring_size - 1)) != 0) {
-        snprintf(why, whylen, "code log ring size %" PRIu64 " is not a power of two from %u to %llu", c->ring_size,
-                 PROF_CODE_LOG_MIN_RING, (unsigned long long)PROF_CODE_LOG_MAX_RING);
-        return false;
-    }
-    if (c->ring_offset < c->control_size || c->ring_offset % 8 != 0 ||
-        !fits(c->ring_offset, c->ring_size, region_size)) {
-        snprintf(why, whylen,
-                 "code log ring at offset %" PRIu64 " size %" PRIu64 " does not fit the %" PRIu64 "-byte log region",
-                 c->ring_offset, c->ring_size, region_size);
-        return false;
-    }
-    return true;
-}
-
 bool report_codelog_open(ReportCodeLog *r, uint64_t region_size, ReportCodeLogReadFn read, void *ctx, char *err,
                          size_t errlen)
 {
     memset(r, 0, sizeof *r);
-    r->read = read;
-    r->ctx = ctx;
-    r->region_size = region_size;
-    if (region_size < sizeof(ProfCodeLogControl)) {
-        snprintf(err, errlen, "the code log region (%" PRIu64 " bytes) is smaller than its control block",
-                 region_size);
-        return false;
-    }
     ProfCodeLogControl c;
-    if (!read(ctx, 0, &c, sizeof c)) {
-        snprintf(err, errlen, "cannot read the code log's control block");
-        return false;
-    }
-    if (!check_control(&c, region_size, err, errlen))
+    if (!report_ring_open(&r->ring, "code log", region_size, read, ctx, &c, sizeof c, PROF_CODE_LOG_MAGIC,
+                          PROF_CODE_LOG_MIN_RING, PROF_CODE_LOG_MAX_RING, PROF_CODE_LOG_MAX_RECORD_FRACTION, err, errlen))
         return false;
     r->control = c;
-    r->ring_offset = c.ring_offset;
-    r->ring_size = c.ring_size;
-    r->max_record = c.ring_size / PROF_CODE_LOG_MAX_RECORD_FRACTION;
     r->mode = REPORT_CODELOG_JOINING;
     return true;
 }
 
 void report_codelog_close(ReportCodeLog *r)
 {
-    free(r->buf);
-    r->buf = NULL;
-    r->cap = 0;
-}
-
-/* Copies the stream [pos, pos + n) out of the ring. */
-static bool copy_stream(ReportCodeLog *r, uint64_t pos, size_t n)
-{
-    report_mem_reserve(&r->buf, &r->cap, n, 1);
-    uint64_t at = pos & (r->ring_size - 1);
-    size_t first = r->ring_size - at < n ? (size_t)(r->ring_size - at) : n;
-    return r->read(r->ctx, r->ring_offset + at, r->buf, first) &&
-           (first == n || r->read(r->ctx, r->ring_offset, r->buf + first, n - first));
+    report_ring_close(&r->ring);
 }
 
 /* -- Records ------------------------------------------------------------------- */
@@ -289,7 +218,7 @@ static void lose(ReportCodeLog *r, ReportCodeMap *map, uint64_t at)
  * it whole and not be overwritten yet. */
 static bool usable_checkpoint(const ReportCodeLog *r, uint64_t cp, uint64_t write_begin, uint64_t write_end)
 {
-    return cp % 8 == 0 && cp <= write_end && write_begin - cp <= r->ring_size;
+    return cp % 8 == 0 && cp <= write_end && write_begin - cp <= r->ring.ring_size;
 }
 
 /* Parses the complete records of the chunk [r->pos, r->pos + n); answers
@@ -298,25 +227,13 @@ static size_t parse_chunk(ReportCodeLog *r, ReportCodeMap *map, size_t n, uint64
                           bool *bad, const char **why, uint64_t *bad_at)
 {
     size_t off = 0;
-    while (n - off >= HEADER_BYTES) {
-        const uint8_t *rec = r->buf + off;
+    while (off < n) {
         ProfCodeRecord h;
-        memcpy(&h, rec, sizeof h);
         *bad_at = r->pos + off;
-        if (h.size < HEADER_BYTES || h.size % 8 != 0 || h.size > r->max_record) {
-            *why = "record with an impossible size";
-            *bad = true;
+        ReportRingRecord got = report_ring_record(&r->ring, off, n, r->pos, write_end, &h, why);
+        if (got == REPORT_RING_PARTIAL)
             return off;
-        }
-        if (h.size > n - off) {
-            if (r->pos + off + h.size > write_end) {
-                *why = "record running past the end of what was written";
-                *bad = true;
-            }
-            return off; /* the rest comes with the next chunk */
-        }
-        if (prof_code_log_checksum(rec + 8, h.size - 8) != h.checksum) {
-            *why = "record whose checksum does not match (torn or corrupt)";
+        if (got == REPORT_RING_BAD) {
             *bad = true;
             return off;
         }
@@ -325,7 +242,7 @@ static size_t parse_chunk(ReportCodeLog *r, ReportCodeMap *map, size_t n, uint64
             *bad = true;
             return off;
         }
-        if (!apply(r, map, rec, &h, why)) {
+        if (!apply(r, map, r->ring.buf + off, &h, why)) {
             *bad = true;
             return off;
         }
@@ -336,48 +253,22 @@ static size_t parse_chunk(ReportCodeLog *r, ReportCodeMap *map, size_t n, uint64
         (*taken)++;
         off += h.size;
     }
-    if (n - off > 0 && n - off < HEADER_BYTES && r->pos + n == write_end) {
-        *bad_at = r->pos + off;
-        *why = "record running past the end of what was written";
-        *bad = true;
-    }
     return off;
 }
 
 /* Reads the control block and checks that it agrees with what this
- * reader knows: positions only grow and a record in progress is smaller
- * than the ring allows. */
+ * reader knows (report/ring.h), and that it is still a code log. */
 static bool refresh(ReportCodeLog *r, ProfCodeLogControl *c, char *warn, size_t warnlen)
 {
-    /* A copy of another process's memory is not atomic even per word: a
-     * copy torn while the writer moves on can pass every check below with
-     * positions ahead of the writer's, and the reader would then refuse every
-     * true copy as going back. Two copies that agree are not torn. */
-    bool agree = false;
-    for (int attempt = 0; attempt < 4 && !agree; attempt++) {
-        ProfCodeLogControl again;
-        if (!r->read(r->ctx, 0, c, sizeof *c) || !r->read(r->ctx, 0, &again, sizeof again)) {
-            say(warn, warnlen, "code log: the control block cannot be read any more");
-            return false;
-        }
-        agree = c->write_begin == again.write_begin && c->write_end == again.write_end &&
-                c->checkpoint_pos == again.checkpoint_pos;
-    }
-    if (!agree) {
-        say(warn, warnlen, "code log: its control block kept changing while it was read; trying at the next poll");
+    char why[256];
+    if (!report_ring_refresh(&r->ring, c, sizeof *c, why, sizeof why)) {
+        report_ring_say(warn, warnlen, "%s", why);
         return false;
     }
-    if (c->magic != PROF_CODE_LOG_MAGIC || c->ring_size != r->ring_size || c->ring_offset != r->ring_offset) {
-        say(warn, warnlen, "code log: its control block changed its magic or geometry; ignored");
+    if (c->magic != PROF_CODE_LOG_MAGIC) {
+        report_ring_say(warn, warnlen, "code log: its control block changed its magic or geometry; ignored");
         return false;
     }
-    uint64_t B = c->write_begin, E = c->write_end;
-    if (E < r->last_end || B < E || B - E > r->max_record || E % 8 != 0) {
-        /* a torn copy of the control block, or a corrupt one: try again next poll */
-        say(warn, warnlen, "code log: inconsistent positions (write_end %" PRIu64 ", write_begin %" PRIu64 ")", E, B);
-        return false;
-    }
-    r->last_end = E;
     r->control = *c;
     return true;
 }
@@ -389,10 +280,11 @@ size_t report_codelog_poll(ReportCodeLog *r, ReportCodeMap *map, char *warn, siz
     ProfCodeLogControl c;
     if (!refresh(r, &c, warn, warnlen))
         return 0;
+    uint64_t ring_size = r->ring.ring_size;
     if (!r->joined) {
-        uint64_t start = c.write_begin <= r->ring_size ? 0 : c.checkpoint_pos;
+        uint64_t start = c.write_begin <= ring_size ? 0 : c.checkpoint_pos;
         if (!usable_checkpoint(r, start, c.write_begin, c.write_end)) {
-            say(warn, warnlen, "code log: no intact checkpoint to start from yet (position %" PRIu64 ")", start);
+            report_ring_say(warn, warnlen, "code log: no intact checkpoint to start from yet (position %" PRIu64 ")", start);
             return 0;
         }
         r->joined = true;
@@ -416,24 +308,22 @@ size_t report_codelog_poll(ReportCodeLog *r, ReportCodeMap *map, char *warn, siz
         uint64_t E = c.write_end;
         if (r->pos == E)
             break;
-        if (E - r->pos > r->ring_size) {
+        if (E - r->pos > ring_size) {
             r->stats.overruns++;
-            say(warn, warnlen, "code log: the VM overwrote %" PRIu64 " bytes of events before they were read",
-                E - r->pos - r->ring_size);
+            report_ring_say(warn, warnlen, "code log: the VM overwrote %" PRIu64 " bytes of events before they were read",
+                E - r->pos - ring_size);
             lose(r, map, r->pos);
             continue;
         }
-        uint64_t chunk = CHUNK_BYTES > 2 * r->max_record ? CHUNK_BYTES : 2 * r->max_record;
-        size_t n = (size_t)(E - r->pos < chunk ? E - r->pos : chunk);
-        uint64_t b2;
-        if (!copy_stream(r, r->pos, n) ||
-            !r->read(r->ctx, offsetof(ProfCodeLogControl, write_begin), &b2, sizeof b2)) {
-            say(warn, warnlen, "code log: the ring cannot be read any more");
+        size_t n = report_ring_chunk(&r->ring, r->pos, E);
+        ReportRingCopy copied = report_ring_copy(&r->ring, r->pos, n, c.write_begin);
+        if (copied == REPORT_RING_UNREADABLE) {
+            report_ring_say(warn, warnlen, "code log: the ring cannot be read any more");
             break;
         }
-        if (b2 > r->pos + r->ring_size || b2 < c.write_begin) {
+        if (copied == REPORT_RING_OVERRUN) {
             r->stats.overruns++;
-            say(warn, warnlen, "code log: the VM overwrote events while they were being read");
+            report_ring_say(warn, warnlen, "code log: the VM overwrote events while they were being read");
             lose(r, map, r->pos);
             continue;
         }
@@ -444,7 +334,7 @@ size_t report_codelog_poll(ReportCodeLog *r, ReportCodeMap *map, char *warn, siz
         r->pos += used;
         if (bad) {
             r->stats.bad_records++;
-            say(warn, warnlen, "code log: %s at position %" PRIu64 " (seq %" PRIu64 "); skipped to the next checkpoint",
+            report_ring_say(warn, warnlen, "code log: %s at position %" PRIu64 " (seq %" PRIu64 "); skipped to the next checkpoint",
                 why, bad_at, r->next_seq);
             lose(r, map, bad_at + 8);
             continue;

@@ -24,14 +24,14 @@
 
 #include "proto/export.h"
 #include "report/codemap.h"
+#include "report/ring.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* Copies len bytes at offset (from the start of the log region, never
- * past region_size) into buf; false when they cannot be read. */
-typedef bool (*ReportCodeLogReadFn)(void *ctx, uint64_t offset, void *buf, size_t len);
+/* As report/ring.h's: copies bytes of the log region. */
+typedef ReportRingReadFn ReportCodeLogReadFn;
 
 typedef enum ReportCodeLogMode {
     REPORT_CODELOG_JOINING,    /* at a checkpoint's BEGIN, not yet inside */
@@ -52,20 +52,14 @@ typedef struct ReportCodeLogStats {
 } ReportCodeLogStats;
 
 typedef struct ReportCodeLog {
-    ReportCodeLogReadFn read;
-    void *ctx;
-    uint64_t region_size;
-    uint64_t ring_offset, ring_size, max_record;
+    ReportRing ring;        /* the protocol (report/ring.h) */
     ReportCodeLogMode mode;
     bool joined;            /* found a starting checkpoint */
     uint64_t pos;           /* next stream position to parse */
     uint64_t next_seq;      /* its expected sequence number */
     uint64_t lost_at;       /* LOST: recover from a checkpoint at or after this position */
-    uint64_t last_end;      /* write_end at the last poll: it never goes back */
     uint64_t last_time;     /* of the last good record */
     uint64_t cp_seq, cp_pieces;
-    uint8_t *buf;
-    size_t cap;
     ReportCodeLogStats stats;
     ProfCodeLogControl control; /* as of the last poll */
 } ReportCodeLog;

@@ -212,6 +212,12 @@ static void write_label(FILE *out, const char *name, double w)
     }
 }
 
+/* What a width counts: bytes in an allocation profile (report.h). */
+static const char *unit_of(const Profile *p)
+{
+    return p->is_alloc ? "bytes" : "samples";
+}
+
 typedef struct Emit {
     FILE *out;
     const Profile *p; /* counts are weights: shown as (weighted) samples */
@@ -267,7 +273,7 @@ static void emit_node(Emit *e, int id, int base_id, double x, int depth)
         fprintf(e->out, " data-b=\"%.8f\"", was);
     fputs("><title>", e->out);
     xml_text(e->out, n->name, SIZE_MAX);
-    fprintf(e->out, " (%llu samples, %.2f%%", shown, 100.0 * share);
+    fprintf(e->out, " (%llu %s, %.2f%%", shown, unit_of(e->p), 100.0 * share);
     if (e->base)
         fprintf(e->out, "; base %.2f%%, %+.2f pp", 100.0 * was, 100.0 * (share - was));
     fprintf(e->out, ")</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\"", x, y, w, FG_ROW - 1);
@@ -296,10 +302,11 @@ static const char *const script =
     "var W=1200,CH=6.6,frames=Array.prototype.slice.call(document.querySelectorAll('g.f'));\n"
     "var statusEl=document.getElementById('status'),matchedEl=document.getElementById('matched'),\n"
     " resetEl=document.getElementById('reset'),last='',\n"
-    " total=+document.getElementById('all').getAttribute('data-n')||1;\n"
+    " total=+document.getElementById('all').getAttribute('data-n')||1,\n"
+    " unit=document.getElementById('all').getAttribute('data-unit')||'samples';\n"
     "function num(g,a){return +g.getAttribute(a);}\n"
     "function nameOf(g){return g.querySelector('title').textContent\n"
-    " .replace(/ \\(\\d+ samples, [0-9.]+%[^()]*\\)$/,'');}\n"
+    " .replace(/ \\(\\d+ (samples|bytes), [0-9.]+%[^()]*\\)$/,'');}\n"
     "function label(g,w){var t=g.querySelector('text'),n=nameOf(g),fit=w>4?Math.floor((w-4)/CH):0;\n"
     " t.textContent=n.length<=fit?n:fit>=3?n.substring(0,fit-2)+'..':'';}\n"
     "function place(x0,w0,d0){frames.forEach(function(g){var x=num(g,'data-x'),w=num(g,'data-w'),d=num(g,'data-d'),\n"
@@ -317,10 +324,10 @@ static const char *const script =
     "  if(m)spans.push([num(g,'data-x'),num(g,'data-w')]);});\n"
     " spans.sort(function(a,b){return a[0]-b[0];});var sum=0,end=0;spans.forEach(function(s){\n"
     "  var a=Math.max(s[0],end),b=s[0]+s[1];if(b>a){sum+=b-a;end=b;}});\n"
-    " matchedEl.textContent=q===''?'':'matched '+(100*Math.min(sum,1)).toFixed(2)+'% of the samples: /'+q+'/';}\n"
+    " matchedEl.textContent=q===''?'':'matched '+(100*Math.min(sum,1)).toFixed(2)+'% of the '+unit+': /'+q+'/';}\n"
     "frames.forEach(function(g){\n"
     " g.addEventListener('mouseover',function(){statusEl.textContent=nameOf(g)+': '+g.getAttribute('data-n')+\n"
-    "  ' samples, '+(100*num(g,'data-n')/total).toFixed(2)+'%'+(g.hasAttribute('data-b')?\n"
+    "  ' '+unit+', '+(100*num(g,'data-n')/total).toFixed(2)+'%'+(g.hasAttribute('data-b')?\n"
     "  '; base '+(100*num(g,'data-b')).toFixed(2)+'%':'');});\n"
     " g.addEventListener('mouseout',function(){statusEl.textContent=' ';});\n"
     " g.addEventListener('click',function(){place(num(g,'data-x'),num(g,'data-w'),num(g,'data-d'));});});\n"
@@ -357,10 +364,10 @@ bool report_write_flamegraph(FILE *out, const Profile *p, const ReportFlameOptio
     e.out = mem;
     errno = 0;
     clearerr(out);
-    fprintf(mem, "<g id=\"all\" class=\"f k%d\" data-x=\"0\" data-w=\"1\" data-d=\"0\" data-n=\"%llu\"><title>all "
-                 "(%llu samples, 100.00%%)</title><rect x=\"0\" y=\"%.1f\" width=\"%.0f\" height=\"%.1f\"/>"
+    fprintf(mem, "<g id=\"all\" class=\"f k%d\" data-x=\"0\" data-w=\"1\" data-d=\"0\" data-n=\"%llu\" "
+                 "data-unit=\"%s\"><title>all (%llu %s, 100.00%%)</title><rect x=\"0\" y=\"%.1f\" width=\"%.0f\" height=\"%.1f\"/>"
                  "<text x=\"3\" y=\"%.1f\">all</text></g>\n",
-            REPORT_FRAME_OTHER, all, all, FG_TOP, FG_WIDTH,
+            REPORT_FRAME_OTHER, all, unit_of(p), all, unit_of(p), FG_TOP, FG_WIDTH,
             FG_ROW - 1, FG_TOP + FG_ROW - 5);
     double cx = 0;
     for (int c = t.v[0].first_child; c >= 0; c = t.v[c].next_sibling) {
@@ -411,9 +418,9 @@ bool report_write_flamegraph(FILE *out, const Profile *p, const ReportFlameOptio
     if (body)
         fwrite(body, 1, body_len, out);
     free(body);
-    fprintf(out, "<text x=\"10\" y=\"%.0f\">%llu samples; root at the top, callees below, width = samples; click a "
+    fprintf(out, "<text x=\"10\" y=\"%.0f\">%llu %s; root at the top, callees below, width = %s; click a "
                  "frame to zoom, Ctrl-F to search%s</text>\n",
-            height - 20, all,
+            height - 20, all, unit_of(p), unit_of(p),
             e.hidden ? "; frames under 0.1 px are not drawn" : "");
     fputs(script, out);
     fputs("</svg>\n", out);

@@ -21,6 +21,13 @@
  *                 range as the text report prints it, so `vmprofd diff`
  *                 and `go tool pprof -tags` see ranges too
  *
+ * An allocation profile (report.h) has Go's heap profile types instead:
+ * [alloc_objects/count, alloc_space/bytes] and with --live
+ * [inuse_objects/count, inuse_space/bytes] too; period_type space/bytes,
+ * period = the sampling interval; default alloc_space. Values are the
+ * estimates (report/allocprof.h), so `go tool pprof -sample_index=...`
+ * reads them as it reads Go's.
+ *
  * The message is built over borrowed strings (the Profile owns them) and
  * arrays allocated here, packed once, compressed in memory and written
  * with one fwrite, so a failure leaves a clear message, not half a file
@@ -104,7 +111,8 @@ static char *format(const char *fmt, ...)
 typedef struct Stack {
     size_t sample; /* the first sample with this thread and stack */
     uint64_t count;
-    uint64_t weight; /* their weights' sum (CPU ns in a CPU-weighted profile) */
+    uint64_t weight; /* their weights' sum (CPU ns in a CPU-weighted profile; bytes in an allocation profile) */
+    ReportAllocValues alloc; /* an allocation profile's other values, summed */
 } Stack;
 
 typedef struct Stacks {
@@ -135,13 +143,18 @@ static void collect_stacks(const Profile *p, Stacks *st)
         h = report_index_hash(h, report_profile_frames(p, s), s->nframes * sizeof(int));
         StackKey key = {p, st, s};
         int found = report_index_find(&st->index, h, stack_eq, &key);
+        ReportAllocValues v = report_profile_alloc_values(p, i);
         if (found >= 0) {
-            st->v[found].count++;
-            st->v[found].weight += s->weight;
+            Stack *d = &st->v[found];
+            d->count++;
+            d->weight += s->weight;
+            d->alloc.objects += v.objects;
+            d->alloc.live_bytes += v.live_bytes;
+            d->alloc.live_objects += v.live_objects;
             continue;
         }
         report_mem_reserve(&st->v, &st->cap, st->n + 1, sizeof *st->v);
-        st->v[st->n] = (Stack){i, 1, s->weight};
+        st->v[st->n] = (Stack){i, 1, s->weight, v};
         report_index_insert(&st->index, h, (int)st->n++);
     }
 }
@@ -151,8 +164,9 @@ static void collect_stacks(const Profile *p, Stacks *st)
 
 typedef struct Message {
     Perftools__Profiles__Profile profile;
-    Perftools__Profiles__ValueType types[2], period_type;
-    Perftools__Profiles__ValueType *type_ptrs[2];
+    Perftools__Profiles__ValueType types[4], period_type;
+    Perftools__Profiles__ValueType *type_ptrs[4];
+    size_t ntypes;
     Perftools__Profiles__Mapping *mappings, **mapping_ptrs;
     Perftools__Profiles__Function *functions, **function_ptrs;
     uint64_t *function_ids; /* Profile function -> pprof Function id */
@@ -283,6 +297,22 @@ static void build_locations(Message *m, Builder *b)
     m->profile.location = m->location_ptrs;
 }
 
+static int64_t saturated(double v)
+{
+    return v >= 0x1p63 ? INT64_MAX : v > 0 ? (int64_t)llround(v) : 0;
+}
+
+/* alloc_objects, alloc_space[, inuse_objects, inuse_space] */
+static void alloc_values(int64_t *value, const Stack *s, size_t n)
+{
+    value[0] = saturated(s->alloc.objects);
+    value[1] = s->weight > INT64_MAX ? INT64_MAX : (int64_t)s->weight;
+    if (n == 4) {
+        value[2] = saturated(s->alloc.live_objects);
+        value[3] = s->alloc.live_bytes > INT64_MAX ? INT64_MAX : (int64_t)s->alloc.live_bytes;
+    }
+}
+
 static void build_samples(Message *m, Builder *b, int64_t period)
 {
     const Profile *p = b->p;
@@ -296,7 +326,7 @@ static void build_samples(Message *m, Builder *b, int64_t period)
     m->labels = report_mem_array(st->n, sizeof *m->labels);
     m->label_ptrs = report_mem_array(st->n, sizeof *m->label_ptrs);
     m->location_ids = report_mem_array(nids, sizeof *m->location_ids);
-    m->values = report_mem_array(st->n * 2, sizeof *m->values);
+    m->values = report_mem_array(st->n * m->ntypes, sizeof *m->values);
     int64_t thread = str_id(b, "thread");
     size_t next_id = 0;
     for (size_t i = 0; i < st->n; i++) {
@@ -308,12 +338,14 @@ static void build_samples(Message *m, Builder *b, int64_t period)
         d->n_location_id = s->nframes;
         for (uint32_t f = 0; f < s->nframes; f++)
             m->location_ids[next_id++] = (uint64_t)frames[f] + 1;
-        d->value = &m->values[i * 2];
-        d->n_value = 2;
+        d->value = &m->values[i * m->ntypes];
+        d->n_value = m->ntypes;
         d->value[0] = (int64_t)st->v[i].count;
         /* cpu: measured where samples are CPU-weighted, else a period each
          * (saturated: a huge period times many samples must not wrap) */
-        if (p->header.cpu_weighted)
+        if (p->is_alloc)
+            alloc_values(d->value, &st->v[i], m->ntypes);
+        else if (p->header.cpu_weighted)
             d->value[1] = st->v[i].weight > INT64_MAX ? INT64_MAX : (int64_t)st->v[i].weight;
         else if (__builtin_mul_overflow((int64_t)st->v[i].count, period, &d->value[1]))
             d->value[1] = INT64_MAX;
@@ -372,18 +404,28 @@ static void build(Message *m, Builder *b)
 
     int64_t period = report_profile_period_ns(p);
     static const char *const type_names[2][2] = {{"samples", "count"}, {"cpu", "nanoseconds"}};
-    for (int i = 0; i < 2; i++) {
+    static const char *const alloc_names[4][2] = {
+        {"alloc_objects", "count"}, {"alloc_space", "bytes"}, {"inuse_objects", "count"}, {"inuse_space", "bytes"}};
+    const char *const(*names)[2] = p->is_alloc ? alloc_names : type_names;
+    m->ntypes = p->is_alloc && p->alloc.live ? 4 : 2;
+    for (size_t i = 0; i < m->ntypes; i++) {
         perftools__profiles__value_type__init(&m->types[i]);
-        m->types[i].type = str_id(b, i == 1 && h->wall_clock ? "wall" : type_names[i][0]);
-        m->types[i].unit = str_id(b, type_names[i][1]);
+        m->types[i].type = str_id(b, i == 1 && h->wall_clock && !p->is_alloc ? "wall" : names[i][0]);
+        m->types[i].unit = str_id(b, names[i][1]);
         m->type_ptrs[i] = &m->types[i];
     }
-    m->profile.n_sample_type = 2;
+    m->profile.n_sample_type = m->ntypes;
     m->profile.sample_type = m->type_ptrs;
     m->profile.default_sample_type = m->types[1].type;
     perftools__profiles__value_type__init(&m->period_type);
-    m->period_type.type = m->types[1].type;
-    m->period_type.unit = m->types[1].unit;
+    if (p->is_alloc) { /* as Go's heap profiles */
+        m->period_type.type = str_id(b, "space");
+        m->period_type.unit = str_id(b, "bytes");
+        period = p->alloc.interval > INT64_MAX ? INT64_MAX : (int64_t)p->alloc.interval;
+    } else {
+        m->period_type.type = m->types[1].type;
+        m->period_type.unit = m->types[1].unit;
+    }
     m->profile.period_type = &m->period_type;
     m->profile.period = period;
     m->profile.time_nanos = (int64_t)h->start_wall * 1000000000;

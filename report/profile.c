@@ -54,6 +54,7 @@ void report_profile_free(Profile *p)
     report_index_free(&p->location_index);
     free(p->samples);
     free(p->frames);
+    free(p->alloc_values);
     free(p);
 }
 
@@ -154,7 +155,7 @@ static bool function_eq(const void *ctx, int item)
     /* Bytecode info too: two blocks of one method share their name and may
      * occupy one address at different times, with different maps. */
     return k->region == b->region && a->start == b->start && a->size == b->size && a->nmap == b->nmap &&
-           a->last_bcpc == b->last_bcpc && strcmp(k->name, b->name) == 0;
+           a->last_bcpc == b->last_bcpc && a->kind == b->kind && strcmp(k->name, b->name) == 0;
 }
 
 int report_profile_add_function(Profile *p, const ReportFunctionInfo *f)
@@ -294,4 +295,32 @@ uint64_t report_profile_rounded(const Profile *p, uint64_t weight)
 size_t report_profile_sample_count(const Profile *p)
 {
     return p->nsamples;
+}
+
+/* -- Allocation profiles ---------------------------------------------------- */
+
+void report_profile_set_alloc(Profile *p, const ReportAllocHeader *a)
+{
+    p->is_alloc = true;
+    p->alloc = *a;
+}
+
+void report_profile_add_alloc_sample(Profile *p, uint64_t time_ns, uint32_t tid, const int *frames, size_t nframes,
+                                     uint64_t bytes, const ReportAllocValues *v)
+{
+    size_t before = p->nsamples;
+    report_profile_add_weighted_sample(p, time_ns, tid, frames, nframes, bytes);
+    if (p->nsamples == before)
+        return; /* refused (and counted) */
+    report_mem_reserve(&p->alloc_values, &p->alloc_values_cap, p->nsamples, sizeof *p->alloc_values);
+    /* samples added otherwise before (a producer mixing kinds) count none */
+    for (size_t i = p->nalloc_values; i + 1 < p->nsamples; i++)
+        p->alloc_values[i] = (ReportAllocValues){0};
+    p->alloc_values[p->nsamples - 1] = *v;
+    p->nalloc_values = p->nsamples;
+}
+
+ReportAllocValues report_profile_alloc_values(const Profile *p, size_t sample)
+{
+    return sample < p->nalloc_values ? p->alloc_values[sample] : (ReportAllocValues){0};
 }

@@ -62,7 +62,23 @@ struct Profile {
     int *frames;
     size_t nframes, frames_cap;
     uint64_t rejected_samples;
+
+    /* An allocation profile (report.h): alloc set, and alloc_values[i]
+     * belongs to samples[i]. */
+    bool is_alloc;
+    ReportAllocHeader alloc;
+    ReportAllocValues *alloc_values;
+    size_t nalloc_values, alloc_values_cap;
 };
+
+/* Sample i's allocation values; zeros for a sample that has none. */
+ReportAllocValues report_profile_alloc_values(const Profile *p, size_t sample);
+
+/* The first lines of every text report (report/text.c): the VM, the date,
+ * the warnings, the VM's sizes. */
+void report_text_head(FILE *out, const Profile *p);
+/* The text report of an allocation profile (report/alloctext.c). */
+bool report_write_alloc_text(FILE *out, const Profile *p, const ReportTextOptions *opt, char *err, size_t errlen);
 
 static inline const int *report_profile_frames(const Profile *p, const ReportSample *s)
 {

@@ -51,6 +51,14 @@ typedef struct ReportLineEntry {
     uint32_t line;
 } ReportLineEntry;
 
+/* What a function row stands for: code, or (allocation profiles) the
+ * class of the sampled objects, a pseudo-function that is each stack's
+ * leaf, named "[Class]". */
+typedef enum ReportFunctionKind {
+    REPORT_FUNCTION_CODE = 0,
+    REPORT_FUNCTION_CLASS = 1,
+} ReportFunctionKind;
+
 typedef struct ReportFunctionInfo {
     const char *name;       /* "gc_scavenge_run", "Integer>>benchFib", "[libc.so.6]" */
     const char *file;       /* source file, or NULL */
@@ -65,6 +73,7 @@ typedef struct ReportFunctionInfo {
     uint32_t last_bcpc;     /* the method's last bytecode pc (end of the last range) */
     const ReportLineEntry *lines; /* bcpc -> source line, for --lines */
     size_t nlines;
+    ReportFunctionKind kind;
 } ReportFunctionInfo;
 
 typedef struct ReportMappingInfo {
@@ -135,6 +144,37 @@ void report_profile_add_weighted_sample(Profile *p, uint64_t time_ns, uint32_t t
                                         uint64_t weight);
 
 size_t report_profile_sample_count(const Profile *p);
+
+/* -- Allocation profiles (vmprofd --event alloc; report/allocprof.h builds
+ * them from the VM's allocation log). A sample is a sampled allocation:
+ * its weight is the bytes it stands for, its leaf frame the object's
+ * class (kind REPORT_FUNCTION_CLASS), and it carries the estimates below.
+ * Every rendering then counts bytes where a CPU profile counts samples:
+ * the text report "who allocates" (report/alloctext.c), pprof's
+ * alloc_objects/alloc_space (and inuse_* when live), folded stacks and
+ * flame graphs weighted by bytes. */
+typedef struct ReportAllocHeader {
+    uint64_t interval;       /* mean bytes between samples (pprof's period) */
+    uint64_t counted_bytes;  /* the VM's own count of the bytes allocated while sampled; 0: unknown */
+    uint64_t lost;           /* samples (records) of the log never read */
+    uint64_t bad;            /* records skipped as damaged */
+    bool live;               /* asked what stays alive (--live) */
+    bool live_answered;      /* ... and the VM answered: the inuse values are real */
+    uint64_t untracked;      /* samples the VM did not follow (never counted live) */
+} ReportAllocHeader;
+
+typedef struct ReportAllocValues {
+    double objects;          /* the objects the sample stands for: weight / size */
+    uint64_t live_bytes;     /* weight when the object was alive at the end, else 0 */
+    double live_objects;
+} ReportAllocValues;
+
+/* Makes p an allocation profile (copies a). */
+void report_profile_set_alloc(Profile *p, const ReportAllocHeader *a);
+/* A sampled allocation: frames leaf first (the class first), weight its
+ * bytes. */
+void report_profile_add_alloc_sample(Profile *p, uint64_t time_ns, uint32_t tid, const int *frames, size_t nframes,
+                                     uint64_t bytes, const ReportAllocValues *v);
 
 /* Renderings. Each returns false (with a message in err) on I/O failure.
  * report_write_text: opt may be NULL (no --lines, ranges for more than 10

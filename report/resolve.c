@@ -3,6 +3,8 @@
  */
 #include "report/resolve.h"
 
+#include "report/mem.h"
+
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -402,78 +404,124 @@ static size_t whole_frames(Profile *p, Zone *z, Symbolizer *sym, const SampleSto
     return n;
 }
 
-void report_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st, ResolveCode *code)
+struct ReportResolver {
+    Profile *p;
+    Symbolizer *sym;
+    Zone z;
+    ResolveCode no_code;
+    bool have_zone;
+    int *label_fn; /* the labels' pseudo-functions, made on first use (-1 until then) */
+    size_t nlabel_fn;
+};
+
+/* The pseudo-function of label k (1-based) of st; -1 when out of memory. */
+static int label_frame(ReportResolver *r, const SampleStore *st, uint32_t k)
 {
-    int kernel_fn = -1, unknown_fn = -1;
-    enum { WHOLE_ROOM = PROF_RAW_MAX_LEAF + PROF_RAW_MAX_ST + PROF_RAW_MAX_ROOT + 16 };
-    static int frames[WHOLE_ROOM > REPORT_MAX_FRAMES + 3 ? WHOLE_ROOM : REPORT_MAX_FRAMES + 3];
-    Zone z = {.code = code, .mapping = -1, .anonymous = {-1, -1, -1, -1}, .kernel_fn = -1, .unknown_fn = -1};
-    ResolveCode no_code = {0};
-    if (!z.code)
-        z.code = &no_code;
+    if (r->nlabel_fn < st->nlabels) {
+        int *fn = realloc(r->label_fn, st->nlabels * sizeof *fn);
+        if (!fn)
+            return -1;
+        for (size_t i = r->nlabel_fn; i < st->nlabels; i++)
+            fn[i] = -1;
+        r->label_fn = fn;
+        r->nlabel_fn = st->nlabels;
+    }
+    return intern_plain(r->p, st->labels[k - 1], &r->label_fn[k - 1], 0);
+}
+
+ReportResolver *report_resolver_new(Profile *p, Symbolizer *sym, ResolveCode *code)
+{
+    ReportResolver *r = report_mem_alloc(sizeof *r);
+    r->p = p;
+    r->sym = sym;
+    r->z = (Zone){.code = code, .mapping = -1, .anonymous = {-1, -1, -1, -1}, .kernel_fn = -1, .unknown_fn = -1};
+    if (!r->z.code)
+        r->z.code = &r->no_code;
+    Zone *z = &r->z;
     if (sym)
         report_symbolize_vm_mapping(sym, p); /* the first mapping: pprof's main binary */
-    bool have_zone = code && code->zone_end > code->zone_start;
+    r->have_zone = code && code->zone_end > code->zone_start;
     if (code && code->map && code->interp_fn && sym) {
         SymbolizedAddr a;
         report_symbolize_lookup(sym, code->interp_fn, false, &a);
         if (a.region == REPORT_REGION_VANILLA && a.function_start && a.function_size) {
-            z.interp_start = a.function_start;
-            z.interp_end = a.function_start + a.function_size;
-            z.ninterp_fn = report_codemap_span_count(code->map);
-            z.interp_fn = calloc(z.ninterp_fn ? z.ninterp_fn : 1, sizeof *z.interp_fn);
-            if (!z.interp_fn)
-                z.ninterp_fn = 0;
+            z->interp_start = a.function_start;
+            z->interp_end = a.function_start + a.function_size;
+            z->ninterp_fn = report_codemap_span_count(code->map);
+            z->interp_fn = calloc(z->ninterp_fn ? z->ninterp_fn : 1, sizeof *z->interp_fn);
+            if (!z->interp_fn)
+                z->ninterp_fn = 0;
         }
     }
-    /* the labels' pseudo-functions, made on first use (-1 until then) */
-    int *label_fn = st->nlabels ? malloc(st->nlabels * sizeof *label_fn) : NULL;
-    for (size_t i = 0; label_fn && i < st->nlabels; i++)
-        label_fn[i] = -1;
-    if (have_zone) {
+    if (r->have_zone) {
         ReportMappingInfo mi = {.start = code->zone_start, .limit = code->zone_end, .file = "[code zone]"};
-        z.mapping = report_profile_add_mapping(p, &mi);
+        z->mapping = report_profile_add_mapping(p, &mi);
     }
+    return r;
+}
+
+void report_resolver_free(ReportResolver *r)
+{
+    if (!r)
+        return;
+    free(r->z.interp_fn);
+    free(r->label_fn);
+    free(r);
+}
+
+size_t report_resolver_stack(ReportResolver *r, const SampleStore *st, size_t i, int *frames)
+{
+    Profile *p = r->p;
+    Symbolizer *sym = r->sym;
+    Zone *z = &r->z;
+    const ResolveCode *code = z->code;
+    const StoredSample *s = &st->v[i];
+    size_t n = 0;
+    if (s->label && s->label <= st->nlabels) { /* wall mode's [off-CPU: ...] above the leaf */
+        int f = label_frame(r, st, s->label);
+        if (f >= 0)
+            frames[n++] = f;
+    }
+    if (s->whole)
+        return n + whole_frames(p, z, sym, st, s, frames + n, REPORT_RESOLVE_ROOM - n);
+    if (s->kernel_ip)
+        frames[n++] = intern_plain(p, "[kernel]", &z->kernel_fn, s->kernel_ip);
+    /* Without a whole stack the Smalltalk frames were not walked at the
+     * sample: a frame-pointer chain read through them skips the callers
+     * of frameless code, so it stops at the first Smalltalk frame and
+     * says so (stacks partial) instead of showing a wrong caller. */
+    if (s->interp_ip && !s->kernel_ip && s->npcs > 0 && st->pcs[s->first] >= z->interp_start &&
+        st->pcs[s->first] < z->interp_end) {
+        int loc = interpreted_location(p, z, s->time_ns, s->tid, s->interp_ip);
+        if (loc >= 0) {
+            frames[n++] = loc; /* above the interpreter's own frame */
+            frames[n++] = unknown_frame(p, z, "Smalltalk callers not walked (stacks partial)");
+        }
+    }
+    for (uint32_t k = 0; k < s->npcs && n + 2 <= REPORT_RESOLVE_ROOM; k++) {
+        uint64_t pc = st->pcs[s->first + k];
+        /* Frames above the leaf are return addresses: the call is the
+         * instruction before them. */
+        uint64_t q = k > 0 && pc > 0 ? pc - 1 : pc;
+        if (r->have_zone && q >= code->zone_start && q < code->zone_end) {
+            frames[n++] = zone_location(p, z, s->time_ns, pc, k > 0, k == 0 && !s->kernel_ip, s->tid);
+            frames[n++] = unknown_frame(p, z, "Smalltalk callers not walked (stacks partial)");
+            break;
+        }
+        frames[n++] = sym ? report_symbolize(sym, p, pc, k > 0) : intern_plain(p, "[unknown]", &z->unknown_fn, pc);
+    }
+    if (n == 0 || (n == 1 && s->label))
+        frames[n++] = intern_plain(p, "[unknown]", &z->unknown_fn, 0);
+    return n;
+}
+
+void report_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st, ResolveCode *code)
+{
+    static int frames[REPORT_RESOLVE_ROOM];
+    ReportResolver *r = report_resolver_new(p, sym, code);
     for (size_t i = 0; i < st->n; i++) {
-        const StoredSample *s = &st->v[i];
-        size_t n = 0;
-        if (s->label && label_fn && s->label <= st->nlabels)
-            frames[n++] = intern_plain(p, st->labels[s->label - 1], &label_fn[s->label - 1], 0);
-        if (s->whole) {
-            n += whole_frames(p, &z, sym, st, s, frames + n, sizeof frames / sizeof frames[0] - n);
-            report_profile_add_weighted_sample(p, s->time_ns, s->tid, frames, n, s->weight);
-            continue;
-        }
-        if (s->kernel_ip)
-            frames[n++] = intern_plain(p, "[kernel]", &kernel_fn, s->kernel_ip);
-        /* Without a whole stack the Smalltalk frames were not walked at the
-         * sample: a frame-pointer chain read through them skips the callers
-         * of frameless code, so it stops at the first Smalltalk frame and
-         * says so (stacks partial) instead of showing a wrong caller. */
-        if (s->interp_ip && !s->kernel_ip && s->npcs > 0 && st->pcs[s->first] >= z.interp_start &&
-            st->pcs[s->first] < z.interp_end) {
-            int loc = interpreted_location(p, &z, s->time_ns, s->tid, s->interp_ip);
-            if (loc >= 0) {
-                frames[n++] = loc; /* above the interpreter's own frame */
-                frames[n++] = unknown_frame(p, &z, "Smalltalk callers not walked (stacks partial)");
-            }
-        }
-        for (uint32_t k = 0; k < s->npcs; k++) {
-            uint64_t pc = st->pcs[s->first + k];
-            /* Frames above the leaf are return addresses: the call is the
-             * instruction before them. */
-            uint64_t q = k > 0 && pc > 0 ? pc - 1 : pc;
-            if (have_zone && q >= code->zone_start && q < code->zone_end) {
-                frames[n++] = zone_location(p, &z, s->time_ns, pc, k > 0, k == 0 && !s->kernel_ip, s->tid);
-                frames[n++] = unknown_frame(p, &z, "Smalltalk callers not walked (stacks partial)");
-                break;
-            }
-            frames[n++] = sym ? report_symbolize(sym, p, pc, k > 0) : intern_plain(p, "[unknown]", &unknown_fn, pc);
-        }
-        if (n == 0)
-            frames[n++] = intern_plain(p, "[unknown]", &unknown_fn, 0);
-        report_profile_add_weighted_sample(p, s->time_ns, s->tid, frames, n, s->weight);
+        size_t n = report_resolver_stack(r, st, i, frames);
+        report_profile_add_weighted_sample(p, st->v[i].time_ns, st->v[i].tid, frames, n, st->v[i].weight);
     }
-    free(z.interp_fn);
-    free(label_fn);
+    report_resolver_free(r);
 }

@@ -53,4 +53,17 @@ typedef struct ResolveCode {
  * every user address then resolves to "[unknown]". code may be NULL. */
 void report_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st, ResolveCode *code);
 
+/* The same one sample at a time, for producers that add more to each
+ * (report/allocprof.c: the class of a sampled object as its leaf). */
+typedef struct ReportResolver ReportResolver;
+/* Room for the frames of one sample: a whole stack's every part, and the
+ * rows a partial one adds. */
+#define REPORT_RESOLVE_ROOM (PROF_RAW_MAX_KERNEL + PROF_RAW_MAX_LEAF + PROF_RAW_MAX_ST + PROF_RAW_MAX_ROOT + 16 + \
+                             REPORT_MAX_FRAMES + 2)
+ReportResolver *report_resolver_new(Profile *p, Symbolizer *sym, ResolveCode *code);
+/* The stack of st->v[i] as locations of p, leaf first, into frames
+ * (REPORT_RESOLVE_ROOM of them); answers how many (at least one). */
+size_t report_resolver_stack(ReportResolver *r, const SampleStore *st, size_t i, int *frames);
+void report_resolver_free(ReportResolver *r);
+
 #endif

@@ -202,7 +202,9 @@ static void print_table(FILE *out, const Profile *p, const char *title, const Ta
     }
 }
 
-static void print_header(FILE *out, const Profile *p, size_t total)
+/* The lines every text report starts with (profile.h): the VM and the
+ * date, the warnings, the VM's sizes. */
+void report_text_head(FILE *out, const Profile *p)
 {
     const ReportHeader *h = &p->header;
     char when[32] = "(date unknown)";
@@ -219,6 +221,12 @@ static void print_header(FILE *out, const Profile *p, size_t total)
                 report_format_thousands(h->start.stack_pages).s, report_format_thousands(h->start.code_bytes).s);
     else
         fprintf(out, "eden size, stack pages, code size: not available (the target publishes no counters)\n");
+}
+
+static void print_header(FILE *out, const Profile *p, size_t total)
+{
+    const ReportHeader *h = &p->header;
+    report_text_head(out, p);
     /* The achieved rate, not the requested one: what the counts rest on. */
     double hz = h->seconds > 0 ? (double)total / h->seconds : 0.0;
     fprintf(out, "%.3f seconds; sampling frequency %lld hz\n", h->seconds, (long long)llround(hz));
@@ -258,6 +266,8 @@ static void print_sampling(FILE *out, const Profile *p)
 
 bool report_write_text(FILE *out, const Profile *p, const ReportTextOptions *options, char *err, size_t errlen)
 {
+    if (p->is_alloc) /* "who allocates": bytes where this report has samples */
+        return report_write_alloc_text(out, p, options, err, errlen);
     ReportTextOptions opt = {.lines = false, .range_min_samples = DEFAULT_RANGE_MIN_SAMPLES};
     if (options)
         opt = *options;

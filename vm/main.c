@@ -50,6 +50,10 @@ static void usage(FILE *out)
             "  --export-log-size SIZE the export's code event log, a power of two from 64K\n"
             "                         to 1G (default 4M); profilers that join late need it\n"
             "                         to hold twice the live code's descriptions\n"
+            "  --alloc-log-size SIZE  the export's allocation sample log (vmprofd --event\n"
+            "                         alloc), a power of two from 64K to 1G (default 8M)\n"
+            "  --no-alloc-log         publish no allocation sample log (nobody can ask\n"
+            "                         this VM for allocation samples)\n"
             "  --code-log-truth FILE  write every code load, move and free with its time to\n"
             "                         FILE (for testing profilers)\n"
             "  --jit                  compile hot methods to x86-64 (the default)\n"
@@ -225,6 +229,13 @@ int main(int argc, char **argv)
             if (!parse_size(v, &o.export_log_bytes) || o.export_log_bytes < (64u << 10) ||
                 o.export_log_bytes > (1u << 30) || (o.export_log_bytes & (o.export_log_bytes - 1)))
                 bad_usage("--export-log-size needs a power of two from 64K to 1G, like 4M, not '%s'", v);
+        } else if (!strcmp(a, "--alloc-log-size")) {
+            const char *v = need_arg(argc, argv, &i);
+            if (!parse_size(v, &o.alloc_log_bytes) || o.alloc_log_bytes < (64u << 10) || o.alloc_log_bytes > (1u << 30) ||
+                (o.alloc_log_bytes & (o.alloc_log_bytes - 1)))
+                bad_usage("--alloc-log-size needs a power of two from 64K to 1G, like 8M, not '%s'", v);
+        } else if (!strcmp(a, "--no-alloc-log")) {
+            o.no_alloc_log = true;
         } else if (!strcmp(a, "--code-log-truth")) {
             o.code_log_truth = need_arg(argc, argv, &i);
         } else if (!strcmp(a, "--print-stats")) {

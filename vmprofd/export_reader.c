@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,6 +28,9 @@ struct ExportReader {
     char path[PROF_EXPORT_PATH_MAX];
     ProfExportHeader header;
     bool identity_unchecked; /* a segment older than version 4: its maker cannot be told */
+    void *request_map;       /* the pages holding the allocation log's control block, shared, writable */
+    size_t request_map_len;
+    ProfAllocLogControl *request; /* inside request_map */
 };
 
 /* a + b <= limit, without overflow. */
@@ -94,6 +98,15 @@ bool vmprofd_export_validate(const ProfExportHeader *h, uint64_t file_size, pid_
         snprintf(why, whylen, "walk facts at offset %" PRIu64 " size %" PRIu64 " do not fit the segment of %" PRIu64
                  " bytes (need 8-aligned, >= %zu bytes)", h->walk_offset, h->walk_size, h->segment_size,
                  sizeof(ProfWalkFacts));
+        return false;
+    }
+    if (h->version >= PROF_EXPORT_VERSION_ALLOC && h->header_size >= sizeof(ProfExportHeader) &&
+        h->alloc_log_offset != 0 &&
+        (h->alloc_log_offset % 8 != 0 || h->alloc_log_offset < h->header_size ||
+         h->alloc_log_size < sizeof(ProfAllocLogControl) || !fits(h->alloc_log_offset, h->alloc_log_size, h->segment_size))) {
+        snprintf(why, whylen, "allocation log at offset %" PRIu64 " size %" PRIu64 " does not fit the segment of %" PRIu64
+                 " bytes (need 8-aligned, >= %zu bytes)", h->alloc_log_offset, h->alloc_log_size, h->segment_size,
+                 sizeof(ProfAllocLogControl));
         return false;
     }
     if (memchr(h->vm_path, '\0', sizeof h->vm_path) == NULL) {
@@ -292,10 +305,70 @@ bool vmprofd_export_read_log(void *reader, uint64_t offset, void *buf, size_t le
     return read_exact(r->fd, buf, len, h->code_log_offset + offset);
 }
 
+bool vmprofd_export_has_alloc_log(const ExportReader *r)
+{
+    const ProfExportHeader *h = &r->header;
+    return h->version >= PROF_EXPORT_VERSION_ALLOC && h->header_size >= sizeof(ProfExportHeader) &&
+           h->alloc_log_offset != 0 && h->alloc_log_size != 0;
+}
+
+bool vmprofd_export_read_alloc_log(void *reader, uint64_t offset, void *buf, size_t len)
+{
+    ExportReader *r = reader;
+    const ProfExportHeader *h = &r->header;
+    if (!vmprofd_export_has_alloc_log(r) || !fits(offset, len, h->alloc_log_size))
+        return false;
+    return read_exact(r->fd, buf, len, h->alloc_log_offset + offset);
+}
+
+ProfAllocLogControl *vmprofd_export_alloc_request(ExportReader *r, char *why, size_t whylen)
+{
+    if (r->request)
+        return r->request;
+    if (!vmprofd_export_has_alloc_log(r)) {
+        snprintf(why, whylen, "the segment has no allocation log");
+        return NULL;
+    }
+    /* A descriptor of our own for writing, on the very file read so far
+     * (the name may point elsewhere by now). */
+    int fd = open(r->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    struct stat a, b;
+    if (fd < 0) {
+        snprintf(why, whylen, "cannot open %s for writing: %s", r->path, strerror(errno));
+        return NULL;
+    }
+    if (fstat(fd, &a) != 0 || fstat(r->fd, &b) != 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
+        snprintf(why, whylen, "%s is no longer the segment vmprofd read", r->path);
+        close(fd);
+        return NULL;
+    }
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t at = r->header.alloc_log_offset;
+    uint64_t first = at - at % (uint64_t)page;
+    size_t len = (size_t)(at + sizeof(ProfAllocLogControl) - first);
+    if ((uint64_t)a.st_size < at + sizeof(ProfAllocLogControl)) {
+        snprintf(why, whylen, "%s shrank below its allocation log", r->path);
+        close(fd);
+        return NULL;
+    }
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)first);
+    close(fd); /* the mapping keeps the file, unlinked or not */
+    if (m == MAP_FAILED) {
+        snprintf(why, whylen, "cannot map the allocation log's request: %s", strerror(errno));
+        return NULL;
+    }
+    r->request_map = m;
+    r->request_map_len = len;
+    r->request = (ProfAllocLogControl *)((char *)m + (at - first));
+    return r->request;
+}
+
 void vmprofd_export_close(ExportReader *r)
 {
     if (!r)
         return;
+    if (r->request_map)
+        munmap(r->request_map, r->request_map_len);
     close(r->fd);
     free(r);
 }

@@ -25,6 +25,7 @@
 #ifndef VMPROFD_EXPORT_READER_H
 #define VMPROFD_EXPORT_READER_H
 
+#include "proto/allocabi.h"
 #include "proto/export.h"
 #include "proto/stackabi.h"
 
@@ -67,6 +68,16 @@ bool vmprofd_export_has_code_log(const ExportReader *r);
  * region or when the file no longer holds those bytes. */
 bool vmprofd_export_read_log(void *reader, uint64_t offset, void *buf, size_t len);
 
+/* Whether the segment carries an allocation sample log (version >= 5 and
+ * a log region: stvm --no-alloc-log has none). */
+bool vmprofd_export_has_alloc_log(const ExportReader *r);
+/* A report/ring.h read function over the allocation log's region. */
+bool vmprofd_export_read_alloc_log(void *reader, uint64_t offset, void *buf, size_t len);
+/* The allocation log's control block mapped shared and writable (made on
+ * the first call, unmapped by close): the request a profiler writes
+ * (proto/allocabi.h) with atomic stores. The mapping keeps the memory after
+ * the VM unlinked the segment; the VM never shrinks it. NULL with why. */
+ProfAllocLogControl *vmprofd_export_alloc_request(ExportReader *r, char *why, size_t whylen);
 /* The checks on a header read from a file of file_size bytes that should
  * belong to pid. False with the failed check in why. */
 bool vmprofd_export_validate(const ProfExportHeader *h, uint64_t file_size, pid_t pid, char *why, size_t whylen);

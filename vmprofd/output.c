@@ -18,7 +18,7 @@
  * what the title line holds. */
 static const char *flame_title(const VmprofdOptions *o, char *buf, size_t len)
 {
-    size_t n = (size_t)snprintf(buf, len, "vmprofd:");
+    size_t n = (size_t)snprintf(buf, len, o->event == VMPROFD_EVENT_ALLOC ? "vmprofd, bytes allocated:" : "vmprofd:");
     if (!o->command) {
         snprintf(buf + n, len - n, " pid %d", (int)o->pid);
         return buf;

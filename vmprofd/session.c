@@ -440,6 +440,20 @@ static void restore_signals(void)
     signal(SIGHUP, SIG_DFL);
 }
 
+/* The same handling for vmprofd/alloc_session.c. */
+void vmprofd_session_signals_install(void)
+{
+    stop_signal = 0;
+    forward_pid = 0;
+    forwarded_signal = 0;
+    install_signals();
+}
+
+void vmprofd_session_signals_restore(void) { restore_signals(); }
+int vmprofd_session_stop_signal(void) { return stop_signal; }
+void vmprofd_session_forward_signals(pid_t pid) { forward_pid = pid; }
+int vmprofd_session_forwarded_signal(void) { return forwarded_signal; }
+
 /* Starts or finds the target and opens a sampler on it; false after
  * printing why not. */
 static bool attach(Session *ss)
@@ -501,6 +515,8 @@ static void finish_target_on_failure(Session *ss)
 
 int vmprofd_session_run(const VmprofdOptions *o)
 {
+    if (o->event == VMPROFD_EVENT_ALLOC) /* no sampler of ours: the VM samples (alloc_session.c) */
+        return vmprofd_alloc_session_run(o);
     Session *ss = calloc(1, sizeof *ss);
     if (!ss) {
         fprintf(stderr, "vmprofd: out of memory\n");

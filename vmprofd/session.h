@@ -16,8 +16,23 @@
 
 #include "vmprofd/options.h"
 
+#include <sys/types.h>
+
 /* Answers the process exit status: 0 written, 1 could not profile or
  * could not write an output. Messages go to stderr. */
 int vmprofd_session_run(const VmprofdOptions *o);
+
+/* --event alloc (vmprofd/alloc_session.c): the VM samples its allocations
+ * and vmprofd reads them; same exit statuses. */
+int vmprofd_alloc_session_run(const VmprofdOptions *o);
+
+/* The session's signal handling, shared with alloc_session.c: SIGINT,
+ * SIGTERM and SIGHUP stop sampling, or once forward_signals named a
+ * launched command, go to it. */
+void vmprofd_session_signals_install(void);
+void vmprofd_session_signals_restore(void);
+int vmprofd_session_stop_signal(void);
+void vmprofd_session_forward_signals(pid_t pid);
+int vmprofd_session_forwarded_signal(void);
 
 #endif

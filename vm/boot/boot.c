@@ -6,6 +6,7 @@
 #include "vm/boot/boot.h"
 
 #include "gc/heap.h"
+#include "profiler/allocsampler.h"
 #include "profiler/codetruth.h"
 #include "profiler/publish.h"
 #include "vm/boot/snapshot.h"
@@ -76,6 +77,9 @@ static void print_exit_reports(void)
 
 static void before_exit(int status)
 {
+    /* `system exit:` and errors (inside a primitive or the interpreter,
+     * where the VM may not collect); after vm_run's end, nothing more */
+    prof_allocsampler_exit(false);
     vm_probe_rt_end(status);
     print_exit_reports();
 }
@@ -219,7 +223,10 @@ bool vm_boot(const VmOptions *opts, char *err, size_t errlen)
         .start_monotonic_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
         .code_log_bytes = opts->export_log_bytes,
         .walk = &walk,
+        .alloc_log_bytes = opts->alloc_log_bytes,
+        .no_alloc_log = opts->no_alloc_log,
     };
+    prof_allocsampler_init(&walk, vm_probe_class_name);
     char warn[512];
     vm_counters = prof_publish_open(&pub, warn, sizeof warn);
     if (warn[0]) fprintf(stderr, "stvm: warning: %s\n", warn);
@@ -254,6 +261,7 @@ int vm_run(int argc, char **argv)
     }
     vm_probe_rt_start();
     vm_interpret(vm_system, vm_symbol_from_cstr("initialize:"), &args, 1);
+    prof_allocsampler_exit(true); /* no frame is left: a full GC is safe */
     vm_probe_rt_end(0);
     fflush(stdout);
     print_exit_reports();

@@ -201,9 +201,12 @@ void vm_probe_gc_init(void)
 {
 #if STVM_PROBES
     gc_set_alloc_observer(&stvm_object__alloc_semaphore, on_alloc);
-#else
-    (void)index_class_name;
 #endif
+}
+
+const char *vm_probe_class_name(uint32_t class_index, char *buf, size_t len)
+{
+    return index_class_name(class_index, buf, len);
 }
 
 /* -- The code zone --------------------------------------------------------------------- */

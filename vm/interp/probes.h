@@ -37,6 +37,9 @@ void vm_probe_rt_end(int status);
  * before_collect and after_collect hooks. Also installs the allocation
  * observer (object__alloc) on the heap: call once the heap exists. */
 void vm_probe_gc_init(void);
+/* The name of the class whose instances have class_index (into buf, or a
+ * constant), as object__alloc names it; never allocates. */
+const char *vm_probe_class_name(uint32_t class_index, char *buf, size_t len);
 void vm_probe_gc_start(bool full);
 void vm_probe_gc_finish(bool full);
 

@@ -37,6 +37,8 @@ typedef struct VmOptions {
     bool print_stats; /* --print-stats: counters on stderr at exit */
     bool no_export;   /* --no-export: no /dev/shm/stvm-<pid> segment */
     size_t export_log_bytes;    /* --export-log-size: the export's code event ring; 0 = default */
+    size_t alloc_log_bytes;     /* --alloc-log-size: the export's allocation sample ring; 0 = default */
+    bool no_alloc_log;          /* --no-alloc-log: none */
     const char *code_log_truth; /* --code-log-truth FILE: every code event as text (tests) */
     /* The booted core library as a file (vm/boot/snapshot.h). NONE compiles it
      * from source (the zero value: unit tests). DEFAULT uses the snapshot at
