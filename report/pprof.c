@@ -19,7 +19,9 @@
  *   label         "bytecodes" = "FROM->TO", on a sample whose leaf is a
  *                 Smalltalk method with bytecodes (report/ranges.h): its
  *                 range as the text report prints it, so `vmprofd diff`
- *                 and `go tool pprof -tags` see ranges too
+ *                 and `go tool pprof -tags` see ranges too; in an
+ *                 allocation profile "site" = the method that allocated
+ *                 (the text report's rule) and "bytecodes" = its range
  *
  * An allocation profile (report.h) has Go's heap profile types instead:
  * [alloc_objects/count, alloc_space/bytes] and with --live
@@ -179,7 +181,7 @@ typedef struct Message {
     int64_t *comments;
     size_t ncomments;
     Stacks stacks;
-    /* with the bytecode range label: up to two labels per sample */
+    /* with the site and bytecode range labels: up to three per sample */
     Perftools__Profiles__Label *range_labels, **range_label_ptrs;
 } Message;
 
@@ -364,34 +366,52 @@ static void build_samples(Message *m, Builder *b, int64_t period)
     m->profile.sample = m->sample_ptrs;
 }
 
-/* The leaf's bytecode range as a second label (after "thread"), where the
- * leaf has one: by the text report's rule (report_ranges_add). */
+/* After "thread": the bytecode range of the leaf, where it has one, by
+ * the text report's rule (report_ranges_add); in an allocation profile the
+ * allocating method ("site") and its range, by the allocation report's. */
 static void build_range_labels(Message *m, Builder *b)
 {
     const Profile *p = b->p;
     const Stacks *st = &m->stacks;
-    m->range_labels = report_mem_array(st->n, sizeof *m->range_labels);
-    m->range_label_ptrs = report_mem_array(st->n * 2, sizeof *m->range_label_ptrs);
-    int64_t key = str_id(b, "bytecodes");
+    m->range_labels = report_mem_array(st->n * 2, sizeof *m->range_labels);
+    m->range_label_ptrs = report_mem_array(st->n * 3, sizeof *m->range_label_ptrs);
+    int64_t key = str_id(b, "bytecodes"), site_key = str_id(b, "site");
     for (size_t i = 0; i < st->n; i++) {
         const ReportSample *s = &p->samples[st->v[i].sample];
-        const ReportFunctionInfo *f = report_profile_leaf_function(p, s);
+        uint32_t at = p->is_alloc ? report_alloc_site_frame(p, s) : 0;
+        const ReportLocation *loc = &p->locations[report_profile_frames(p, s)[at]];
+        const ReportFunctionInfo *f = &p->functions[loc->function];
+        bool site = p->is_alloc && f->kind != REPORT_FUNCTION_CLASS;
+        if (!site && !report_ranges_apply(f))
+            continue;
+        Perftools__Profiles__Sample *d = &m->samples[i];
+        Perftools__Profiles__Label **labels = &m->range_label_ptrs[i * 3];
+        if (d->n_label)
+            labels[0] = d->label[0];
+        d->label = labels;
+        if (site) {
+            Perftools__Profiles__Label *l = &m->range_labels[i * 2 + 1];
+            perftools__profiles__label__init(l);
+            l->key = site_key;
+            l->str = str_id(b, f->name);
+            labels[d->n_label++] = l;
+        }
         if (!report_ranges_apply(f))
             continue;
-        uint64_t address = p->locations[report_profile_frames(p, s)[0]].address;
+        /* above the innermost frame (1 in an allocation stack, below its
+         * class) a machine-code address is a return address: its call is
+         * the byte before (as report/alloctext.c counts it) */
+        uint64_t address = loc->address;
+        if (at > 1 && f->region == REPORT_REGION_GENERATED && address > 0)
+            address--;
         uint32_t from, to;
         report_ranges_range_of(f->map, f->nmap, f->last_bcpc, address >= f->start ? address - f->start : 0, &from,
                                &to);
-        Perftools__Profiles__Sample *d = &m->samples[i];
-        Perftools__Profiles__Label **labels = &m->range_label_ptrs[i * 2];
-        if (d->n_label)
-            labels[0] = d->label[0];
-        Perftools__Profiles__Label *l = &m->range_labels[i];
+        Perftools__Profiles__Label *l = &m->range_labels[i * 2];
         perftools__profiles__label__init(l);
         l->key = key;
         l->str = str_id_owned(b, format("%u->%u", from, to));
         labels[d->n_label++] = l;
-        d->label = labels;
     }
 }
 

@@ -3,7 +3,8 @@
  *
  * Both profiles count every sample once, at its leaf, as the text report
  * does (report/text.c): per method (the leaf's function, its innermost
- * line) and, under each method, per bytecode range (the sample's
+ * line; in an allocation profile the method that allocated, its "site"
+ * label, as the allocation report counts it) and, under each method, per bytecode range (the sample's
  * "bytecodes" label, pprof_read.h). Each profile is normalised to its own
  * total of the compared value, so a longer or slower run does not look
  * like a change; a row's change is NEW's share minus BASE's, in
@@ -149,11 +150,11 @@ static const char *leaf_name(const PprofFile *f, const Perftools__Profiles__Loca
     return buf;
 }
 
-static const char *range_of(const PprofFile *f, const Perftools__Profiles__Sample *s)
+/* A sample's string label key, or NULL. */
+static const char *label_of(const PprofFile *f, const Perftools__Profiles__Sample *s, const char *key)
 {
     for (size_t k = 0; k < s->n_label; k++)
-        if (strcmp(vmprofd_pprof_string(f, s->label[k]->key), VMPROFD_PPROF_RANGE_LABEL) == 0 &&
-            *vmprofd_pprof_string(f, s->label[k]->str))
+        if (strcmp(vmprofd_pprof_string(f, s->label[k]->key), key) == 0 && *vmprofd_pprof_string(f, s->label[k]->str))
             return vmprofd_pprof_string(f, s->label[k]->str);
     return NULL;
 }
@@ -179,11 +180,14 @@ static void count(Rows *rows, Side *side, int which)
         char buf[40];
         const Perftools__Profiles__Location *leaf =
             s->n_location_id ? vmprofd_pprof_location(&side->f, s->location_id[0]) : NULL;
-        const char *method = leaf_name(&side->f, leaf, buf, sizeof buf);
+        /* an allocation profile's leaf is the class: its "site" allocated */
+        const char *method = label_of(&side->f, s, VMPROFD_PPROF_SITE_LABEL);
+        if (!method)
+            method = leaf_name(&side->f, leaf, buf, sizeof buf);
         Row *r = row_for(rows, method, NULL);
         r->value[which] += v;
         r->samples[which] += n;
-        const char *range = range_of(&side->f, s);
+        const char *range = label_of(&side->f, s, VMPROFD_PPROF_RANGE_LABEL);
         if (range) {
             side->ranged = true;
             r = row_for(rows, method, range);
@@ -291,6 +295,7 @@ static bool write_text(FILE *out, Rows *rows, const Side side[2])
         *(rows->v[i].range ? &ranges[nr++] : &methods[nm++]) = &rows->v[i];
     qsort(methods, nm, sizeof *methods, cmp_row_ptr);
     qsort(ranges, nr, sizeof *ranges, cmp_range_ptr);
+    bool counted = side[0].samples >= 0 && side[1].samples >= 0;
     Row others = {.method = "...others..."};
     bool any_others = false;
     for (size_t i = 0; i < nm; i++) {
@@ -302,7 +307,8 @@ static bool write_text(FILE *out, Rows *rows, const Side side[2])
             continue;
         }
         print_row(out, m, false);
-        if (m->samples[0] <= DIFF_RANGE_MIN_SAMPLES && m->samples[1] <= DIFF_RANGE_MIN_SAMPLES)
+        /* without a sample count (allocation profiles) every method's ranges */
+        if (counted && m->samples[0] <= DIFF_RANGE_MIN_SAMPLES && m->samples[1] <= DIFF_RANGE_MIN_SAMPLES)
             continue;
         for (size_t k = first_range(ranges, nr, m->method); k < nr && strcmp(ranges[k]->method, m->method) == 0; k++)
             print_row(out, ranges[k], true);

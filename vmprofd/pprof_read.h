@@ -21,7 +21,8 @@
  *
  * vmprofd's own profiles (report/pprof.c) label each sample whose leaf is
  * a Smalltalk method with its bytecode range, key "bytecodes", value
- * "FROM->TO" as the text report prints ranges.
+ * "FROM->TO" as the text report prints ranges; an allocation sample
+ * carries its allocating method as "site" and that method's range.
  *
  * Who may call: vmprofd/ (the diff and merge commands), tests.
  */
@@ -39,8 +40,11 @@
  * Richards run is a few MB), low enough that a gzip bomb fails cleanly. */
 #define VMPROFD_PPROF_MAX_BYTES (1u << 30)
 
-/* The sample label naming the leaf's bytecode range (report/pprof.c). */
+/* The sample labels naming the leaf's (or the allocating method's)
+ * bytecode range, and an allocation sample's allocating method
+ * (report/pprof.c). */
 #define VMPROFD_PPROF_RANGE_LABEL "bytecodes"
+#define VMPROFD_PPROF_SITE_LABEL "site"
 
 typedef struct PprofIdEntry {
     uint64_t id;

@@ -3,7 +3,7 @@
 # profiles: stvm running DiffHot (som/DiffHot.som) under vmprofd, once with
 # alpha: as the hot method (80% of the pair's work), once with beta:.
 #
-#   diff_test.sh text|svg|merge|errors
+#   diff_test.sh text|svg|merge|errors|alloc
 #
 # text    diff A B: alpha: and beta: are the first two methods, alpha:
 #         shrank by 40-75 points, beta: grew by as much; their bytecode
@@ -17,6 +17,9 @@
 # merge   merge A B: its sample count is A's plus B's (vmprofd diff reads
 #         it), alpha:'s share lies between A's and B's, go tool pprof -top
 #         reads it (when Go is installed); mismatched types refused
+# alloc   two allocation profiles (--event alloc) of AllocMethods (1:3 by
+#         bytes): rows are the allocating methods (the "site" label), 75 and
+#         25% (+-6) with their bytecode ranges; cpu against alloc refused
 # errors  bad files (missing, not a profile, truncated gzip, unsymbolized,
 #         broken ids), other sample types, bad usage: exit 1 or 2 with a
 #         message, never a crash
@@ -25,7 +28,7 @@
 # the bounds are wide (the expected changes are about 60 points).
 # Environment (CMakeLists.txt): VMPROFD, STVM, SOURCE_DIR.
 set -u
-what=${1:?usage: diff_test.sh text|svg|merge|errors}
+what=${1:?usage: diff_test.sh text|svg|merge|errors|alloc}
 
 WORK=$(mktemp -d /tmp/vmprofd-diff.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
@@ -219,6 +222,30 @@ errors)
     "$VMPROFD" merge --help | grep -q "^usage: vmprofd merge" || fail "vmprofd merge --help"
     "$VMPROFD" --help | grep -qE "vmprofd diff +BASE NEW" || fail "vmprofd --help does not list diff"
     echo "ok: bad usage exits 2; --help for both"
+    ;;
+alloc)
+    for n in X Y; do
+        "$VMPROFD" --quiet --event alloc --alloc-interval 32K -o "$WORK/$n.pb.gz" -- \
+            "$STVM" -cp "$CP" AllocMethods 1000000 >"$WORK/$n.out" 2>"$WORK/$n.err" ||
+            fail "vmprofd --event alloc on AllocMethods exited with status $?"
+    done
+    "$VMPROFD" diff "$WORK/X.pb.gz" "$WORK/Y.pb.gz" >"$WORK/xy.txt" 2>"$WORK/xy.err" || fail "diff X Y exited $?"
+    grep -q "own total alloc_space/bytes" "$WORK/xy.txt" || fail "allocation profiles not compared by alloc_space"
+    share() { awk -v m="$2" '$4 == m && /pp  [^ ]/ { sub(/%$/, "", $1); print $1; exit }' "$1"; }
+    between "$(share "$WORK/xy.txt" "AllocMethods>>heavy")" 69 81 || fail "heavy's share is not 75 +- 6%"
+    between "$(share "$WORK/xy.txt" "AllocMethods>>light")" 19 31 || fail "light's share is not 25 +- 6%"
+    between "$(change "$WORK/xy.txt" "AllocMethods>>heavy")" -6 6 || fail "heavy changed between two equal runs"
+    grep -qE '^ *[0-9.]+% +[0-9.]+% +[-+][0-9.]+pp      [0-9]+->[0-9]+$' "$WORK/xy.txt" ||
+        fail "no bytecode ranges under the allocating methods"
+    methods "$WORK/xy.txt" | grep -q '^\[' && fail "a class pseudo-frame stands where a method should"
+    echo "ok: allocation profiles: heavy $(share "$WORK/xy.txt" "AllocMethods>>heavy")%, light $(share "$WORK/xy.txt" "AllocMethods>>light")%"
+    profile A alpha
+    expect_status 1 "no value in common" diff "$WORK/A.pb.gz" "$WORK/X.pb.gz"
+    expect_status 1 "only profiles of one kind merge" merge "$WORK/X.pb.gz" "$WORK/A.pb.gz" -o "$WORK/m.pb.gz"
+    "$VMPROFD" merge "$WORK/X.pb.gz" "$WORK/Y.pb.gz" -o "$WORK/xy.pb.gz" 2>"$WORK/mxy.err" || fail "merge X Y exited $?"
+    "$VMPROFD" diff "$WORK/X.pb.gz" "$WORK/xy.pb.gz" >"$WORK/xm.txt" 2>"$WORK/xm.err" || fail "diff X XY exited $?"
+    between "$(share "$WORK/xm.txt" "AllocMethods>>heavy")" 69 81 || fail "the merge of two alloc profiles: heavy"
+    echo "ok: cpu against alloc refused; two alloc profiles merge"
     ;;
 *)
     echo "unknown case $what" >&2
