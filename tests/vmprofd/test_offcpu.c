@@ -7,6 +7,7 @@
 #include "vmprofd/offcpu.h"
 
 #include <setjmp.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/syscall.h>
