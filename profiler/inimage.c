@@ -173,6 +173,21 @@ static void own_open(Own *o)
     };
 }
 
+/* The header both reports start from: the executable, the profile's
+ * interval and the counters at its ends. */
+static ReportHeader own_header(const Own *o, const char *mode)
+{
+    return (ReportHeader){
+        .vm_path = o->exe,
+        .start_wall = start_wall,
+        .seconds = (double)(end_ns - begin_ns) / 1e9,
+        .mode = mode,
+        .have_counters = true,
+        .start = start_counters,
+        .end = end_counters,
+    };
+}
+
 static void own_notes(const Own *o, Profile *p)
 {
     if (!o->sym)
@@ -248,21 +263,15 @@ char *prof_inimage_report(const ProfSample *s, size_t n, const ProfInimageReport
     Own own;
     own_open(&own);
     Profile *p = report_profile_new();
-    ReportHeader h = {
-        .vm_path = own.exe,
-        .start_wall = start_wall,
-        .seconds = opt && opt->seconds > 0 ? opt->seconds : (double)(end_ns - begin_ns) / 1e9,
-        .requested_hz = opt ? opt->requested_hz : 0,
-        .mode = "the in-VM sampler (SIGPROF from a timer thread)",
-        .lost_samples = opt ? opt->lost_samples : 0,
-        .cpu_weighted = true, /* the sampler's ticks are wall-clock (profiler/invm_sampler.h) */
-        .have_sched = opt && opt->have_sched,
-        .sched_run_ns = opt ? opt->sched_run_ns : 0,
-        .sched_wait_ns = opt ? opt->sched_wait_ns : 0,
-        .have_counters = true,
-        .start = start_counters,
-        .end = end_counters,
-    };
+    ReportHeader h = own_header(&own, "the in-VM sampler (SIGPROF from a timer thread)");
+    if (opt && opt->seconds > 0)
+        h.seconds = opt->seconds;
+    h.requested_hz = opt ? opt->requested_hz : 0;
+    h.lost_samples = opt ? opt->lost_samples : 0;
+    h.cpu_weighted = true; /* the sampler's ticks are wall-clock (profiler/invm_sampler.h) */
+    h.have_sched = opt && opt->have_sched;
+    h.sched_run_ns = opt ? opt->sched_run_ns : 0;
+    h.sched_wait_ns = opt ? opt->sched_wait_ns : 0;
     report_profile_set_header(p, &h);
     own_notes(&own, p);
     if (opt && !opt->realtime)
@@ -348,16 +357,8 @@ char *prof_inimage_alloc_report(const ProfInimageAllocOptions *opt, size_t *len,
     Own own;
     own_open(&own);
     Profile *p = report_profile_new();
-    ReportHeader h = {
-        .vm_path = own.exe,
-        .start_wall = start_wall,
-        .seconds = (double)(end_ns - begin_ns) / 1e9,
-        .mode = "the VM's allocation sampler (in the VM)",
-        .lost_samples = log->stats.lost + log->stats.dropped,
-        .have_counters = true,
-        .start = start_counters,
-        .end = end_counters,
-    };
+    ReportHeader h = own_header(&own, "the VM's allocation sampler (in the VM)");
+    h.lost_samples = log->stats.lost + log->stats.dropped;
     report_profile_set_header(p, &h);
     if (alloc_warn[0])
         report_profile_add_warning(p, "%s", alloc_warn);
