@@ -49,6 +49,8 @@
  * libmicrohttpd. */
 #define SERVE_CONNECTION_MEMORY (32 * 1024)
 #define SERVE_TOKEN_MAX 4096
+/* At a signal: how long the answers of the profiles being made may take. */
+#define SERVE_STOP_WAIT_MS 10000
 
 typedef struct Server {
     const char *listen;
@@ -59,7 +61,11 @@ typedef struct Server {
     VmprofdMode mode;
     bool quiet;
     atomic_int active;      /* profiles being made */
+    atomic_int inflight;    /* profile requests not yet answered to the end (notify_completed) */
 } Server;
+
+/* A request's req_cls: its headers were seen; it asks for a profile. */
+static int seen, profiling;
 
 /* Set once the server is told to stop; running profiles read it. */
 static volatile sig_atomic_t stopping;
@@ -340,7 +346,6 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 {
     (void)version;
     (void)upload_data;
-    static int seen;
     Server *sv = cls;
     if (*req_cls != &seen) { /* the headers: answer once the body (if any) is read */
         *req_cls = &seen;
@@ -362,6 +367,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         r = send_index(c);
         break;
     case SERVE_PROFILE:
+        *req_cls = &profiling; /* shutdown waits for its answer: notify_completed */
+        atomic_fetch_add(&sv->inflight, 1);
         r = send_profile(sv, c, &rq);
         status = 0; /* said by the answer itself */
         break;
@@ -384,6 +391,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
             fprintf(stderr, "vmprofd: %.8s %s: answered (%.3f s)\n", method, shown, now_s() - t0);
     }
     return r;
+}
+
+static void notify_completed(void *cls, struct MHD_Connection *c, void **req_cls, enum MHD_RequestTerminationCode why)
+{
+    (void)c;
+    (void)why;
+    Server *sv = cls;
+    if (*req_cls == &profiling)
+        atomic_fetch_sub(&sv->inflight, 1);
+    *req_cls = NULL;
 }
 
 /* -- Start-up -------------------------------------------------------------------- */
@@ -607,11 +624,13 @@ int vmprofd_serve_main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ERROR_LOG, 0, NULL,
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ERROR_LOG |
+            MHD_USE_ITC, 0, NULL,
         NULL, handle, &sv, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)SERVE_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVE_MAX_CONNECTIONS,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)SERVE_MAX_PER_IP, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)SERVE_CONNECTION_MEMORY, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, &sv, MHD_OPTION_END);
+        (size_t)SERVE_CONNECTION_MEMORY, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, &sv,
+        MHD_OPTION_NOTIFY_COMPLETED, notify_completed, &sv, MHD_OPTION_END);
     if (!d) {
         fprintf(stderr, "vmprofd serve: the HTTP server did not start (libmicrohttpd)\n");
         close(fd);
@@ -626,7 +645,15 @@ int vmprofd_serve_main(int argc, char **argv)
     stopping = sig;
     if (!sv.quiet)
         fprintf(stderr, "vmprofd: %s: stopping (running profiles end now)\n", strsignal(sig));
-    MHD_stop_daemon(d); /* waits for the connections' threads; closes the socket */
+    /* No new connections; the profiles being made see stopping, end and
+     * are answered (bounded: a client that does not read its answer is
+     * cut off by MHD_stop_daemon after SERVE_STOP_WAIT_MS). */
+    MHD_socket lfd = MHD_quiesce_daemon(d);
+    for (int i = 0; i < SERVE_STOP_WAIT_MS / 10 && atomic_load(&sv.inflight) > 0; i++)
+        nanosleep(&(struct timespec){0, 10 * 1000000L}, NULL);
+    MHD_stop_daemon(d); /* waits for the connections' threads */
+    if (lfd != MHD_INVALID_SOCKET)
+        close(lfd); /* quiesced: ours to close */
     free(sv.token);
     return 0;
 }

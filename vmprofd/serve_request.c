@@ -68,9 +68,11 @@ static bool parse_seconds(const char *v, double max, ServeRequest *r)
         r->seconds = VMPROFD_SERVE_DEFAULT_SECONDS < max ? VMPROFD_SERVE_DEFAULT_SECONDS : max;
         return true;
     }
+    /* decimal only, as Go's strconv.ParseInt: no hex, inf or nan of strtod's */
+    bool decimal = v[0] != '\0' && strspn(v, "0123456789.eE+-") == strlen(v);
     char *end;
-    double s = strtod(v, &end);
-    if (end == v || *end != '\0' || v[0] == ' ' || !isfinite(s)) {
+    double s = decimal ? strtod(v, &end) : 0;
+    if (!decimal || end == v || *end != '\0' || !isfinite(s)) {
         error(r, 400, "seconds is not a number: '%s'", shown(v, b, sizeof b));
         return false;
     }
