@@ -39,7 +39,7 @@
  * line's 1.4 kHz. */
 #define SERVE_DEFAULT_RATE_HZ 100.0
 /* A client that sends nothing for this long is dropped (libmicrohttpd's
- * idle timeout), one that never finishes its request included. */
+ * idle timeout), one that never finishes its request included (--timeout). */
 #define SERVE_IDLE_TIMEOUT_S 30
 /* Connections at once, and per client address: enough for a few
  * scrapers and browsers, few enough that idle sockets cannot pile up. */
@@ -60,6 +60,7 @@ typedef struct Server {
     double rate_hz;
     VmprofdMode mode;
     bool quiet;
+    unsigned idle_timeout;  /* seconds */
     atomic_int active;      /* profiles being made */
     atomic_int inflight;    /* profile requests not yet answered to the end (notify_completed) */
 } Server;
@@ -90,11 +91,12 @@ void vmprofd_serve_usage(FILE *out)
             "  --max-seconds S      longest profile asked for (default %g)\n"
             "  --rate HZ            CPU sampling rate (default %g)\n"
             "  --mode auto|perf|ptrace   the CPU sampler (default auto)\n"
+            "  --timeout S          drop a client that sends nothing for S seconds (default %d)\n"
             "  -q, --quiet          no line per request on stderr\n"
             "  -h, --help\n"
             "SIGINT or SIGTERM: running profiles end early and are answered, then vmprofd exits 0.\n"
             "See docs/serve.md.\n",
-            SERVE_DEFAULT_MAX_PROFILES, SERVE_DEFAULT_MAX_SECONDS, SERVE_DEFAULT_RATE_HZ);
+            SERVE_DEFAULT_MAX_PROFILES, SERVE_DEFAULT_MAX_SECONDS, SERVE_DEFAULT_RATE_HZ, SERVE_IDLE_TIMEOUT_S);
 }
 
 /* -- Answers --------------------------------------------------------------------- */
@@ -538,13 +540,15 @@ int vmprofd_serve_main(int argc, char **argv)
         .max_seconds = SERVE_DEFAULT_MAX_SECONDS,
         .rate_hz = SERVE_DEFAULT_RATE_HZ,
         .mode = VMPROFD_MODE_AUTO,
+        .idle_timeout = SERVE_IDLE_TIMEOUT_S,
     };
     const char *token_file = NULL;
-    enum { O_LISTEN = 256, O_TOKEN, O_MAXP, O_MAXS, O_RATE, O_MODE };
+    enum { O_LISTEN = 256, O_TOKEN, O_MAXP, O_MAXS, O_RATE, O_MODE, O_TIMEOUT };
     static const struct option longs[] = {
         {"listen", required_argument, NULL, O_LISTEN},   {"token-file", required_argument, NULL, O_TOKEN},
         {"max-profiles", required_argument, NULL, O_MAXP}, {"max-seconds", required_argument, NULL, O_MAXS},
         {"rate", required_argument, NULL, O_RATE},       {"mode", required_argument, NULL, O_MODE},
+        {"timeout", required_argument, NULL, O_TIMEOUT},
         {"quiet", no_argument, NULL, 'q'},               {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -583,6 +587,13 @@ int vmprofd_serve_main(int argc, char **argv)
                 fprintf(stderr, "vmprofd serve: --mode must be auto, perf or ptrace\n");
                 return 2;
             }
+            break;
+        case O_TIMEOUT:
+            if (!number(optarg, 1, 3600, &v) || v != floor(v)) {
+                fprintf(stderr, "vmprofd serve: --timeout must be a whole number of seconds from 1 to 3600\n");
+                return 2;
+            }
+            sv.idle_timeout = (unsigned)v;
             break;
         case 'q': sv.quiet = true; break;
         case 'h': vmprofd_serve_usage(stdout); return 0;
@@ -627,7 +638,7 @@ int vmprofd_serve_main(int argc, char **argv)
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ERROR_LOG |
             MHD_USE_ITC, 0, NULL,
         NULL, handle, &sv, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)SERVE_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVE_MAX_CONNECTIONS,
+        sv.idle_timeout, MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVE_MAX_CONNECTIONS,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)SERVE_MAX_PER_IP, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         (size_t)SERVE_CONNECTION_MEMORY, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, &sv,
         MHD_OPTION_NOTIFY_COMPLETED, notify_completed, &sv, MHD_OPTION_END);

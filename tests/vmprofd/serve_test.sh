@@ -147,7 +147,7 @@ allocs)
 errors)
     beside_busy_loops
     start_vm cpu "$STVM" -cp "$SOM" RatioMethods 600000
-    start_server srv "$VMPROFD" serve --listen 127.0.0.1:0 --max-seconds 20
+    start_server srv "$VMPROFD" serve --listen 127.0.0.1:0 --max-seconds 20 --timeout 2
     expect 400 "$(BASE)/debug/pprof/profile?seconds=abc&pid=$cpu_PID"
     grep -q "seconds is not a number" "$WORK/body" || fail "no reason for seconds=abc"
     expect 400 "$(BASE)/debug/pprof/profile?seconds=21&pid=$cpu_PID"
@@ -167,8 +167,15 @@ errors)
     printf 'GARBAGE\r\n\r\n' | timeout 10 bash -c "cat >/dev/tcp/127.0.0.1/$PORT" 2>/dev/null
     printf '\x00\xff\x01 / HTTP/9.9\r\nHost: \x7f\r\n\r\n' | timeout 10 bash -c "cat >/dev/tcp/127.0.0.1/$PORT" 2>/dev/null
     status "$(BASE)/debug/pprof/" -H "X-Big: $(head -c 60000 /dev/zero | tr '\0' a)" >/dev/null
-    (exec 3<>"/dev/tcp/127.0.0.1/$PORT" && printf 'GET /debug/pprof/ HTTP/1.1\r\nHost: x\r\n' >&3 && sleep 60) &
-    STARTED+=("$!")
+    # half a request, then silence: dropped after --timeout (2 s), which
+    # the client sees as the end of its connection
+    (
+        exec 3<>"/dev/tcp/127.0.0.1/$PORT" || exit 1
+        printf 'GET /debug/pprof/ HTTP/1.1\r\nHost: x\r\n' >&3
+        timeout 30 cat <&3 >/dev/null && echo closed >"$WORK/slow.state"
+    ) &
+    slow=$!
+    STARTED+=("$slow")
     # odd values of each argument (unknown arguments are ignored, as Go's server does)
     for q in '%' '%zz' '%00' '%ff%fe' '1e999' '0x10' 'inf' '' '=' '&&&==' '99999999999999999999' '+' '1%20' '%0a1'; do
         code=$(status "$(BASE)/debug/pprof/profile?seconds=$q")
@@ -179,6 +186,9 @@ errors)
     echo "ok: odd values of seconds and pid: 400"
     expect 200 "$(BASE)/debug/pprof/"
     grep -q ">$cpu_PID<" "$WORK/body" || fail "the index after garbage does not list pid $cpu_PID"
+    wait "$slow"
+    [ "$(cat "$WORK/slow.state" 2>/dev/null)" = closed ] || fail "a client that stopped mid-request was not dropped"
+    echo "ok: a client silent mid-request dropped after --timeout"
     # a profile cut short by SIGTERM is still answered, and the server exits 0
     status "$(BASE)/debug/pprof/profile?seconds=15&pid=$cpu_PID" >"$WORK/cut.code" &
     local_curl=$!
