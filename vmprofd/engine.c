@@ -241,6 +241,9 @@ Profile *vmprofd_engine_profile_many(const VmprofdEngineRequest *rq, const pid_t
         report_profile_free(jobs[i].p);
     }
     free(jobs);
+    if (merged > 0)
+        report_profile_add_note(all, "%zu processes sampled at once, merged: each sample is labelled with its pid "
+                                     "and command line (pprof labels pid and cmd)", merged);
     if (merged == 0) {
         snprintf(err, errlen, "%s", first_err[0] ? first_err : "no process could be profiled");
         report_profile_free(all);

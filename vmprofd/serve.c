@@ -291,8 +291,10 @@ static bool render(const Profile *p, VmprofdFormat format, char **body, size_t *
     return ok;
 }
 
-static enum MHD_Result send_profile(Server *sv, struct MHD_Connection *c, const ServeRequest *rq)
+/* *status: the answer's, for the log. */
+static enum MHD_Result send_profile(Server *sv, struct MHD_Connection *c, const ServeRequest *rq, unsigned *status)
 {
+    *status = 503;
     if (stopping)
         return send_error(c, 503, "vmprofd is stopping", NULL, NULL);
     char retry[32];
@@ -305,16 +307,16 @@ static enum MHD_Result send_profile(Server *sv, struct MHD_Connection *c, const 
                  sv->max_profiles);
         return send_error(c, 503, reason, MHD_HTTP_HEADER_RETRY_AFTER, retry);
     }
-    unsigned status;
     char err[1024] = "";
-    Profile *p = make_profile(sv, rq, &status, err, sizeof err);
+    Profile *p = make_profile(sv, rq, status, err, sizeof err);
     atomic_fetch_sub(&sv->active, 1);
     if (!p)
-        return send_error(c, status, err[0] ? err : "cannot profile", NULL, NULL);
+        return send_error(c, *status, err[0] ? err : "cannot profile", NULL, NULL);
     char *body;
     size_t len;
     bool ok = render(p, rq->format, &body, &len, err, sizeof err);
     report_profile_free(p);
+    *status = ok ? 200 : 500;
     if (!ok)
         return send_error(c, 500, err, NULL, NULL);
     switch (rq->format) {
@@ -371,8 +373,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     case SERVE_PROFILE:
         *req_cls = &profiling; /* shutdown waits for its answer: notify_completed */
         atomic_fetch_add(&sv->inflight, 1);
-        r = send_profile(sv, c, &rq);
-        status = 0; /* said by the answer itself */
+        r = send_profile(sv, c, &rq, &status);
         break;
     default:
         r = send_error(c, (unsigned)rq.status, rq.reason,
@@ -386,11 +387,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         for (const char *p = url; *p && o + 1 < sizeof shown; p++)
             shown[o++] = (*p >= 0x20 && *p < 0x7f) ? *p : '?';
         shown[o] = '\0';
-        if (status)
-            fprintf(stderr, "vmprofd: %.8s %s: %u%s%s (%.3f s)\n", method, shown, status, rq.reason[0] ? " " : "",
-                    rq.reason, now_s() - t0);
-        else
-            fprintf(stderr, "vmprofd: %.8s %s: answered (%.3f s)\n", method, shown, now_s() - t0);
+        fprintf(stderr, "vmprofd: %.8s %s: %u%s%s (%.3f s)\n", method, shown, status, rq.reason[0] ? " " : "",
+                rq.reason, now_s() - t0);
     }
     return r;
 }
@@ -637,11 +635,11 @@ int vmprofd_serve_main(int argc, char **argv)
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ERROR_LOG |
             MHD_USE_ITC, 0, NULL,
-        NULL, handle, &sv, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_TIMEOUT,
+        NULL, handle, &sv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, &sv, /* first: libmicrohttpd asks */
+        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_TIMEOUT,
         sv.idle_timeout, MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVE_MAX_CONNECTIONS,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)SERVE_MAX_PER_IP, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)SERVE_CONNECTION_MEMORY, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, &sv,
-        MHD_OPTION_NOTIFY_COMPLETED, notify_completed, &sv, MHD_OPTION_END);
+        (size_t)SERVE_CONNECTION_MEMORY, MHD_OPTION_NOTIFY_COMPLETED, notify_completed, &sv, MHD_OPTION_END);
     if (!d) {
         fprintf(stderr, "vmprofd serve: the HTTP server did not start (libmicrohttpd)\n");
         close(fd);

@@ -4,7 +4,7 @@
 # client, which Parca and Pyroscope's scrapers resemble) and curl for each
 # error status.
 #
-#   serve_test.sh TEST      TEST: pprof allocs errors limit token forbidden
+#   serve_test.sh TEST      TEST: pprof ptrace allocs errors limit token forbidden
 #
 # Environment (CMakeLists.txt): VMPROFD, STVM, SOURCE_DIR.
 # Every test runs beside two busy loops: timeouts are generous, no timing
@@ -129,6 +129,23 @@ pprof)
     expect 200 "$(BASE)/vmprofd/flamegraph?seconds=1&pid=$cpu_PID"
     grep -q "<svg" "$WORK/body" && grep -q "RatioMethods&gt;&gt;heavy:\|RatioMethods>>heavy:" "$WORK/body" ||
         fail "the flame graph is no SVG with RatioMethods>>heavy:"
+    stop_server
+    ;;
+ptrace)
+    # Two VMs traced at once by two threads of one server: each thread must
+    # wait for its own tracees only (sample_ptrace.c, __WNOTHREAD).
+    command -v go >/dev/null || skip "no go (golang-go): go tool pprof is the client tested"
+    beside_busy_loops
+    start_vm one "$STVM" -cp "$SOM" RatioMethods 600000
+    start_vm two "$STVM" -cp "$SOM" RatioMethods 600000
+    start_server srv "$VMPROFD" serve --listen 127.0.0.1:0 --mode ptrace
+    for pid in "$one_PID" "$two_PID"; do
+        go tool pprof -top -tagfocus "pid=$pid" "$(BASE)/debug/pprof/profile?seconds=3" >"$WORK/p$pid.out" \
+            2>"$WORK/p$pid.err" || fail "go tool pprof failed on the ptrace profile of every VM"
+        grep -q "RatioMethods>>heavy:" "$WORK/p$pid.out" ||
+            fail "pid $pid's samples in the merged ptrace profile do not show RatioMethods>>heavy:"
+        echo "ok: ptrace, every VM at once, pid $pid: $(grep -m1 'RatioMethods>>heavy:' "$WORK/p$pid.out")"
+    done
     stop_server
     ;;
 allocs)
