@@ -55,6 +55,9 @@ void report_profile_free(Profile *p)
     free(p->samples);
     free(p->frames);
     free(p->alloc_values);
+    for (size_t i = 0; i < p->ngroups; i++)
+        free(p->groups[i].cmd);
+    free(p->groups);
     free(p);
 }
 
@@ -247,7 +250,7 @@ void report_profile_add_weighted_sample(Profile *p, uint64_t time_ns, uint32_t t
     report_mem_reserve(&p->frames, &p->frames_cap, p->nframes + nframes, sizeof *p->frames);
     memcpy(p->frames + p->nframes, frames, nframes * sizeof *frames);
     report_mem_reserve(&p->samples, &p->samples_cap, p->nsamples + 1, sizeof *p->samples);
-    p->samples[p->nsamples++] = (ReportSample){time_ns, tid, (uint32_t)nframes, p->nframes, weight};
+    p->samples[p->nsamples++] = (ReportSample){time_ns, tid, (uint32_t)nframes, p->nframes, weight, 0};
     p->nframes += nframes;
 }
 

@@ -176,6 +176,16 @@ void report_profile_set_alloc(Profile *p, const ReportAllocHeader *a);
 void report_profile_add_alloc_sample(Profile *p, uint64_t time_ns, uint32_t tid, const int *frames, size_t nframes,
                                      uint64_t bytes, const ReportAllocValues *v);
 
+/* Adds src's samples to dst (functions, mappings and locations interned
+ * anew), each labelled with the process it came from: pprof's sample
+ * labels "pid" (a number) and "cmd" (a string). dst takes its header,
+ * kind (CPU or allocation) and period from the first profile merged into
+ * it while it is empty; warnings and notes are copied, prefixed with
+ * "pid N: ". A CPU-weighted src merged into a dst that is not (or the
+ * reverse) has its weights converted to dst's unit. False, dst unchanged,
+ * when the kinds differ (an allocation profile into a CPU one). */
+bool report_profile_merge(Profile *dst, const Profile *src, int64_t pid, const char *cmd);
+
 /* Renderings. Each returns false (with a message in err) on I/O failure.
  * report_write_text: opt may be NULL (no --lines, ranges for more than 10
  * samples, as REPORT.md says). */
