@@ -405,7 +405,7 @@ static void build(Message *m, Builder *b)
     }
     m->profile.period_type = &m->period_type;
     m->profile.period = period;
-    m->profile.time_nanos = (int64_t)h->start_wall * 1000000000;
+    m->profile.time_nanos = h->start_ns ? h->start_ns : (int64_t)h->start_wall * 1000000000;
     m->profile.duration_nanos = h->seconds > 0 ? llround(h->seconds * 1e9) : 0;
 
     build_mappings(m, b);

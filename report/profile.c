@@ -70,6 +70,15 @@ void report_profile_set_header(Profile *p, const ReportHeader *h)
     p->header.mode_reason = report_mem_strdup(h->mode_reason);
 }
 
+void report_profile_set_interval(Profile *p, int64_t start_ns, double seconds)
+{
+    p->header.start_ns = start_ns;
+    p->header.start_wall = (time_t)(start_ns / 1000000000);
+    p->header.seconds = seconds;
+}
+
+double report_profile_seconds(const Profile *p) { return p->header.seconds; }
+
 static void add_string(char ***v, size_t *n, size_t *cap, const char *fmt, va_list ap)
 {
     va_list again;

@@ -85,6 +85,7 @@ typedef struct ReportMappingInfo {
 typedef struct ReportHeader {
     const char *vm_path;    /* executable of the profiled process */
     time_t start_wall;      /* wall-clock time the profile started */
+    int64_t start_ns;       /* the same to the ns (report_profile_set_interval); 0: start_wall's second */
     double seconds;         /* profiled wall time */
     double requested_hz;
     const char *mode;       /* "perf_event (cpu-clock)", "ptrace", "in-VM sampler" */
@@ -122,6 +123,11 @@ typedef struct Profile Profile;
 Profile *report_profile_new(void);
 void report_profile_free(Profile *p);
 void report_profile_set_header(Profile *p, const ReportHeader *h); /* copies strings */
+/* The wall-clock interval the profile covers, start to the ns (pprof's
+ * time_nanos and duration_nanos): vmprofd record's intervals. */
+void report_profile_set_interval(Profile *p, int64_t start_ns, double seconds);
+/* The profiled wall time the header states (its seconds). */
+double report_profile_seconds(const Profile *p);
 /* Free-form notes printed at the end of the text report ("target exited", …). */
 void report_profile_add_note(Profile *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* What the profile cannot show (not an stvm, a stale segment, no CPU used):

@@ -451,7 +451,8 @@ static int alloc_collect(AllocSession *as, Profile **out, char *why, size_t whyl
         }
         int sig = *as->stop;
         if (sig) {
-            snprintf(stop_note, sizeof stop_note, "stopped by %s after %.3f s", strsignal(sig), seconds);
+            if (sig > 0) /* VMPROFD_ENGINE_CUT (engine.h): nothing to note */
+                snprintf(stop_note, sizeof stop_note, "stopped by %s after %.3f s", strsignal(sig), seconds);
             break;
         }
         if (vmprofd_target_check_exit(&as->target)) {

@@ -65,10 +65,16 @@ typedef struct VmprofdEngineRequest {
     double rate_hz;           /* 0: the command line's default for the event */
     uint64_t alloc_interval;  /* --event alloc: 0: the default (proto/allocabi.h) */
     VmprofdMode mode;         /* VMPROFD_MODE_AUTO: perf_event, else ptrace */
-    /* Nonzero: stop now and answer what was collected (shutdown). NULL:
-     * run the whole time. Set it from any thread or a signal handler. */
+    /* Nonzero: stop now and answer what was collected (shutdown: the
+     * signal's number, which the profile notes; VMPROFD_ENGINE_CUT: the
+     * caller's interval ends, noted nowhere). NULL: run the whole time.
+     * Set it from any thread or a signal handler. */
     const volatile sig_atomic_t *stop;
 } VmprofdEngineRequest;
+
+/* *stop's value for an end the caller chose (vmprofd record's interval
+ * boundaries), not a signal. */
+#define VMPROFD_ENGINE_CUT (-1)
 
 /* Samples rq->pid; the profile (the caller frees it), or NULL with a
  * one-line reason in err. */

@@ -587,7 +587,8 @@ static int session_collect(Session *ss, Profile **out)
         int sig = *ss->stop;
         if (sig) {
             end_time = now;
-            snprintf(stop_note, sizeof stop_note, "stopped by %s after %.3f s", strsignal(sig), now - t0);
+            if (sig > 0) /* VMPROFD_ENGINE_CUT (engine.h): the caller's interval ended, nothing to note */
+                snprintf(stop_note, sizeof stop_note, "stopped by %s after %.3f s", strsignal(sig), now - t0);
             break;
         }
         SamplerStats st;

@@ -1,9 +1,10 @@
 /*
  * vmprofd/vmprofd_main.c — the vmprofd command: a subcommand (the table
  * below), else parse the command line and run one profiling session.
- * Everything else lives in session.c, serve.c and below.
+ * Everything else lives in session.c, serve.c, record.c and below.
  */
 #include "vmprofd/options.h"
+#include "vmprofd/record.h"
 #include "vmprofd/serve.h"
 #include "vmprofd/session.h"
 
@@ -18,6 +19,7 @@ static const struct {
     int (*run)(int argc, char **argv);
 } subcommands[] = {
     {"serve", vmprofd_serve_main},
+    {"record", vmprofd_record_main},
 };
 
 int main(int argc, char **argv)
