@@ -39,7 +39,8 @@
  * not watchable) is found within this time. */
 #define RECORD_RESCAN_MS 1000
 /* A VM whose segment is not readable yet (being made) is looked at again
- * this soon: stvm fills its segment within milliseconds of making it. */
+ * this soon (stvm fills its segment within milliseconds of making it), and
+ * so is /dev/shm after inotify says it changed, but never more often. */
 #define RECORD_PENDING_MS 50
 /* A worker whose VM could not be profiled tries again after this long
  * (a VM still starting, a transient refusal), at most RECORD_TRIES times. */
@@ -727,7 +728,11 @@ int vmprofd_record_main(int argc, char **argv)
             char buf[4096]; /* what appeared does not matter: the list is read again */
             while (read(in, buf, sizeof buf) > 0)
                 ;
-            last_scan = -1e9;
+            /* soon, but not more often than every RECORD_PENDING_MS
+             * however busy /dev/shm is */
+            double soon = mono_now() - (RECORD_RESCAN_MS - RECORD_PENDING_MS) / 1000.0;
+            if (last_scan > soon)
+                last_scan = soon;
         }
     }
     say(r, "%s: writing the intervals in progress", strsignal(stop_signal));

@@ -332,6 +332,9 @@ caps)
     caps=$(sed -n 's/^AmbientCapabilities=//p' "$unit")
     [ -n "$caps" ] || fail "$unit has no AmbientCapabilities="
     [ "$caps" = "$(sed -n 's/^CapabilityBoundingSet=//p' "$unit")" ] || fail "$unit: the bounding set differs from the ambient set"
+    for u in "$SOURCE_DIR"/contrib/vmprofd-serve.service; do
+        [ "$caps" = "$(sed -n 's/^AmbientCapabilities=//p' "$u")" ] || fail "$u holds other capabilities than $unit"
+    done
     list=$(for c in $caps; do printf '+%s,' "$(echo "${c#CAP_}" | tr 'A-Z' 'a-z')"; done)
     list=${list%,}
     beside_busy_loops
