@@ -148,7 +148,8 @@ static bool scan(RecStore *s, size_t *swept, char *err, size_t errlen)
         closedir(proc);
     }
     closedir(host);
-    qsort(s->files + s->head, s->n - s->head, sizeof *s->files, by_mtime);
+    if (s->n > s->head)
+        qsort(s->files + s->head, s->n - s->head, sizeof *s->files, by_mtime);
     return true;
 }
 
