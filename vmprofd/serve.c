@@ -74,28 +74,33 @@ static volatile sig_atomic_t stopping;
 void vmprofd_serve_usage(FILE *out)
 {
     fprintf(out,
-            "Usage: vmprofd serve [--listen ADDR:PORT] [--token-file FILE] [options]\n"
-            "Serves profiles of the stvm processes of this host over HTTP, at Go's net/http/pprof paths:\n"
-            "  /debug/pprof/                         index: each VM's pid, command line, start time, links\n"
-            "  /debug/pprof/profile?seconds=N&pid=P  CPU profile (gzipped pprof); without pid every VM,\n"
-            "                                        labelled pid and cmd\n"
-            "  /debug/pprof/allocs?seconds=N&pid=P   allocation profile (gzipped pprof)\n"
-            "  /vmprofd/report?seconds=N&pid=P&event=cpu|alloc|wall      the text report\n"
-            "  /vmprofd/flamegraph?seconds=N&pid=P&event=cpu|alloc|wall  an SVG flame graph\n"
+            "usage: vmprofd serve [--listen ADDR:PORT] [--token-file FILE] [options]\n"
+            "\n"
+            "Serves profiles of this host's stvm processes over HTTP, at the paths of\n"
+            "Go's net/http/pprof (go tool pprof, Parca, Grafana Alloy/Pyroscope):\n"
+            "  /debug/pprof/                  index: each VM's pid, command line, start\n"
+            "  /debug/pprof/profile?seconds=N&pid=P\n"
+            "                                 CPU profile, gzipped pprof; without pid\n"
+            "                                 every VM, samples labelled pid and cmd\n"
+            "  /debug/pprof/allocs?seconds=N&pid=P     allocation profile (pprof)\n"
+            "  /vmprofd/report?seconds=N&pid=P&event=cpu|alloc|wall   text report\n"
+            "  /vmprofd/flamegraph?seconds=N&pid=P&event=...          SVG flame graph\n"
+            "\n"
             "Options:\n"
-            "  --listen ADDR:PORT   where to listen (default " SERVE_DEFAULT_LISTEN "; port 0: any free one,\n"
-            "                       said on stderr). Another address than loopback exposes command lines\n"
-            "                       and code names to the network: use --token-file with it\n"
-            "  --token-file FILE    require 'Authorization: Bearer <the file's first line>'\n"
-            "  --max-profiles N     profiles made at once (default %d); more get 503 and Retry-After\n"
+            "  --listen ADDR:PORT   where (default " SERVE_DEFAULT_LISTEN "; port 0: a free one,\n"
+            "                       said on stderr). Beyond loopback, command lines and\n"
+            "                       code names are exposed: use --token-file\n"
+            "  --token-file FILE    require 'Authorization: Bearer TOKEN', FILE's first line\n"
+            "  --max-profiles N     profiles made at once (default %d); more: 503\n"
             "  --max-seconds S      longest profile asked for (default %g)\n"
             "  --rate HZ            CPU sampling rate (default %g)\n"
             "  --mode auto|perf|ptrace   the CPU sampler (default auto)\n"
-            "  --timeout S          drop a client that sends nothing for S seconds (default %d)\n"
+            "  --timeout S          drop a client silent for S seconds (default %d)\n"
             "  -q, --quiet          no line per request on stderr\n"
             "  -h, --help\n"
-            "SIGINT or SIGTERM: running profiles end early and are answered, then vmprofd exits 0.\n"
-            "See docs/serve.md.\n",
+            "\n"
+            "SIGINT, SIGTERM, SIGHUP: running profiles end and are answered; exit 0.\n"
+            "docs/serve.md says more, and what the endpoint exposes.\n",
             SERVE_DEFAULT_MAX_PROFILES, SERVE_DEFAULT_MAX_SECONDS, SERVE_DEFAULT_RATE_HZ, SERVE_IDLE_TIMEOUT_S);
 }
 
@@ -405,19 +410,20 @@ static void notify_completed(void *cls, struct MHD_Connection *c, void **req_cls
 
 /* -- Start-up -------------------------------------------------------------------- */
 
-/* "ADDR:PORT" or "[V6]:PORT" into a bound, listening socket; -1 with err. */
+/* "ADDR:PORT" or "[V6]:PORT" into a bound, listening socket; with err, -2
+ * for a malformed spec (a bad option), -1 when it cannot listen there. */
 static int open_listener(const char *spec, bool *loopback, char *shown, size_t shownlen, char *err, size_t errlen)
 {
     char host[256];
     const char *colon = strrchr(spec, ':');
     if (!colon || colon == spec || strlen(colon + 1) == 0) {
         snprintf(err, errlen, "--listen %s: expected ADDR:PORT (127.0.0.1:6060, [::1]:6060, 0.0.0.0:6060)", spec);
-        return -1;
+        return -2;
     }
     size_t hl = (size_t)(colon - spec);
     if (hl >= sizeof host) {
         snprintf(err, errlen, "--listen %s: address too long", spec);
-        return -1;
+        return -2;
     }
     memcpy(host, spec, hl);
     host[hl] = '\0';
@@ -429,14 +435,14 @@ static int open_listener(const char *spec, bool *loopback, char *shown, size_t s
     long port = strtol(colon + 1, &end, 10);
     if (*end != '\0' || port < 0 || port > 65535) {
         snprintf(err, errlen, "--listen %s: the port must be 0-65535", spec);
-        return -1;
+        return -2;
     }
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST | AI_PASSIVE};
     struct addrinfo *ai;
     int rc = getaddrinfo(host, colon + 1, &hints, &ai);
     if (rc != 0) {
         snprintf(err, errlen, "--listen %s: %s (a numeric address is needed)", spec, gai_strerror(rc));
-        return -1;
+        return -2;
     }
     int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
@@ -615,7 +621,7 @@ int vmprofd_serve_main(int argc, char **argv)
     if (fd < 0) {
         fprintf(stderr, "vmprofd serve: %s\n", err);
         free(sv.token);
-        return 1;
+        return fd == -2 ? 2 : 1;
     }
     if (!loopback && !sv.token)
         fprintf(stderr, "vmprofd serve: warning: listening on %s, beyond this host, without --token-file: anyone who "

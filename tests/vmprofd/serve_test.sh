@@ -256,6 +256,14 @@ token)
     grep -q "warning: listening on 0.0.0.0:[0-9]*, beyond this host, without --token-file" "$WORK/open.err" ||
         fail "no warning for --listen 0.0.0.0 without a token: $(cat "$WORK/open.err")"
     echo "ok: warning for --listen 0.0.0.0 without --token-file"
+    # bad options: status 2 and a reason
+    for bad in "--listen nope" "--listen 127.0.0.1:70000" "--max-profiles 0" "--max-seconds abc" \
+        "--token-file $WORK/missing" "--timeout 0" "--bogus" "extra"; do
+        "$VMPROFD" serve $bad >"$WORK/bad.out" 2>"$WORK/bad.err"
+        rc=$?
+        [ "$rc" = 2 ] && grep -q "vmprofd serve: " "$WORK/bad.err" || fail "vmprofd serve $bad: status $rc, $(cat "$WORK/bad.err")"
+    done
+    echo "ok: bad options: status 2"
     ;;
 forbidden)
     # A VM of root's, and a server run as nobody: its segment (mode 0600)
