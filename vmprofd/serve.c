@@ -61,7 +61,11 @@ typedef struct Server {
     VmprofdMode mode;
     bool quiet;
     unsigned idle_timeout;  /* seconds */
-    atomic_int active;      /* profiles being made */
+    /* The profiles being made: when each is due to end (monotonic s), 0 a
+     * free slot; max_profiles of them, under lock. */
+    pthread_mutex_t lock;
+    double *ends;
+    atomic_int active;      /* how many of ends are taken */
     atomic_int inflight;    /* profile requests not yet answered to the end (notify_completed) */
 } Server;
 
@@ -102,6 +106,13 @@ void vmprofd_serve_usage(FILE *out)
             "SIGINT, SIGTERM, SIGHUP: running profiles end and are answered; exit 0.\n"
             "docs/serve.md says more, and what the endpoint exposes.\n",
             SERVE_DEFAULT_MAX_PROFILES, SERVE_DEFAULT_MAX_SECONDS, SERVE_DEFAULT_RATE_HZ, SERVE_IDLE_TIMEOUT_S);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* -- Answers --------------------------------------------------------------------- */
@@ -150,7 +161,7 @@ static void html_escaped(FILE *f, const char *s)
     }
 }
 
-static enum MHD_Result send_index(struct MHD_Connection *c)
+static enum MHD_Result send_index(Server *sv, struct MHD_Connection *c)
 {
     VmprofdProcess *v;
     size_t n = vmprofd_engine_list(&v);
@@ -163,11 +174,12 @@ static enum MHD_Result send_index(struct MHD_Connection *c)
     }
     fprintf(f, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>vmprofd</title></head><body>\n"
                "<h1>vmprofd: %zu stvm process%s</h1>\n"
+               "<p class=\"busy\">profiles being made: %d of at most %d</p>\n"
                "<p><a href=\"/debug/pprof/profile?seconds=30\">CPU profile of all (30 s)</a> &middot; "
                "<a href=\"/debug/pprof/allocs?seconds=30\">allocations of all (30 s)</a></p>\n"
                "<table border=\"1\" cellpadding=\"4\">\n"
                "<tr><th>pid</th><th>command line</th><th>started</th><th>profiles (10 s)</th></tr>\n",
-            n, n == 1 ? "" : "es");
+            n, n == 1 ? "" : "es", atomic_load(&sv->active), sv->max_profiles);
     for (size_t i = 0; i < n; i++) {
         char when[64] = "unknown";
         struct tm tm;
@@ -302,11 +314,25 @@ static enum MHD_Result send_profile(Server *sv, struct MHD_Connection *c, const 
     *status = 503;
     if (stopping)
         return send_error(c, 503, "vmprofd is stopping", NULL, NULL);
-    char retry[32];
-    snprintf(retry, sizeof retry, "%.0f", ceil(rq->seconds));
-    /* a slot, or 503: the profiles already running end within their seconds */
-    if (atomic_fetch_add(&sv->active, 1) >= sv->max_profiles) {
-        atomic_fetch_sub(&sv->active, 1);
+    /* a slot, or 503 with the time until the first running profile ends */
+    int slot = -1;
+    double now = now_s(), first_end = 0;
+    pthread_mutex_lock(&sv->lock);
+    for (int i = 0; i < sv->max_profiles; i++) {
+        if (sv->ends[i] == 0 && slot < 0)
+            slot = i;
+        else if (sv->ends[i] != 0 && (first_end == 0 || sv->ends[i] < first_end))
+            first_end = sv->ends[i];
+    }
+    if (slot >= 0) {
+        sv->ends[slot] = now + rq->seconds;
+        atomic_fetch_add(&sv->active, 1);
+    }
+    pthread_mutex_unlock(&sv->lock);
+    if (slot < 0) {
+        char retry[32];
+        double wait = ceil(first_end - now);
+        snprintf(retry, sizeof retry, "%.0f", wait >= 1 ? wait : 1);
         char reason[160];
         snprintf(reason, sizeof reason, "%d profiles are being made already (vmprofd serve --max-profiles): try later",
                  sv->max_profiles);
@@ -314,7 +340,10 @@ static enum MHD_Result send_profile(Server *sv, struct MHD_Connection *c, const 
     }
     char err[1024] = "";
     Profile *p = make_profile(sv, rq, status, err, sizeof err);
+    pthread_mutex_lock(&sv->lock);
+    sv->ends[slot] = 0;
     atomic_fetch_sub(&sv->active, 1);
+    pthread_mutex_unlock(&sv->lock);
     if (!p)
         return send_error(c, *status, err[0] ? err : "cannot profile", NULL, NULL);
     char *body;
@@ -343,13 +372,6 @@ static const char *query_arg(void *ctx, const char *key)
     return MHD_lookup_connection_value(ctx, MHD_GET_ARGUMENT_KIND, key);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                               const char *version, const char *upload_data, size_t *upload_size, void **req_cls)
 {
@@ -373,7 +395,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     unsigned status = (unsigned)rq.status;
     switch (rq.kind) {
     case SERVE_INDEX:
-        r = send_index(c);
+        r = send_index(sv, c);
         break;
     case SERVE_PROFILE:
         *req_cls = &profiling; /* shutdown waits for its answer: notify_completed */
@@ -610,9 +632,16 @@ int vmprofd_serve_main(int argc, char **argv)
         fprintf(stderr, "vmprofd serve: unexpected argument '%s'\nTry 'vmprofd serve --help'.\n", argv[optind]);
         return 2;
     }
+    pthread_mutex_init(&sv.lock, NULL);
+    sv.ends = calloc((size_t)sv.max_profiles, sizeof *sv.ends);
+    if (!sv.ends) {
+        fprintf(stderr, "vmprofd serve: out of memory\n");
+        return 1;
+    }
     char err[1024];
     if (token_file && !(sv.token = read_token(token_file, err, sizeof err))) {
         fprintf(stderr, "vmprofd serve: %s\n", err);
+        free(sv.ends);
         return 2;
     }
     bool loopback = false;
@@ -621,6 +650,7 @@ int vmprofd_serve_main(int argc, char **argv)
     if (fd < 0) {
         fprintf(stderr, "vmprofd serve: %s\n", err);
         free(sv.token);
+        free(sv.ends);
         return fd == -2 ? 2 : 1;
     }
     if (!loopback && !sv.token)
@@ -650,6 +680,7 @@ int vmprofd_serve_main(int argc, char **argv)
         fprintf(stderr, "vmprofd serve: the HTTP server did not start (libmicrohttpd)\n");
         close(fd);
         free(sv.token);
+        free(sv.ends);
         return 1;
     }
     fprintf(stderr, "vmprofd: serving on http://%s/debug/pprof/\n", shown);
@@ -670,5 +701,6 @@ int vmprofd_serve_main(int argc, char **argv)
     if (lfd != MHD_INVALID_SOCKET)
         close(lfd); /* quiesced: ours to close */
     free(sv.token);
+    free(sv.ends);
     return 0;
 }
