@@ -20,8 +20,8 @@
  * Thread-safe: every call has its own state; several may run at once in
  * different threads (a ptrace sampler waits for its own thread's tracees
  * only). Nothing here exits, prints to stdout or changes signal handling;
- * what a profile cannot show is among its warnings (also said on stderr,
- * as the command line does).
+ * what a profile cannot show is among its warnings (on stderr too when
+ * asked: log_warnings).
  *
  * Who may call: vmprofd/serve*.c, vmprofd/record*.c, tests.
  */
@@ -68,6 +68,9 @@ typedef struct VmprofdEngineRequest {
     /* Nonzero: stop now and answer what was collected (shutdown). NULL:
      * run the whole time. Set it from any thread or a signal handler. */
     const volatile sig_atomic_t *stop;
+    /* Also say the profile's warnings on stderr ("vmprofd: warning: ..."),
+     * as the command line does; false: they are inside the profile only. */
+    bool log_warnings;
 } VmprofdEngineRequest;
 
 /* Samples rq->pid; the profile (the caller frees it), or NULL with a

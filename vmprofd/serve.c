@@ -222,6 +222,7 @@ static Profile *make_profile(Server *sv, const ServeRequest *rq, unsigned *statu
         .rate_hz = rq->event == VMPROFD_EVENT_CPU ? sv->rate_hz : 0,
         .mode = sv->mode,
         .stop = &stopping,
+        .log_warnings = !sv->quiet,
     };
     *status = 500;
     if (rq->pid) {
