@@ -187,7 +187,8 @@ static bool open_export(AllocSession *as, char *why, size_t whylen)
         return false;
     }
     as->have_start = vmprofd_export_read_counters(as->exp, &as->start, err, sizeof err);
-    if (!vmprofd_jitcode_open(&as->jit, as->exp, as->o->quiet, as->jit_why, sizeof as->jit_why))
+    if (!vmprofd_jitcode_open(&as->jit, as->exp, as->o->quiet, as->jit_why, sizeof as->jit_why) &&
+        !as->o->warnings_inside)
         fprintf(stderr, "vmprofd: warning: %s\n", as->jit_why);
     char link[64];
     snprintf(link, sizeof link, "/proc/%d/cwd", pid);
@@ -343,7 +344,8 @@ static Profile *build_profile(AllocSession *as, time_t start_wall, double second
              100.0 * (double)untracked / (double)lg->n);
     for (int i = 0; i < ws.n; i++) {
         report_profile_add_warning(p, "%s", ws.text[i]);
-        fprintf(stderr, "vmprofd: warning: %s\n", ws.text[i]);
+        if (!as->o->warnings_inside)
+            fprintf(stderr, "vmprofd: warning: %s\n", ws.text[i]);
     }
     if (as->warnings)
         report_profile_add_note(p, "allocation log: %" PRIu64 " warning%s (first: %s)", as->warnings,

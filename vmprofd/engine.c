@@ -169,6 +169,7 @@ void vmprofd_engine_options(const VmprofdEngineRequest *rq, VmprofdOptions *o)
     o->stack_bytes = VMPROFD_DEFAULT_STACK_BYTES;
     o->alloc_interval = rq->alloc_interval ? rq->alloc_interval : PROF_ALLOC_DEFAULT_INTERVAL;
     o->quiet = true; /* no countdown, no summary lines: the caller logs */
+    o->warnings_inside = !rq->log_warnings;
 }
 
 static const volatile sig_atomic_t never_stop = 0;

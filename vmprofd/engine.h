@@ -20,8 +20,8 @@
  * Thread-safe: every call has its own state; several may run at once in
  * different threads (a ptrace sampler waits for its own thread's tracees
  * only). Nothing here exits, prints to stdout or changes signal handling;
- * what a profile cannot show is among its warnings (also said on stderr,
- * as the command line does).
+ * what a profile cannot show is among its warnings (on stderr too when
+ * asked: log_warnings).
  *
  * Who may call: vmprofd/serve*.c, vmprofd/record*.c, tests.
  */
@@ -70,6 +70,9 @@ typedef struct VmprofdEngineRequest {
      * caller's interval ends, noted nowhere). NULL: run the whole time.
      * Set it from any thread or a signal handler. */
     const volatile sig_atomic_t *stop;
+    /* Also say the profile's warnings on stderr ("vmprofd: warning: ..."),
+     * as the command line does; false: they are inside the profile only. */
+    bool log_warnings;
 } VmprofdEngineRequest;
 
 /* *stop's value for an end the caller chose (vmprofd record's interval

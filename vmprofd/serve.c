@@ -61,7 +61,11 @@ typedef struct Server {
     VmprofdMode mode;
     bool quiet;
     unsigned idle_timeout;  /* seconds */
-    atomic_int active;      /* profiles being made */
+    /* The profiles being made: when each is due to end (monotonic s), 0 a
+     * free slot; max_profiles of them, under lock. */
+    pthread_mutex_t lock;
+    double *ends;
+    atomic_int active;      /* how many of ends are taken */
     atomic_int inflight;    /* profile requests not yet answered to the end (notify_completed) */
 } Server;
 
@@ -74,29 +78,41 @@ static volatile sig_atomic_t stopping;
 void vmprofd_serve_usage(FILE *out)
 {
     fprintf(out,
-            "Usage: vmprofd serve [--listen ADDR:PORT] [--token-file FILE] [options]\n"
-            "Serves profiles of the stvm processes of this host over HTTP, at Go's net/http/pprof paths:\n"
-            "  /debug/pprof/                         index: each VM's pid, command line, start time, links\n"
-            "  /debug/pprof/profile?seconds=N&pid=P  CPU profile (gzipped pprof); without pid every VM,\n"
-            "                                        labelled pid and cmd\n"
-            "  /debug/pprof/allocs?seconds=N&pid=P   allocation profile (gzipped pprof)\n"
-            "  /vmprofd/report?seconds=N&pid=P&event=cpu|alloc|wall      the text report\n"
-            "  /vmprofd/flamegraph?seconds=N&pid=P&event=cpu|alloc|wall  an SVG flame graph\n"
+            "usage: vmprofd serve [--listen ADDR:PORT] [--token-file FILE] [options]\n"
+            "\n"
+            "Serves profiles of this host's stvm processes over HTTP, at the paths of\n"
+            "Go's net/http/pprof (go tool pprof, Parca, Grafana Alloy/Pyroscope):\n"
+            "  /debug/pprof/                  index: each VM's pid, command line, start\n"
+            "  /debug/pprof/profile?seconds=N&pid=P\n"
+            "                                 CPU profile, gzipped pprof; without pid\n"
+            "                                 every VM, samples labelled pid and cmd\n"
+            "  /debug/pprof/allocs?seconds=N&pid=P     allocation profile (pprof)\n"
+            "  /vmprofd/report?seconds=N&pid=P&event=cpu|alloc|wall   text report\n"
+            "  /vmprofd/flamegraph?seconds=N&pid=P&event=...          SVG flame graph\n"
+            "\n"
             "Options:\n"
-            "  --listen ADDR:PORT   where to listen (default " SERVE_DEFAULT_LISTEN "; port 0: any free one,\n"
-            "                       said on stderr). Another address than loopback exposes command lines\n"
-            "                       and code names to the network: use --token-file with it\n"
-            "  --token-file FILE    require 'Authorization: Bearer <the file's first line>'\n"
-            "  --max-profiles N     profiles made at once (default %d); more get 503 and Retry-After\n"
+            "  --listen ADDR:PORT   where (default " SERVE_DEFAULT_LISTEN "; port 0: a free one,\n"
+            "                       said on stderr). Beyond loopback, command lines and\n"
+            "                       code names are exposed: use --token-file\n"
+            "  --token-file FILE    require 'Authorization: Bearer TOKEN', FILE's first line\n"
+            "  --max-profiles N     profiles made at once (default %d); more: 503\n"
             "  --max-seconds S      longest profile asked for (default %g)\n"
             "  --rate HZ            CPU sampling rate (default %g)\n"
             "  --mode auto|perf|ptrace   the CPU sampler (default auto)\n"
-            "  --timeout S          drop a client that sends nothing for S seconds (default %d)\n"
+            "  --timeout S          drop a client silent for S seconds (default %d)\n"
             "  -q, --quiet          no line per request on stderr\n"
             "  -h, --help\n"
-            "SIGINT or SIGTERM: running profiles end early and are answered, then vmprofd exits 0.\n"
-            "See docs/serve.md.\n",
+            "\n"
+            "SIGINT, SIGTERM, SIGHUP: running profiles end and are answered; exit 0.\n"
+            "docs/serve.md says more, and what the endpoint exposes.\n",
             SERVE_DEFAULT_MAX_PROFILES, SERVE_DEFAULT_MAX_SECONDS, SERVE_DEFAULT_RATE_HZ, SERVE_IDLE_TIMEOUT_S);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* -- Answers --------------------------------------------------------------------- */
@@ -145,7 +161,7 @@ static void html_escaped(FILE *f, const char *s)
     }
 }
 
-static enum MHD_Result send_index(struct MHD_Connection *c)
+static enum MHD_Result send_index(Server *sv, struct MHD_Connection *c)
 {
     VmprofdProcess *v;
     size_t n = vmprofd_engine_list(&v);
@@ -158,11 +174,12 @@ static enum MHD_Result send_index(struct MHD_Connection *c)
     }
     fprintf(f, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>vmprofd</title></head><body>\n"
                "<h1>vmprofd: %zu stvm process%s</h1>\n"
+               "<p class=\"busy\">profiles being made: %d of at most %d</p>\n"
                "<p><a href=\"/debug/pprof/profile?seconds=30\">CPU profile of all (30 s)</a> &middot; "
                "<a href=\"/debug/pprof/allocs?seconds=30\">allocations of all (30 s)</a></p>\n"
                "<table border=\"1\" cellpadding=\"4\">\n"
                "<tr><th>pid</th><th>command line</th><th>started</th><th>profiles (10 s)</th></tr>\n",
-            n, n == 1 ? "" : "es");
+            n, n == 1 ? "" : "es", atomic_load(&sv->active), sv->max_profiles);
     for (size_t i = 0; i < n; i++) {
         char when[64] = "unknown";
         struct tm tm;
@@ -205,6 +222,7 @@ static Profile *make_profile(Server *sv, const ServeRequest *rq, unsigned *statu
         .rate_hz = rq->event == VMPROFD_EVENT_CPU ? sv->rate_hz : 0,
         .mode = sv->mode,
         .stop = &stopping,
+        .log_warnings = !sv->quiet,
     };
     *status = 500;
     if (rq->pid) {
@@ -297,11 +315,25 @@ static enum MHD_Result send_profile(Server *sv, struct MHD_Connection *c, const 
     *status = 503;
     if (stopping)
         return send_error(c, 503, "vmprofd is stopping", NULL, NULL);
-    char retry[32];
-    snprintf(retry, sizeof retry, "%.0f", ceil(rq->seconds));
-    /* a slot, or 503: the profiles already running end within their seconds */
-    if (atomic_fetch_add(&sv->active, 1) >= sv->max_profiles) {
-        atomic_fetch_sub(&sv->active, 1);
+    /* a slot, or 503 with the time until the first running profile ends */
+    int slot = -1;
+    double now = now_s(), first_end = 0;
+    pthread_mutex_lock(&sv->lock);
+    for (int i = 0; i < sv->max_profiles; i++) {
+        if (sv->ends[i] == 0 && slot < 0)
+            slot = i;
+        else if (sv->ends[i] != 0 && (first_end == 0 || sv->ends[i] < first_end))
+            first_end = sv->ends[i];
+    }
+    if (slot >= 0) {
+        sv->ends[slot] = now + rq->seconds;
+        atomic_fetch_add(&sv->active, 1);
+    }
+    pthread_mutex_unlock(&sv->lock);
+    if (slot < 0) {
+        char retry[32];
+        double wait = ceil(first_end - now);
+        snprintf(retry, sizeof retry, "%.0f", wait >= 1 ? wait : 1);
         char reason[160];
         snprintf(reason, sizeof reason, "%d profiles are being made already (vmprofd serve --max-profiles): try later",
                  sv->max_profiles);
@@ -309,7 +341,10 @@ static enum MHD_Result send_profile(Server *sv, struct MHD_Connection *c, const 
     }
     char err[1024] = "";
     Profile *p = make_profile(sv, rq, status, err, sizeof err);
+    pthread_mutex_lock(&sv->lock);
+    sv->ends[slot] = 0;
     atomic_fetch_sub(&sv->active, 1);
+    pthread_mutex_unlock(&sv->lock);
     if (!p)
         return send_error(c, *status, err[0] ? err : "cannot profile", NULL, NULL);
     char *body;
@@ -338,13 +373,6 @@ static const char *query_arg(void *ctx, const char *key)
     return MHD_lookup_connection_value(ctx, MHD_GET_ARGUMENT_KIND, key);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                               const char *version, const char *upload_data, size_t *upload_size, void **req_cls)
 {
@@ -368,7 +396,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     unsigned status = (unsigned)rq.status;
     switch (rq.kind) {
     case SERVE_INDEX:
-        r = send_index(c);
+        r = send_index(sv, c);
         break;
     case SERVE_PROFILE:
         *req_cls = &profiling; /* shutdown waits for its answer: notify_completed */
@@ -405,19 +433,20 @@ static void notify_completed(void *cls, struct MHD_Connection *c, void **req_cls
 
 /* -- Start-up -------------------------------------------------------------------- */
 
-/* "ADDR:PORT" or "[V6]:PORT" into a bound, listening socket; -1 with err. */
+/* "ADDR:PORT" or "[V6]:PORT" into a bound, listening socket; with err, -2
+ * for a malformed spec (a bad option), -1 when it cannot listen there. */
 static int open_listener(const char *spec, bool *loopback, char *shown, size_t shownlen, char *err, size_t errlen)
 {
     char host[256];
     const char *colon = strrchr(spec, ':');
     if (!colon || colon == spec || strlen(colon + 1) == 0) {
         snprintf(err, errlen, "--listen %s: expected ADDR:PORT (127.0.0.1:6060, [::1]:6060, 0.0.0.0:6060)", spec);
-        return -1;
+        return -2;
     }
     size_t hl = (size_t)(colon - spec);
     if (hl >= sizeof host) {
         snprintf(err, errlen, "--listen %s: address too long", spec);
-        return -1;
+        return -2;
     }
     memcpy(host, spec, hl);
     host[hl] = '\0';
@@ -429,14 +458,14 @@ static int open_listener(const char *spec, bool *loopback, char *shown, size_t s
     long port = strtol(colon + 1, &end, 10);
     if (*end != '\0' || port < 0 || port > 65535) {
         snprintf(err, errlen, "--listen %s: the port must be 0-65535", spec);
-        return -1;
+        return -2;
     }
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST | AI_PASSIVE};
     struct addrinfo *ai;
     int rc = getaddrinfo(host, colon + 1, &hints, &ai);
     if (rc != 0) {
         snprintf(err, errlen, "--listen %s: %s (a numeric address is needed)", spec, gai_strerror(rc));
-        return -1;
+        return -2;
     }
     int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
@@ -604,9 +633,16 @@ int vmprofd_serve_main(int argc, char **argv)
         fprintf(stderr, "vmprofd serve: unexpected argument '%s'\nTry 'vmprofd serve --help'.\n", argv[optind]);
         return 2;
     }
+    pthread_mutex_init(&sv.lock, NULL);
+    sv.ends = calloc((size_t)sv.max_profiles, sizeof *sv.ends);
+    if (!sv.ends) {
+        fprintf(stderr, "vmprofd serve: out of memory\n");
+        return 1;
+    }
     char err[1024];
     if (token_file && !(sv.token = read_token(token_file, err, sizeof err))) {
         fprintf(stderr, "vmprofd serve: %s\n", err);
+        free(sv.ends);
         return 2;
     }
     bool loopback = false;
@@ -615,7 +651,8 @@ int vmprofd_serve_main(int argc, char **argv)
     if (fd < 0) {
         fprintf(stderr, "vmprofd serve: %s\n", err);
         free(sv.token);
-        return 1;
+        free(sv.ends);
+        return fd == -2 ? 2 : 1;
     }
     if (!loopback && !sv.token)
         fprintf(stderr, "vmprofd serve: warning: listening on %s, beyond this host, without --token-file: anyone who "
@@ -644,6 +681,7 @@ int vmprofd_serve_main(int argc, char **argv)
         fprintf(stderr, "vmprofd serve: the HTTP server did not start (libmicrohttpd)\n");
         close(fd);
         free(sv.token);
+        free(sv.ends);
         return 1;
     }
     fprintf(stderr, "vmprofd: serving on http://%s/debug/pprof/\n", shown);
@@ -664,5 +702,6 @@ int vmprofd_serve_main(int argc, char **argv)
     if (lfd != MHD_INVALID_SOCKET)
         close(lfd); /* quiesced: ours to close */
     free(sv.token);
+    free(sv.ends);
     return 0;
 }

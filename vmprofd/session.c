@@ -243,7 +243,8 @@ static void try_export(Session *ss)
         __atomic_store_n(&ss->facts.size, size, __ATOMIC_RELEASE); /* samplers check size: the rest first */
     }
     if (!vmprofd_jitcode_open(&ss->jit, ss->exp, ss->o->quiet, ss->jit_why, sizeof ss->jit_why)) {
-        fprintf(stderr, "vmprofd: warning: %s\n", ss->jit_why);
+        if (!ss->o->warnings_inside)
+            fprintf(stderr, "vmprofd: warning: %s\n", ss->jit_why);
     } else {
         vmprofd_jitcode_poll(&ss->jit);
     }
@@ -374,8 +375,8 @@ static bool runs_stvm(const char *exe)
 
 /* What the profile cannot show, at the top of the report and on stderr
  * (-q does not silence these). */
-static void warn(Profile *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn(Profile *p, const char *fmt, ...)
+static void warn(const Session *ss, Profile *p, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void warn(const Session *ss, Profile *p, const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
@@ -383,7 +384,8 @@ static void warn(Profile *p, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     report_profile_add_warning(p, "%s", msg);
-    fprintf(stderr, "vmprofd: warning: %s\n", msg);
+    if (!ss->o->warnings_inside)
+        fprintf(stderr, "vmprofd: warning: %s\n", msg);
 }
 
 static void add_warnings(Session *ss, Profile *p, const SamplerStats *final, double seconds)
@@ -391,37 +393,37 @@ static void add_warnings(Session *ss, Profile *p, const SamplerStats *final, dou
     int pid = (int)ss->target.pid;
     if (!ss->exp) {
         if (ss->stale_msg[0])
-            warn(p, "%s", ss->stale_msg);
+            warn(ss, p, "%s", ss->stale_msg);
         if (ss->exp_status == VMPROFD_EXPORT_INVALID)
-            warn(p, "%s: counters unavailable, machine code unresolved", ss->exp_msg);
+            warn(ss, p, "%s: counters unavailable, machine code unresolved", ss->exp_msg);
         else if (ss->no_export_arg)
-            warn(p, "pid %d is an stvm run with --no-export: its machine code shows as [unknown], without "
+            warn(ss, p, "pid %d is an stvm run with --no-export: its machine code shows as [unknown], without "
                     "Smalltalk frames or VM counters (run it without --no-export)", pid);
         else if (runs_stvm(ss->exe))
-            warn(p, "pid %d runs stvm but published no export segment (" PROF_EXPORT_PATH_FMT "): its machine "
+            warn(ss, p, "pid %d runs stvm but published no export segment (" PROF_EXPORT_PATH_FMT "): its machine "
                     "code shows as [unknown], without Smalltalk frames or VM counters (its stderr says why)",
                  pid, pid);
         else
-            warn(p, "pid %d (%s) is not an stvm: it publishes no " PROF_EXPORT_PATH_FMT "; native code "
+            warn(ss, p, "pid %d (%s) is not an stvm: it publishes no " PROF_EXPORT_PATH_FMT "; native code "
                     "only, no VM tables", pid, ss->exe[0] ? ss->exe : "executable unknown", pid);
     } else if (vmprofd_export_identity_unchecked(ss->exp)) {
-        warn(p, "the export segment of pid %d comes from an stvm older than export version %d: vmprofd cannot "
+        warn(ss, p, "the export segment of pid %d comes from an stvm older than export version %d: vmprofd cannot "
                 "tell whether pid %d made it or a dead process that had the pid before", pid,
              PROF_EXPORT_VERSION_IDENTITY, pid);
     }
     if (ss->store.n == 0) {
         if (ss->o->event == VMPROFD_EVENT_WALL)
-            warn(p, "no samples: pid %d %s after %.3f s, before a tick of the wall clock could sample it", pid,
+            warn(ss, p, "no samples: pid %d %s after %.3f s, before a tick of the wall clock could sample it", pid,
                  ss->target.exited ? "exited" : "was not sampled", seconds);
         else if (ss->target.exited)
-            warn(p, "no samples: pid %d exited after %.3f s before it used a sampling period of CPU time", pid,
+            warn(ss, p, "no samples: pid %d exited after %.3f s before it used a sampling period of CPU time", pid,
                  seconds);
         else
-            warn(p, "no samples: pid %d used no CPU time in the %.3f s sampled (it was %s)", pid, seconds,
+            warn(ss, p, "no samples: pid %d used no CPU time in the %.3f s sampled (it was %s)", pid, seconds,
                  ss->end_state[0] ? ss->end_state : "in a state /proc did not say");
     }
     if (!ss->target.exited && ss->threads_at_end > 0 && final->threads > ss->threads_at_end)
-        warn(p, "%llu of the %llu threads sampled exited before the end: their samples up to then are counted%s",
+        warn(ss, p, "%llu of the %llu threads sampled exited before the end: their samples up to then are counted%s",
              (unsigned long long)(final->threads - ss->threads_at_end), (unsigned long long)final->threads,
              ss->ops == &vmprofd_sampler_perf ? "; threads that lived less than 100 ms may have none" : "");
 }

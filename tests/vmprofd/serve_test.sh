@@ -219,16 +219,17 @@ limit)
     beside_busy_loops
     start_vm cpu "$STVM" -cp "$SOM" RatioMethods 600000
     start_server srv "$VMPROFD" serve --listen 127.0.0.1:0 --max-profiles 1
-    status "$(BASE)/debug/pprof/profile?seconds=8&pid=$cpu_PID" >"$WORK/first.code" &
+    curl -s -o /dev/null -w '%{http_code}' --max-time 60 "$(BASE)/debug/pprof/profile?seconds=8&pid=$cpu_PID" \
+        >"$WORK/first.code" &
     first=$!
-    # the first one holds the only slot once it is being made
-    for _ in $(seq 100); do
-        got=$(curl -s -o "$WORK/body" -D "$WORK/headers" -w '%{http_code}' --max-time 60 \
-            "$(BASE)/debug/pprof/profile?seconds=1&pid=$cpu_PID")
-        [ "$got" = 503 ] && break
-        sleep 0.1
+    # the first one holds the only slot once it is being made (the index says so)
+    for _ in $(seq 200); do
+        curl -s --max-time 60 "$(BASE)/debug/pprof/" | grep -q "profiles being made: 1 of at most 1" && break
+        sleep 0.05
     done
-    [ "${got:-}" = 503 ] || fail "a second profile beside the first got HTTP ${got:-none}, expected 503"
+    got=$(curl -s -o "$WORK/body" -D "$WORK/headers" -w '%{http_code}' --max-time 60 \
+        "$(BASE)/debug/pprof/profile?seconds=1&pid=$cpu_PID")
+    [ "$got" = 503 ] || fail "a second profile beside the first got HTTP $got, expected 503"
     grep -qi "^Retry-After: [0-9]" "$WORK/headers" || fail "503 without Retry-After: $(cat "$WORK/headers")"
     echo "ok: 503 $(head -n1 "$WORK/body"), $(grep -i '^Retry-After' "$WORK/headers" | tr -d '\r')"
     wait "$first"
@@ -256,6 +257,14 @@ token)
     grep -q "warning: listening on 0.0.0.0:[0-9]*, beyond this host, without --token-file" "$WORK/open.err" ||
         fail "no warning for --listen 0.0.0.0 without a token: $(cat "$WORK/open.err")"
     echo "ok: warning for --listen 0.0.0.0 without --token-file"
+    # bad options: status 2 and a reason
+    for bad in "--listen nope" "--listen 127.0.0.1:70000" "--max-profiles 0" "--max-seconds abc" \
+        "--token-file $WORK/missing" "--timeout 0" "--bogus" "extra"; do
+        "$VMPROFD" serve $bad >"$WORK/bad.out" 2>"$WORK/bad.err"
+        rc=$?
+        [ "$rc" = 2 ] && grep -q "vmprofd serve: " "$WORK/bad.err" || fail "vmprofd serve $bad: status $rc, $(cat "$WORK/bad.err")"
+    done
+    echo "ok: bad options: status 2"
     ;;
 forbidden)
     # A VM of root's, and a server run as nobody: its segment (mode 0600)
