@@ -37,7 +37,7 @@ void report_alloc_build(Profile *p, const ReportAllocLog *log, bool live, uint64
     int *class_fn = report_mem_array(log->nnames ? log->nnames : 1, sizeof *class_fn);
     for (size_t i = 0; i < log->nnames; i++)
         class_fn[i] = -1;
-    static int frames[REPORT_RESOLVE_ROOM + 1];
+    static _Thread_local int frames[REPORT_RESOLVE_ROOM + 1]; /* vmprofd serve resolves in several threads */
     ReportResolver *r = report_resolver_new(p, sym, code);
     for (size_t i = 0; i < log->n; i++) {
         const ReportAllocRecord *s = &log->v[i];

@@ -3,6 +3,7 @@
  */
 #include "report/dwlib.h"
 
+#include <pthread.h>
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -18,7 +19,12 @@
 _Static_assert(sizeof(void (*)(void)) == sizeof(void *), "a dlsym answer must fit a function pointer");
 
 static ReportDwlib table;
-static bool tried, ok;
+static bool ok;
+/* vmprofd serve makes symbolizers in several threads at once */
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static bool load(void);
+static void load_once(void) { ok = load(); }
 static char failure[512];
 
 static bool load(void)
@@ -49,10 +55,7 @@ static bool load(void)
 
 const ReportDwlib *report_dwlib_get(char *err, size_t errlen)
 {
-    if (!tried) {
-        tried = true;
-        ok = load();
-    }
+    pthread_once(&once, load_once);
     if (ok) return &table;
     if (err && errlen) snprintf(err, errlen, "%s", failure);
     return NULL;

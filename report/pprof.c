@@ -133,7 +133,7 @@ static bool stack_eq(const void *ctx, int item)
 {
     const StackKey *k = ctx;
     const ReportSample *a = k->s, *b = &k->p->samples[k->st->v[item].sample];
-    return a->tid == b->tid && a->nframes == b->nframes &&
+    return a->tid == b->tid && a->group == b->group && a->nframes == b->nframes &&
            memcmp(report_profile_frames(k->p, a), report_profile_frames(k->p, b), a->nframes * sizeof(int)) == 0;
 }
 
@@ -142,6 +142,7 @@ static void collect_stacks(const Profile *p, Stacks *st)
     for (size_t i = 0; i < p->nsamples; i++) {
         const ReportSample *s = &p->samples[i];
         uint64_t h = report_index_hash(REPORT_INDEX_HASH_SEED, &s->tid, sizeof s->tid);
+        h = report_index_hash(h, &s->group, sizeof s->group);
         h = report_index_hash(h, report_profile_frames(p, s), s->nframes * sizeof(int));
         StackKey key = {p, st, s};
         int found = report_index_find(&st->index, h, stack_eq, &key);
@@ -325,11 +326,13 @@ static void build_samples(Message *m, Builder *b, int64_t period)
         nids += p->samples[st->v[i].sample].nframes;
     m->samples = report_mem_array(st->n, sizeof *m->samples);
     m->sample_ptrs = report_mem_array(st->n, sizeof *m->sample_ptrs);
-    m->labels = report_mem_array(st->n, sizeof *m->labels);
-    m->label_ptrs = report_mem_array(st->n, sizeof *m->label_ptrs);
+    /* up to three labels a sample: thread, pid, cmd */
+    m->labels = report_mem_array(st->n * 3, sizeof *m->labels);
+    m->label_ptrs = report_mem_array(st->n * 3, sizeof *m->label_ptrs);
     m->location_ids = report_mem_array(nids, sizeof *m->location_ids);
     m->values = report_mem_array(st->n * m->ntypes, sizeof *m->values);
     int64_t thread = str_id(b, "thread");
+    int64_t pid_key = p->ngroups ? str_id(b, "pid") : 0, cmd_key = p->ngroups ? str_id(b, "cmd") : 0;
     size_t next_id = 0;
     for (size_t i = 0; i < st->n; i++) {
         const ReportSample *s = &p->samples[st->v[i].sample];
@@ -351,15 +354,27 @@ static void build_samples(Message *m, Builder *b, int64_t period)
             d->value[1] = st->v[i].weight > INT64_MAX ? INT64_MAX : (int64_t)st->v[i].weight;
         else if (__builtin_mul_overflow((int64_t)st->v[i].count, period, &d->value[1]))
             d->value[1] = INT64_MAX;
+        Perftools__Profiles__Label *l = &m->labels[i * 3];
+        d->label = &m->label_ptrs[i * 3];
         if (s->tid) {
-            Perftools__Profiles__Label *l = &m->labels[i];
             perftools__profiles__label__init(l);
             l->key = thread;
             l->num = s->tid;
-            m->label_ptrs[i] = l;
-            d->label = &m->label_ptrs[i];
-            d->n_label = 1;
+            d->label[d->n_label++] = l++;
         }
+        if (s->group > 0 && s->group <= p->ngroups) {
+            const ReportGroup *g = &p->groups[s->group - 1];
+            perftools__profiles__label__init(l);
+            l->key = pid_key;
+            l->num = g->pid;
+            d->label[d->n_label++] = l++;
+            perftools__profiles__label__init(l);
+            l->key = cmd_key;
+            l->str = str_id(b, g->cmd ? g->cmd : "");
+            d->label[d->n_label++] = l++;
+        }
+        if (d->n_label == 0)
+            d->label = NULL;
         m->sample_ptrs[i] = d;
     }
     m->profile.n_sample = st->n;
@@ -448,7 +463,7 @@ static void build(Message *m, Builder *b)
     }
     m->profile.period_type = &m->period_type;
     m->profile.period = period;
-    m->profile.time_nanos = (int64_t)h->start_wall * 1000000000;
+    m->profile.time_nanos = h->start_ns ? h->start_ns : (int64_t)h->start_wall * 1000000000;
     m->profile.duration_nanos = h->seconds > 0 ? llround(h->seconds * 1e9) : 0;
 
     build_mappings(m, b);

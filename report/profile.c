@@ -55,6 +55,9 @@ void report_profile_free(Profile *p)
     free(p->samples);
     free(p->frames);
     free(p->alloc_values);
+    for (size_t i = 0; i < p->ngroups; i++)
+        free(p->groups[i].cmd);
+    free(p->groups);
     free(p);
 }
 
@@ -66,6 +69,15 @@ void report_profile_set_header(Profile *p, const ReportHeader *h)
     p->header.mode = report_mem_strdup(h->mode);
     p->header.mode_reason = report_mem_strdup(h->mode_reason);
 }
+
+void report_profile_set_interval(Profile *p, int64_t start_ns, double seconds)
+{
+    p->header.start_ns = start_ns;
+    p->header.start_wall = (time_t)(start_ns / 1000000000);
+    p->header.seconds = seconds;
+}
+
+double report_profile_seconds(const Profile *p) { return p->header.seconds; }
 
 static void add_string(char ***v, size_t *n, size_t *cap, const char *fmt, va_list ap)
 {
@@ -247,7 +259,7 @@ void report_profile_add_weighted_sample(Profile *p, uint64_t time_ns, uint32_t t
     report_mem_reserve(&p->frames, &p->frames_cap, p->nframes + nframes, sizeof *p->frames);
     memcpy(p->frames + p->nframes, frames, nframes * sizeof *frames);
     report_mem_reserve(&p->samples, &p->samples_cap, p->nsamples + 1, sizeof *p->samples);
-    p->samples[p->nsamples++] = (ReportSample){time_ns, tid, (uint32_t)nframes, p->nframes, weight};
+    p->samples[p->nsamples++] = (ReportSample){time_ns, tid, (uint32_t)nframes, p->nframes, weight, 0};
     p->nframes += nframes;
 }
 

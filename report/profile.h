@@ -36,7 +36,15 @@ typedef struct ReportSample {
     uint32_t nframes;
     size_t first;    /* into Profile.frames */
     uint64_t weight; /* 1; CPU ns in a CPU-weighted profile (ReportHeader.cpu_weighted) */
+    uint32_t group;  /* 0: none; else Profile.groups[group - 1] (report_profile_merge) */
 } ReportSample;
+
+/* The process a merged profile's sample came from: pprof's sample labels
+ * "pid" and "cmd". */
+typedef struct ReportGroup {
+    int64_t pid;
+    char *cmd;
+} ReportGroup;
 
 struct Profile {
     ReportHeader header;
@@ -62,6 +70,8 @@ struct Profile {
     int *frames;
     size_t nframes, frames_cap;
     uint64_t rejected_samples;
+    ReportGroup *groups;
+    size_t ngroups, groups_cap;
 
     /* An allocation profile (report.h): alloc set, and alloc_values[i]
      * belongs to samples[i]. */

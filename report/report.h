@@ -85,6 +85,7 @@ typedef struct ReportMappingInfo {
 typedef struct ReportHeader {
     const char *vm_path;    /* executable of the profiled process */
     time_t start_wall;      /* wall-clock time the profile started */
+    int64_t start_ns;       /* the same to the ns (report_profile_set_interval); 0: start_wall's second */
     double seconds;         /* profiled wall time */
     double requested_hz;
     const char *mode;       /* "perf_event (cpu-clock)", "ptrace", "in-VM sampler" */
@@ -122,6 +123,11 @@ typedef struct Profile Profile;
 Profile *report_profile_new(void);
 void report_profile_free(Profile *p);
 void report_profile_set_header(Profile *p, const ReportHeader *h); /* copies strings */
+/* The wall-clock interval the profile covers, start to the ns (pprof's
+ * time_nanos and duration_nanos): vmprofd record's intervals. */
+void report_profile_set_interval(Profile *p, int64_t start_ns, double seconds);
+/* The profiled wall time the header states (its seconds). */
+double report_profile_seconds(const Profile *p);
 /* Free-form notes printed at the end of the text report ("target exited", …). */
 void report_profile_add_note(Profile *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* What the profile cannot show (not an stvm, a stale segment, no CPU used):
@@ -175,6 +181,16 @@ void report_profile_set_alloc(Profile *p, const ReportAllocHeader *a);
  * bytes. */
 void report_profile_add_alloc_sample(Profile *p, uint64_t time_ns, uint32_t tid, const int *frames, size_t nframes,
                                      uint64_t bytes, const ReportAllocValues *v);
+
+/* Adds src's samples to dst (functions, mappings and locations interned
+ * anew), each labelled with the process it came from: pprof's sample
+ * labels "pid" (a number) and "cmd" (a string). dst takes its header,
+ * kind (CPU or allocation) and period from the first profile merged into
+ * it while it is empty; warnings and notes are copied, prefixed with
+ * "pid N: ". A CPU-weighted src merged into a dst that is not (or the
+ * reverse) has its weights converted to dst's unit. False, dst unchanged,
+ * when the kinds differ (an allocation profile into a CPU one). */
+bool report_profile_merge(Profile *dst, const Profile *src, int64_t pid, const char *cmd);
 
 /* Renderings. Each returns false (with a message in err) on I/O failure.
  * report_write_text: opt may be NULL (no --lines, ranges for more than 10

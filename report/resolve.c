@@ -517,7 +517,7 @@ size_t report_resolver_stack(ReportResolver *r, const SampleStore *st, size_t i,
 
 void report_resolve_samples(Profile *p, Symbolizer *sym, const SampleStore *st, ResolveCode *code)
 {
-    static int frames[REPORT_RESOLVE_ROOM];
+    static _Thread_local int frames[REPORT_RESOLVE_ROOM]; /* vmprofd serve resolves in several threads */
     ReportResolver *r = report_resolver_new(p, sym, code);
     for (size_t i = 0; i < st->n; i++) {
         size_t n = report_resolver_stack(r, st, i, frames);

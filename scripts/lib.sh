@@ -8,7 +8,8 @@ STVM_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 STVM_PACKAGES=(build-essential cmake pkg-config libgmp-dev libcmocka-dev
     libelf-dev libdw-dev libunwind-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libcapstone-dev
     systemtap-sdt-dev bpftrace clang libbpf-dev bpftool chromium linux-perf python3
-    lua5.4 golang-go) # lua5.4: scripts/bench-startup's yardstick; golang-go: go tool pprof, the real client in tests
+    lua5.4 golang-go libmicrohttpd-dev curl) # lua5.4: scripts/bench-startup's yardstick; golang-go: go tool pprof, the real client in tests;
+    # libmicrohttpd-dev: vmprofd serve's HTTP; curl: its tests
 
 stvm_install_deps() {
     local missing=()

@@ -77,6 +77,7 @@ typedef struct AllocSession {
     char first_warning[256];
     uint64_t live_asked;      /* the request_live value we wait for; 0: none */
     bool live_timed_out;
+    const volatile sig_atomic_t *stop; /* nonzero: stop sampling (a signal's number) */
 } AllocSession;
 
 static uint64_t now_ns(void)
@@ -186,7 +187,8 @@ static bool open_export(AllocSession *as, char *why, size_t whylen)
         return false;
     }
     as->have_start = vmprofd_export_read_counters(as->exp, &as->start, err, sizeof err);
-    if (!vmprofd_jitcode_open(&as->jit, as->exp, as->o->quiet, as->jit_why, sizeof as->jit_why))
+    if (!vmprofd_jitcode_open(&as->jit, as->exp, as->o->quiet, as->jit_why, sizeof as->jit_why) &&
+        !as->o->warnings_inside)
         fprintf(stderr, "vmprofd: warning: %s\n", as->jit_why);
     char link[64];
     snprintf(link, sizeof link, "/proc/%d/cwd", pid);
@@ -342,7 +344,8 @@ static Profile *build_profile(AllocSession *as, time_t start_wall, double second
              100.0 * (double)untracked / (double)lg->n);
     for (int i = 0; i < ws.n; i++) {
         report_profile_add_warning(p, "%s", ws.text[i]);
-        fprintf(stderr, "vmprofd: warning: %s\n", ws.text[i]);
+        if (!as->o->warnings_inside)
+            fprintf(stderr, "vmprofd: warning: %s\n", ws.text[i]);
     }
     if (as->warnings)
         report_profile_add_note(p, "allocation log: %" PRIu64 " warning%s (first: %s)", as->warnings,
@@ -383,45 +386,53 @@ static Profile *build_profile(AllocSession *as, time_t start_wall, double second
     return p;
 }
 
-int vmprofd_alloc_session_run(const VmprofdOptions *o)
+static AllocSession *alloc_new(const VmprofdOptions *o, const volatile sig_atomic_t *stop)
 {
-    if (!vmprofd_output_check_all(o))
-        return 1;
     AllocSession *as = calloc(1, sizeof *as);
-    if (!as) {
-        fprintf(stderr, "vmprofd: out of memory\n");
-        return 1;
-    }
+    if (!as)
+        return NULL;
     as->o = o;
+    as->stop = stop;
     as->target.pidfd = as->target.go_fd = as->target.exec_fd = -1;
-    vmprofd_session_signals_install();
-    char why[1024];
+    return as;
+}
+
+static void alloc_free(AllocSession *as)
+{
+    if (as->log_open)
+        report_alloclog_close(&as->log);
+    vmprofd_jitcode_close(&as->jit);
+    if (as->sym)
+        report_symbolizer_free(as->sym);
+    vmprofd_export_close(as->exp);
+    vmprofd_target_close(&as->target);
+    free(as);
+}
+
+/* Attaches (or launches), samples until the time is up, *as->stop or the
+ * target's exit, and builds the profile in *out: 0. Else the exit status
+ * for the command line, with why in why (a launched command that could not
+ * be profiled has been waited for). */
+static int alloc_collect(AllocSession *as, Profile **out, char *why, size_t whylen)
+{
+    const VmprofdOptions *o = as->o;
+    *out = NULL;
     bool ok;
     if (o->command) {
-        ok = launch(as, why, sizeof why);
+        ok = launch(as, why, whylen);
     } else {
-        ok = vmprofd_target_attach(&as->target, o->pid, why, sizeof why) && open_export(as, why, sizeof why);
+        ok = vmprofd_target_attach(&as->target, o->pid, why, whylen) && open_export(as, why, whylen);
         if (ok)
             request(as, o->alloc_interval);
     }
     if (!ok) {
-        fprintf(stderr, "vmprofd: %s\n", why);
         int code = as->target.exec_errno == ENOENT ? 127 : as->target.exec_errno ? 126 : 1;
-        if (as->log_open)
-            report_alloclog_close(&as->log);
-        vmprofd_jitcode_close(&as->jit);
-        vmprofd_export_close(as->exp);
         if (as->target.launched && !as->target.exited) {
             /* a launched command runs on unprofiled; vmprofd waits for it */
             int status;
             while (waitpid(as->target.pid, &status, 0) < 0 && errno == EINTR)
                 ;
         }
-        vmprofd_target_close(&as->target);
-        if (as->sym)
-            report_symbolizer_free(as->sym);
-        vmprofd_session_signals_restore();
-        free(as);
         return code;
     }
     if (!o->quiet)
@@ -440,9 +451,10 @@ int vmprofd_alloc_session_run(const VmprofdOptions *o)
             seconds = o->seconds;
             break;
         }
-        int sig = vmprofd_session_stop_signal();
+        int sig = *as->stop;
         if (sig) {
-            snprintf(stop_note, sizeof stop_note, "stopped by %s after %.3f s", strsignal(sig), seconds);
+            if (sig > 0) /* VMPROFD_ENGINE_CUT (engine.h): nothing to note */
+                snprintf(stop_note, sizeof stop_note, "stopped by %s after %.3f s", strsignal(sig), seconds);
             break;
         }
         if (vmprofd_target_check_exit(&as->target)) {
@@ -475,13 +487,49 @@ int vmprofd_alloc_session_run(const VmprofdOptions *o)
     poll_logs(as); /* the final records (at exit: STOP, LIVE); the descriptor outlives the unlink */
     if (as->target.launched && as->target.exited && !as->target.have_status)
         vmprofd_target_check_exit(&as->target);
-
-    Profile *p = build_profile(as, start_wall, seconds, stop_note);
-    bool runs_on = o->command && !as->target.exited;
-    bool wrote = vmprofd_output_write_all(o, p, true, !runs_on);
+    *out = build_profile(as, start_wall, seconds, stop_note);
     if (!o->quiet)
         fprintf(stderr, "vmprofd: %zu allocation samples in %.3f s, %" PRIu64 " lost\n", as->log.n, seconds,
                 as->log.stats.lost);
+    return 0;
+}
+
+Profile *vmprofd_alloc_session_collect(const VmprofdOptions *o, const volatile sig_atomic_t *stop, char *err,
+                                       size_t errlen)
+{
+    AllocSession *as = alloc_new(o, stop);
+    if (!as) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    Profile *p = NULL;
+    alloc_collect(as, &p, err, errlen);
+    alloc_free(as);
+    return p;
+}
+
+int vmprofd_alloc_session_run(const VmprofdOptions *o)
+{
+    if (!vmprofd_output_check_all(o))
+        return 1;
+    vmprofd_session_signals_install();
+    AllocSession *as = alloc_new(o, vmprofd_session_stop_flag());
+    if (!as) {
+        fprintf(stderr, "vmprofd: out of memory\n");
+        vmprofd_session_signals_restore();
+        return 1;
+    }
+    char why[1024];
+    Profile *p;
+    int code = alloc_collect(as, &p, why, sizeof why);
+    if (code != 0) {
+        fprintf(stderr, "vmprofd: %s\n", why);
+        alloc_free(as);
+        vmprofd_session_signals_restore();
+        return code;
+    }
+    bool runs_on = o->command && !as->target.exited;
+    bool wrote = vmprofd_output_write_all(o, p, true, !runs_on);
     if (runs_on) {
         int status;
         pid_t r;
@@ -498,12 +546,6 @@ int vmprofd_alloc_session_run(const VmprofdOptions *o)
                : WIFSIGNALED(as->target.status) ? 128 + WTERMSIG(as->target.status)
                                                 : 1;
     report_profile_free(p);
-    report_alloclog_close(&as->log);
-    vmprofd_jitcode_close(&as->jit);
-    if (as->sym)
-        report_symbolizer_free(as->sym);
-    vmprofd_export_close(as->exp);
-    vmprofd_target_close(&as->target);
-    free(as);
+    alloc_free(as);
     return status;
 }

@@ -20,7 +20,7 @@
  * no log, which vmprofd_export_has_code_log tells the caller (it warns).
  * A later version is read as far as version 2's layout goes.
  *
- * Who may call: vmprofd/session.c, tests.
+ * Who may call: vmprofd/session.c, vmprofd/alloc_session.c, vmprofd/engine.c, tests.
  */
 #ifndef VMPROFD_EXPORT_READER_H
 #define VMPROFD_EXPORT_READER_H

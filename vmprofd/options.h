@@ -92,6 +92,10 @@ typedef struct VmprofdOptions {
     bool quiet;
     const char *debug_resolutions; /* --debug-resolutions FILE: each JIT'd leaf's resolution */
     int code_log_poll_ms;          /* --code-log-poll MS: the first poll period; 0 = the default */
+    /* Not from the command line: vmprofd/engine.c's callers (a server, a
+     * recorder) keep what a profile cannot show inside it (its warnings)
+     * instead of also saying it on stderr. */
+    bool warnings_inside;
     bool help;
     bool version;
     VmprofdOutput outputs[VMPROFD_MAX_OUTPUTS];

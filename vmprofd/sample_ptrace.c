@@ -430,9 +430,10 @@ static void resume_unexpected(pid_t tid)
 
 static void drain_events(Sampler *s)
 {
+    /* __WNOTHREAD: only this thread's tracees; vmprofd serve runs a sampler in each of several threads */
     int status;
     pid_t tid;
-    while ((tid = waitpid(-1, &status, WNOHANG | __WALL)) > 0) {
+    while ((tid = waitpid(-1, &status, WNOHANG | __WALL | __WNOTHREAD)) > 0) {
         if (pass_through(s, tid, status))
             resume_unexpected(tid);
     }
@@ -891,7 +892,7 @@ static void detach_all(Sampler *s)
         if (!pending)
             return;
         int status;
-        pid_t tid = waitpid(-1, &status, __WALL);
+        pid_t tid = waitpid(-1, &status, __WALL | __WNOTHREAD);
         if (tid < 0) {
             if (errno == EINTR)
                 continue; /* a second Ctrl-C must not leave threads stopped */

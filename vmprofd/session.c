@@ -121,7 +121,28 @@ typedef struct Session {
     char end_state[64];     /* the target's state when sampling ended ("S (sleeping)") */
     size_t threads_at_end;  /* its threads when sampling ended */
     OffCpuTally offcpu;     /* --event wall: samples by what the thread did off the CPU */
+    /* How it is driven: the command line (cli: messages on stderr, signals,
+     * privileges dropped) or vmprofd/engine.c (messages into err only). */
+    const volatile sig_atomic_t *stop; /* nonzero: stop sampling (a signal's number) */
+    bool cli;
+    char err[1024];         /* why it could not profile */
+    /* After sampling, for the command line's last words: */
+    SamplerStats final;
+    double seconds;
+    bool runs_on;           /* --seconds stopped sampling a command that runs on */
+    bool debug_ok;
 } Session;
+
+static void fail(Session *ss, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(Session *ss, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ss->err, sizeof ss->err, fmt, ap);
+    va_end(ap);
+    if (ss->cli)
+        fprintf(stderr, "vmprofd: %s\n", ss->err);
+}
 
 /* -- Samples arriving ---------------------------------------------------- */
 
@@ -222,7 +243,8 @@ static void try_export(Session *ss)
         __atomic_store_n(&ss->facts.size, size, __ATOMIC_RELEASE); /* samplers check size: the rest first */
     }
     if (!vmprofd_jitcode_open(&ss->jit, ss->exp, ss->o->quiet, ss->jit_why, sizeof ss->jit_why)) {
-        fprintf(stderr, "vmprofd: warning: %s\n", ss->jit_why);
+        if (!ss->o->warnings_inside)
+            fprintf(stderr, "vmprofd: warning: %s\n", ss->jit_why);
     } else {
         vmprofd_jitcode_poll(&ss->jit);
     }
@@ -300,7 +322,7 @@ static bool open_sampler(Session *ss)
             return true;
         }
         if (o->mode == VMPROFD_MODE_PERF || !refused) {
-            fprintf(stderr, "vmprofd: cannot profile pid %d: %s\n", (int)ss->target.pid, perf_err);
+            fail(ss, "cannot profile pid %d: %s", (int)ss->target.pid, perf_err);
             return false;
         }
     }
@@ -318,14 +340,15 @@ static bool open_sampler(Session *ss)
             if (snprintf(ss->mode_reason, sizeof ss->mode_reason, "%s; using ptrace", perf_err) >=
                 (int)sizeof ss->mode_reason)
                 ss->mode_reason[sizeof ss->mode_reason - 2] = '.';
-            fprintf(stderr, "vmprofd: %s\n", ss->mode_reason);
+            if (ss->cli)
+                fprintf(stderr, "vmprofd: %s\n", ss->mode_reason);
         }
         return true;
     }
     if (o->mode == VMPROFD_MODE_PTRACE)
-        fprintf(stderr, "vmprofd: cannot profile pid %d: %s\n", (int)ss->target.pid, ptrace_err);
+        fail(ss, "cannot profile pid %d: %s", (int)ss->target.pid, ptrace_err);
     else
-        fprintf(stderr, "vmprofd: cannot profile pid %d:\n  %s\n  %s\n", (int)ss->target.pid, perf_err, ptrace_err);
+        fail(ss, "cannot profile pid %d:\n  %s\n  %s", (int)ss->target.pid, perf_err, ptrace_err);
     return false;
 }
 
@@ -352,8 +375,8 @@ static bool runs_stvm(const char *exe)
 
 /* What the profile cannot show, at the top of the report and on stderr
  * (-q does not silence these). */
-static void warn(Profile *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn(Profile *p, const char *fmt, ...)
+static void warn(const Session *ss, Profile *p, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void warn(const Session *ss, Profile *p, const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
@@ -361,7 +384,8 @@ static void warn(Profile *p, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     report_profile_add_warning(p, "%s", msg);
-    fprintf(stderr, "vmprofd: warning: %s\n", msg);
+    if (!ss->o->warnings_inside)
+        fprintf(stderr, "vmprofd: warning: %s\n", msg);
 }
 
 static void add_warnings(Session *ss, Profile *p, const SamplerStats *final, double seconds)
@@ -369,37 +393,37 @@ static void add_warnings(Session *ss, Profile *p, const SamplerStats *final, dou
     int pid = (int)ss->target.pid;
     if (!ss->exp) {
         if (ss->stale_msg[0])
-            warn(p, "%s", ss->stale_msg);
+            warn(ss, p, "%s", ss->stale_msg);
         if (ss->exp_status == VMPROFD_EXPORT_INVALID)
-            warn(p, "%s: counters unavailable, machine code unresolved", ss->exp_msg);
+            warn(ss, p, "%s: counters unavailable, machine code unresolved", ss->exp_msg);
         else if (ss->no_export_arg)
-            warn(p, "pid %d is an stvm run with --no-export: its machine code shows as [unknown], without "
+            warn(ss, p, "pid %d is an stvm run with --no-export: its machine code shows as [unknown], without "
                     "Smalltalk frames or VM counters (run it without --no-export)", pid);
         else if (runs_stvm(ss->exe))
-            warn(p, "pid %d runs stvm but published no export segment (" PROF_EXPORT_PATH_FMT "): its machine "
+            warn(ss, p, "pid %d runs stvm but published no export segment (" PROF_EXPORT_PATH_FMT "): its machine "
                     "code shows as [unknown], without Smalltalk frames or VM counters (its stderr says why)",
                  pid, pid);
         else
-            warn(p, "pid %d (%s) is not an stvm: it publishes no " PROF_EXPORT_PATH_FMT "; native code "
+            warn(ss, p, "pid %d (%s) is not an stvm: it publishes no " PROF_EXPORT_PATH_FMT "; native code "
                     "only, no VM tables", pid, ss->exe[0] ? ss->exe : "executable unknown", pid);
     } else if (vmprofd_export_identity_unchecked(ss->exp)) {
-        warn(p, "the export segment of pid %d comes from an stvm older than export version %d: vmprofd cannot "
+        warn(ss, p, "the export segment of pid %d comes from an stvm older than export version %d: vmprofd cannot "
                 "tell whether pid %d made it or a dead process that had the pid before", pid,
              PROF_EXPORT_VERSION_IDENTITY, pid);
     }
     if (ss->store.n == 0) {
         if (ss->o->event == VMPROFD_EVENT_WALL)
-            warn(p, "no samples: pid %d %s after %.3f s, before a tick of the wall clock could sample it", pid,
+            warn(ss, p, "no samples: pid %d %s after %.3f s, before a tick of the wall clock could sample it", pid,
                  ss->target.exited ? "exited" : "was not sampled", seconds);
         else if (ss->target.exited)
-            warn(p, "no samples: pid %d exited after %.3f s before it used a sampling period of CPU time", pid,
+            warn(ss, p, "no samples: pid %d exited after %.3f s before it used a sampling period of CPU time", pid,
                  seconds);
         else
-            warn(p, "no samples: pid %d used no CPU time in the %.3f s sampled (it was %s)", pid, seconds,
+            warn(ss, p, "no samples: pid %d used no CPU time in the %.3f s sampled (it was %s)", pid, seconds,
                  ss->end_state[0] ? ss->end_state : "in a state /proc did not say");
     }
     if (!ss->target.exited && ss->threads_at_end > 0 && final->threads > ss->threads_at_end)
-        warn(p, "%llu of the %llu threads sampled exited before the end: their samples up to then are counted%s",
+        warn(ss, p, "%llu of the %llu threads sampled exited before the end: their samples up to then are counted%s",
              (unsigned long long)(final->threads - ss->threads_at_end), (unsigned long long)final->threads,
              ss->ops == &vmprofd_sampler_perf ? "; threads that lived less than 100 ms may have none" : "");
 }
@@ -451,6 +475,7 @@ void vmprofd_session_signals_install(void)
 
 void vmprofd_session_signals_restore(void) { restore_signals(); }
 int vmprofd_session_stop_signal(void) { return stop_signal; }
+const volatile sig_atomic_t *vmprofd_session_stop_flag(void) { return &stop_signal; }
 void vmprofd_session_forward_signals(pid_t pid) { forward_pid = pid; }
 int vmprofd_session_forwarded_signal(void) { return forwarded_signal; }
 
@@ -462,12 +487,12 @@ static bool attach(Session *ss)
     char err[1024];
     if (o->command) {
         if (!vmprofd_target_launch(&ss->target, o->command, err, sizeof err)) {
-            fprintf(stderr, "vmprofd: %s\n", err);
+            fail(ss, "%s", err);
             return false;
         }
     } else {
         if (!vmprofd_target_attach(&ss->target, o->pid, err, sizeof err)) {
-            fprintf(stderr, "vmprofd: %s\n", err);
+            fail(ss, "%s", err);
             return false;
         }
         /* Before the sampler: the symbolizer reads /proc/PID/maps now,
@@ -481,8 +506,8 @@ static bool attach(Session *ss)
         return false;
     if (o->command) {
         if (!vmprofd_target_release(&ss->target, err, sizeof err)) {
-            fprintf(stderr, "vmprofd: cannot run '%s': %s\n", o->command[0],
-                    strncmp(err, "cannot run the command: ", 24) == 0 ? err + 24 : err);
+            fail(ss, "cannot run '%s': %s", o->command[0],
+                 strncmp(err, "cannot run the command: ", 24) == 0 ? err + 24 : err);
             return false;
         }
         /* from now on a signal for vmprofd is COMMAND's (perf and py-spy do so) */
@@ -493,63 +518,61 @@ static bool attach(Session *ss)
             ss->no_export_arg |= strcmp(*a, "--no-export") == 0;
     }
     if (!ss->ops->start(ss->sampler, err, sizeof err)) {
-        fprintf(stderr, "vmprofd: %s\n", err);
+        fail(ss, "%s", err);
         return false;
     }
-    if (!vmprofd_permission_drop(ss->ops->mode, ss->target.pid, o, err, sizeof err)) /* permission.h */
+    /* permission.h; not in a server that profiles others after this one */
+    if (ss->cli && !vmprofd_permission_drop(ss->ops->mode, ss->target.pid, o, err, sizeof err))
         fprintf(stderr, "vmprofd: warning: %s\n", err);
     return true;
 }
 
-static void finish_target_on_failure(Session *ss)
+static Session *session_new(const VmprofdOptions *o, const volatile sig_atomic_t *stop, bool cli)
+{
+    Session *ss = calloc(1, sizeof *ss);
+    if (!ss)
+        return NULL;
+    ss->o = o;
+    ss->stop = stop;
+    ss->cli = cli;
+    ss->code_poll_ms = o->code_log_poll_ms > 0 ? o->code_log_poll_ms : SESSION_CODE_LOG_MS;
+    ss->target.pidfd = ss->target.go_fd = ss->target.exec_fd = -1;
+    return ss;
+}
+
+static void session_free(Session *ss)
 {
     if (ss->sampler) {
         SamplerStats st;
         ss->ops->close(ss->sampler, on_sample, ss, &st);
         ss->sampler = NULL;
     }
-    /* A launched command not yet released exits when its pipe closes; one
-     * already running runs on, unprofiled. */
+    if (ss->sym)
+        report_symbolizer_free(ss->sym);
+    vmprofd_jitcode_close(&ss->jit);
+    vmprofd_export_close(ss->exp);
     vmprofd_target_close(&ss->target);
+    report_samples_free(&ss->store);
+    vmprofd_offcpu_free(&ss->offcpu);
+    free(ss);
 }
 
-int vmprofd_session_run(const VmprofdOptions *o)
+/* Attaches (or launches), samples until the time is up, *ss->stop or the
+ * target's exit, detaches and builds the profile in *out: 0. Else the exit
+ * status for the command line, with why in ss->err. */
+static int session_collect(Session *ss, Profile **out)
 {
-    if (o->event == VMPROFD_EVENT_ALLOC) /* no sampler of ours: the VM samples (alloc_session.c) */
-        return vmprofd_alloc_session_run(o);
-    Session *ss = calloc(1, sizeof *ss);
-    if (!ss) {
-        fprintf(stderr, "vmprofd: out of memory\n");
-        return 1;
-    }
-    ss->o = o;
-    ss->code_poll_ms = o->code_log_poll_ms > 0 ? o->code_log_poll_ms : SESSION_CODE_LOG_MS;
-    ss->target.pidfd = ss->target.go_fd = ss->target.exec_fd = -1;
-    stop_signal = 0;
-    forward_pid = 0;
-    forwarded_signal = 0;
-    /* before anything starts: no profile is lost to a path that cannot take it */
-    if (!vmprofd_output_check_all(o)) {
-        free(ss);
-        return 1;
-    }
-    install_signals();
-    /* a launched command shares the terminal: a countdown would cut into its lines */
-    vmprofd_progress_init(&ss->progress, o->quiet || o->command != NULL);
-
+    const VmprofdOptions *o = ss->o;
+    *out = NULL;
     if (!attach(ss)) {
-        finish_target_on_failure(ss);
-        if (ss->sym)
-            report_symbolizer_free(ss->sym);
-        vmprofd_export_close(ss->exp);
-        restore_signals();
-        int code = ss->target.exec_errno == ENOENT ? 127 : ss->target.exec_errno ? 126 : 1;
-        free(ss);
-        return code;
+        /* A launched command not yet released exits when its pipe closes;
+         * one already running runs on, unprofiled. */
+        return ss->target.exec_errno == ENOENT ? 127 : ss->target.exec_errno ? 126 : 1;
     }
 
     /* dead VMs' segments (SIGKILL leaves them); the target's is judged by try_export */
-    prof_segment_sweep(ss->target.pid);
+    if (ss->cli)
+        prof_segment_sweep(ss->target.pid);
 
     /* A command is sampled until it exits unless --seconds caps it. */
     bool capped = !o->command || o->seconds_given;
@@ -563,9 +586,11 @@ int vmprofd_session_run(const VmprofdOptions *o)
             end_time = t0 + o->seconds;
             break;
         }
-        if (stop_signal) {
+        int sig = *ss->stop;
+        if (sig) {
             end_time = now;
-            snprintf(stop_note, sizeof stop_note, "stopped by %s after %.3f s", strsignal(stop_signal), now - t0);
+            if (sig > 0) /* VMPROFD_ENGINE_CUT (engine.h): the caller's interval ended, nothing to note */
+                snprintf(stop_note, sizeof stop_note, "stopped by %s after %.3f s", strsignal(sig), now - t0);
             break;
         }
         SamplerStats st;
@@ -597,7 +622,8 @@ int vmprofd_session_run(const VmprofdOptions *o)
             last_house = now;
             try_export(ss);
             ensure_symbolizer(ss);
-            vmprofd_progress_update(&ss->progress, ss->target.pid, left, ss->store.n);
+            if (ss->cli)
+                vmprofd_progress_update(&ss->progress, ss->target.pid, left, ss->store.n);
         }
         int timeout = (int)(left * 1000.0) + 1;
         int poll_ms = starting ? SESSION_START_POLL_MS : ss->jit.active || !ss->exp ? ss->code_poll_ms : SESSION_POLL_MS;
@@ -605,14 +631,17 @@ int vmprofd_session_run(const VmprofdOptions *o)
             timeout = poll_ms;
         ss->ops->poll(ss->sampler, timeout, vmprofd_target_exit_fd(&ss->target), on_sample, ss);
     }
-    vmprofd_progress_clear(&ss->progress);
+    if (ss->cli)
+        vmprofd_progress_clear(&ss->progress);
     double seconds = end_time - t0;
     if (!ss->target.exited) {
         vmprofd_target_state(ss->target.pid, ss->end_state, sizeof ss->end_state);
         free(vmprofd_target_threads(ss->target.pid, &ss->threads_at_end));
     }
     bool runs_on = o->command && !ss->target.exited; /* --seconds stopped sampling a command */
-    if (runs_on)
+    ss->runs_on = runs_on;
+    ss->seconds = seconds;
+    if (runs_on && ss->cli)
         fprintf(stderr, "vmprofd: sampled %.3f s as --seconds asked; %s (pid %d) keeps running: vmprofd waits "
                         "for it to end and exits with its status (Ctrl-C reaches it)\n",
                 seconds, o->command[0], (int)ss->target.pid);
@@ -625,12 +654,14 @@ int vmprofd_session_run(const VmprofdOptions *o)
         have_end = vmprofd_export_read_counters(ss->exp, &ss->end, msg, sizeof msg);
 
     SamplerStats final;
+    memset(&final, 0, sizeof final);
     char final_note[512] = "";
     const char *sn = ss->ops->note(ss->sampler);
     if (sn)
         snprintf(final_note, sizeof final_note, "%s", sn);
     ss->ops->close(ss->sampler, on_sample, ss, &final);
     ss->sampler = NULL;
+    ss->final = final;
     if (final.have_status && !ss->target.have_status)
         vmprofd_target_set_status(&ss->target, final.status);
     if (ss->target.exited && ss->target.launched && !ss->target.have_status)
@@ -675,7 +706,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
     }
     if (stop_note[0])
         report_profile_add_note(p, "%s", stop_note);
-    if (forwarded_signal)
+    if (ss->cli && forwarded_signal)
         report_profile_add_note(p, "%s sent to vmprofd was passed to the command", strsignal(forwarded_signal));
     if (final_note[0])
         report_profile_add_note(p, "%s", final_note); /* e.g. kernel samples excluded, and why */
@@ -772,8 +803,57 @@ int vmprofd_session_run(const VmprofdOptions *o)
         report_profile_add_note(p, "%" PRIu64 " samples in JIT'd code could not be attributed: %" PRIu64
                                    " while code events were missing, %" PRIu64 " before the code log began",
                                 code.lost + code.before, code.lost, code.before);
+    ss->debug_ok = debug_ok;
+    *out = p;
+    return 0;
+}
+
+Profile *vmprofd_session_collect(const VmprofdOptions *o, const volatile sig_atomic_t *stop, char *err, size_t errlen)
+{
+    if (o->event == VMPROFD_EVENT_ALLOC)
+        return vmprofd_alloc_session_collect(o, stop, err, errlen);
+    Session *ss = session_new(o, stop, false);
+    if (!ss) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    Profile *p = NULL;
+    if (session_collect(ss, &p) != 0)
+        snprintf(err, errlen, "%s", ss->err[0] ? ss->err : "cannot profile");
+    session_free(ss);
+    return p;
+}
+
+int vmprofd_session_run(const VmprofdOptions *o)
+{
+    if (o->event == VMPROFD_EVENT_ALLOC) /* no sampler of ours: the VM samples (alloc_session.c) */
+        return vmprofd_alloc_session_run(o);
+    stop_signal = 0;
+    forward_pid = 0;
+    forwarded_signal = 0;
+    /* before anything starts: no profile is lost to a path that cannot take it */
+    if (!vmprofd_output_check_all(o))
+        return 1;
+    Session *ss = session_new(o, &stop_signal, true);
+    if (!ss) {
+        fprintf(stderr, "vmprofd: out of memory\n");
+        return 1;
+    }
+    install_signals();
+    /* a launched command shares the terminal: a countdown would cut into its lines */
+    vmprofd_progress_init(&ss->progress, o->quiet || o->command != NULL);
+    Profile *p;
+    int code = session_collect(ss, &p);
+    if (code != 0) {
+        session_free(ss);
+        restore_signals();
+        return code;
+    }
+    SamplerStats final = ss->final;
+    double seconds = ss->seconds;
+    bool runs_on = ss->runs_on;
     /* A report on stdout waits for COMMAND's end, after all its output. */
-    bool wrote = vmprofd_output_write_all(o, p, true, !runs_on) && debug_ok;
+    bool wrote = vmprofd_output_write_all(o, p, true, !runs_on) && ss->debug_ok;
 
     if (!o->quiet) {
         double cpu_s = (double)final.cpu_ns / 1e9;
@@ -806,13 +886,6 @@ int vmprofd_session_run(const VmprofdOptions *o)
                : WIFSIGNALED(ss->target.status) ? 128 + WTERMSIG(ss->target.status)
                                                 : 1;
     report_profile_free(p);
-    if (ss->sym)
-        report_symbolizer_free(ss->sym);
-    vmprofd_jitcode_close(&ss->jit);
-    vmprofd_export_close(ss->exp);
-    vmprofd_target_close(&ss->target);
-    report_samples_free(&ss->store);
-    vmprofd_offcpu_free(&ss->offcpu);
-    free(ss);
+    session_free(ss);
     return status;
 }

@@ -9,13 +9,16 @@
  *
  * Whatever ends the sampling, what was collected is written.
  *
- * Who may call: vmprofd/vmprofd_main.c.
+ * Who may call: vmprofd/vmprofd_main.c; the collect functions: vmprofd/engine.c.
  */
 #ifndef VMPROFD_SESSION_H
 #define VMPROFD_SESSION_H
 
 #include "vmprofd/options.h"
 
+#include "report/report.h"
+
+#include <signal.h>
 #include <sys/types.h>
 
 /* Answers the process exit status: 0 written, 1 could not profile or
@@ -26,12 +29,23 @@ int vmprofd_session_run(const VmprofdOptions *o);
  * and vmprofd reads them; same exit statuses. */
 int vmprofd_alloc_session_run(const VmprofdOptions *o);
 
+/* The same run without the command line's outputs, signals or privilege
+ * dropping (vmprofd/engine.c; -- COMMAND is the command line's alone):
+ * samples o->pid until o->seconds, *stop becoming nonzero or the target's
+ * exit, and answers the profile (warnings and notes inside; the caller
+ * frees it), or NULL with the reason in err. Reentrant: each call has its
+ * own state, so several may run in threads at once. */
+Profile *vmprofd_session_collect(const VmprofdOptions *o, const volatile sig_atomic_t *stop, char *err, size_t errlen);
+Profile *vmprofd_alloc_session_collect(const VmprofdOptions *o, const volatile sig_atomic_t *stop, char *err,
+                                       size_t errlen);
+
 /* The session's signal handling, shared with alloc_session.c: SIGINT,
  * SIGTERM and SIGHUP stop sampling, or once forward_signals named a
  * launched command, go to it. */
 void vmprofd_session_signals_install(void);
 void vmprofd_session_signals_restore(void);
 int vmprofd_session_stop_signal(void);
+const volatile sig_atomic_t *vmprofd_session_stop_flag(void);
 void vmprofd_session_forward_signals(pid_t pid);
 int vmprofd_session_forwarded_signal(void);
 

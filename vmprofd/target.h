@@ -11,7 +11,8 @@
  * Exit is watched through a pidfd (readable once the process has exited),
  * which also guards against the pid being reused while we sample.
  *
- * Who may call: vmprofd/session.c, vmprofd/sample_*.c, vmprofd/permission.c.
+ * Who may call: vmprofd/session.c, vmprofd/sample_*.c, vmprofd/permission.c,
+ * vmprofd/engine.c.
  */
 #ifndef VMPROFD_TARGET_H
 #define VMPROFD_TARGET_H

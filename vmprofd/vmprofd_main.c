@@ -2,10 +2,12 @@
  * vmprofd/vmprofd_main.c — the vmprofd command: a subcommand when the first
  * argument names one (the table below), else parse the command line and
  * run one profiling session. Everything else lives in session.c, the
- * commands' own files (commands.h) and below.
+ * commands' own files (commands.h, serve.c, record.c) and below.
  */
 #include "vmprofd/commands.h"
 #include "vmprofd/options.h"
+#include "vmprofd/record.h"
+#include "vmprofd/serve.h"
 #include "vmprofd/session.h"
 
 #include <stdio.h>
@@ -22,6 +24,8 @@ typedef struct Command {
 static const Command commands[] = {
     {"diff", vmprofd_diff_main, "BASE NEW", "how each method's and bytecode range's share changed"},
     {"merge", vmprofd_merge_main, "A B ... -o M.pb.gz", "the samples of several profiles in one"},
+    {"serve", vmprofd_serve_main, "[--listen ADDR]", "pprof over HTTP for every stvm of the host"},
+    {"record", vmprofd_record_main, "--continuous --dir D", "every stvm profiled, a file per interval"},
 };
 
 static void usage(FILE *out)
@@ -29,7 +33,7 @@ static void usage(FILE *out)
     vmprofd_options_usage(out);
     fputs("\nCommands (vmprofd COMMAND --help for each):\n", out);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-        fprintf(out, "  vmprofd %-5s %-18s  %s\n", commands[i].name, commands[i].args, commands[i].summary);
+        fprintf(out, "  vmprofd %-6s %-20s %s\n", commands[i].name, commands[i].args, commands[i].summary);
 }
 
 int main(int argc, char **argv)

@@ -24,7 +24,8 @@
  * str: u8 length (0xff: NULL), then that many bytes. Indices and regions
  * are passed as they come: the producer API must refuse or clamp what is
  * out of range (report/profile.h says which).
- * The last byte chooses the text report's options.
+ * The last byte chooses the text report's options. The profile is then
+ * also merged twice into another (report_profile_merge) and rendered.
  */
 #include "tests/fuzz/fuzz.h"
 #include "report/report.h"
@@ -187,6 +188,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ReportTextOptions opt = {.lines = options & 1, .range_min_samples = (options >> 1) & 15, .callers = options & 32};
     report_write_text(sink, p, &opt, err, sizeof err);
     report_write_flamegraph(sink, p, NULL, err, sizeof err);
+    /* the same profile merged twice, as two processes (report/combine.c,
+     * vmprofd serve): its samples labelled pid and cmd in pprof */
+    Profile *m = report_profile_new();
+    report_profile_merge(m, p, 1, "stvm one");
+    report_profile_merge(m, p, 2, NULL);
+    if (report_profile_sample_count(m) != 2 * report_profile_sample_count(p))
+        __builtin_trap(); /* every stored sample is valid in its copy too */
+    report_write_pprof("/dev/null", m, err, sizeof err);
+    report_write_text(sink, m, &opt, err, sizeof err);
+    report_profile_free(m);
     report_profile_free(p);
     return 0;
 }
