@@ -208,7 +208,7 @@ void gc_set_alloc_observer(const volatile unsigned short *watch, GcAllocObserver
 static const GcAllocSampler *sampler;
 static uint64_t sample_interval; /* 0: not sampling */
 static uint64_t sample_at;       /* gc_stats.bytes_allocated at the next sample point */
-static uint64_t sample_prev;     /* ... just after the previous sample, or when sampling began */
+static uint64_t sample_prev;     /* ... at the previous sample point, or when sampling began */
 #endif
 /* xorshift64*'s state; any nonzero seed (the VM seeds it per process) */
 static uint64_t sample_rng = 0x9E3779B97F4A7C15ull;
@@ -275,14 +275,21 @@ static inline void poll_sampler(void)
 }
 
 /* obj took bytes [before, gc_stats.bytes_allocated): sampled when that
- * range holds the point (everything before it was below: the limit). */
+ * range holds the point (everything before it was below: the limit).
+ * Its weight is the gaps that end at the points inside it: a point's gap
+ * does not depend on where it falls (Poisson), so every object's expected
+ * weight is its size. Measuring to the object's end instead would credit
+ * a large object with the bytes after its point too (about half its size)
+ * and take them from the next sample's. */
 static inline void maybe_sample(Oop obj, size_t total, bool old, void *const *frame)
 {
     if (__builtin_expect(sample_interval != 0 && obj != 0 && gc_stats.bytes_allocated > sample_at, 0)) {
-        uint64_t now = gc_stats.bytes_allocated;
-        uint64_t weight = now - sample_prev;
-        sample_prev = now;
-        sample_at = now + gc_alloc_sampling_gap(sample_interval);
+        uint64_t now = gc_stats.bytes_allocated, weight = 0;
+        do {
+            weight += sample_at - sample_prev;
+            sample_prev = sample_at;
+            sample_at += gc_alloc_sampling_gap(sample_interval);
+        } while (sample_at < now);
         sampler->sample(obj, total, weight, old, frame);
     }
 }

@@ -166,9 +166,13 @@ static inline __attribute__((always_inline)) bool gc_alloc_watched(void)
  * bytes allocated, the gap to the next sample point drawn exponential
  * (a Poisson process over the stream of allocated bytes). The sample point
  * is a value of gc_stats.bytes_allocated; the allocation whose bytes
- * [before, after) contain it is sampled, with weight = the bytes allocated
- * since the previous sample (this object included), so the weights add up
- * exactly to the bytes allocated while sampling.
+ * [before, after) contain it is sampled, with weight = the gaps ending at
+ * the points inside it (one, unless the object is longer than a gap): the
+ * bytes from the previous point to its last. A point's gap does not depend
+ * on where it falls, so each object's expected weight is its size (no
+ * bias toward large objects), and the weights add up to the bytes
+ * allocated up to the last point: the allocation after it is short of
+ * exactly that tail (on average one interval).
  *
  * The fast path pays nothing: while sampling, gc_eden_soft_limit is
  * min(the real limit, eden top + bytes left to the sample point), and
@@ -199,7 +203,7 @@ typedef struct GcAllocSampler {
 void gc_set_alloc_sampler(const GcAllocSampler *sampler);
 /* Samples every `interval` bytes on average from now on; 0 stops. A new
  * interval redraws the next point; the weights go on from the previous
- * sample (or from the moment sampling started). */
+ * point (or from the moment sampling started). */
 void gc_alloc_sampling_set(uint64_t interval);
 uint64_t gc_alloc_sampling_interval(void); /* 0: not sampling */
 /* Seeds the gap generator (the VM: once per process; tests: fixed). */

@@ -38,6 +38,11 @@ typedef struct AllocLog {
 } AllocLog;
 
 static AllocLog logs[LOG_COUNT];
+/* The private log's reader, called when half its ring is unread (it reads
+ * only between records, on the VM thread, as this writes) */
+static void (*private_drain)(void *ctx);
+static void *private_drain_ctx;
+static uint64_t private_drained_at; /* the ring's end at the last call */
 static void *private_region;
 static ProfAllocClassNameFn class_name_of;
 static ProfWalkFacts walk_facts;
@@ -92,6 +97,10 @@ static uint64_t log_write(AllocLog *l, uint32_t size, uint16_t type, uint16_t fl
     uint64_t seq = l->ring.seq;
     prof_ringlog_commit(&l->ring, record, size, type, flags, time_ns);
     __atomic_store_n(&l->ctl->bytes_allocated, gc_stats.bytes_allocated, __ATOMIC_RELAXED);
+    if (l == &logs[LOG_PRIVATE] && private_drain && l->ring.end - private_drained_at > l->ring.ring_size / 2) {
+        private_drained_at = l->ring.end;
+        private_drain(private_drain_ctx);
+    }
     return seq;
 }
 
@@ -365,8 +374,16 @@ ProfAllocLogControl *prof_allocsampler_private_open(uint64_t ring_bytes, char *e
     return logs[LOG_PRIVATE].ctl;
 }
 
+void prof_allocsampler_private_drain(void (*fn)(void *ctx), void *ctx)
+{
+    private_drain = fn;
+    private_drain_ctx = ctx;
+    private_drained_at = logs[LOG_PRIVATE].ctl ? logs[LOG_PRIVATE].ring.end : 0;
+}
+
 void prof_allocsampler_private_close(void)
 {
+    private_drain = NULL;
     if (!private_region) return;
     memset(&logs[LOG_PRIVATE], 0, sizeof logs[LOG_PRIVATE]);
     free(private_region);

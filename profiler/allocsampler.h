@@ -64,6 +64,14 @@ void prof_allocsampler_no_export(void);
 ProfAllocLogControl *prof_allocsampler_private_open(uint64_t ring_bytes, char *err, size_t errlen);
 void prof_allocsampler_private_close(void);
 
+/* fn(ctx) is called right after a record is written to the private log
+ * whenever half its ring has been written since the last call (or since
+ * this one): a consumer that reads only at the end (VMProfiler) drains the
+ * ring there instead of losing the oldest records. fn runs inside an
+ * allocation: it must not allocate in the heap or collect. NULL: none;
+ * private_close forgets it. */
+void prof_allocsampler_private_drain(void (*fn)(void *ctx), void *ctx);
+
 /* Polls the requests now (the VM calls it after writing a private request
  * to have it take effect before the next allocation). */
 void prof_allocsampler_poll(void);

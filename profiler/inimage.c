@@ -5,8 +5,10 @@
 #define _GNU_SOURCE /* open_memstream, gettid through syscall */
 #include "profiler/inimage.h"
 
+#include "profiler/allocsampler.h"
 #include "profiler/codeevents.h"
 #include "profiler/publish.h"
+#include "report/allocprof.h"
 #include "report/codemap.h"
 #include "report/report.h"
 #include "report/resolve.h"
@@ -143,6 +145,87 @@ bool prof_inimage_discard(void)
     return true;
 }
 
+/* -- What both reports share ------------------------------------------------------ */
+
+/* The VM's own executable, its symbolizer and the code timeline to resolve against. */
+typedef struct Own {
+    char exe[4096];
+    char cwd[4096];
+    char serr[256];
+    Symbolizer *sym;
+    ResolveCode code;
+} Own;
+
+static void own_open(Own *o)
+{
+    memset(o, 0, sizeof *o);
+    ssize_t el = readlink("/proc/self/exe", o->exe, sizeof o->exe - 1);
+    if (el <= 0)
+        snprintf(o->exe, sizeof o->exe, "(unknown executable)");
+    o->sym = report_symbolizer_new(getpid(), NULL, vm.zone_start, vm.zone_end, o->serr, sizeof o->serr);
+    o->code = (ResolveCode){
+        .map = timeline,
+        .zone_start = vm.zone_start,
+        .zone_end = vm.zone_end,
+        .cwd = getcwd(o->cwd, sizeof o->cwd),
+        .interp_fn = vm.interp_fn,
+        .return_to_interpreter = prof_publish_walk_facts() ? prof_publish_walk_facts()->return_to_interpreter : 0,
+    };
+}
+
+/* The header both reports start from: the executable, the profile's
+ * interval and the counters at its ends. */
+static ReportHeader own_header(const Own *o, const char *mode)
+{
+    return (ReportHeader){
+        .vm_path = o->exe,
+        .start_wall = start_wall,
+        .seconds = (double)(end_ns - begin_ns) / 1e9,
+        .mode = mode,
+        .have_counters = true,
+        .start = start_counters,
+        .end = end_counters,
+    };
+}
+
+static void own_notes(const Own *o, Profile *p)
+{
+    if (!o->sym)
+        report_profile_add_note(p, "the VM's own memory map could not be read (%s): native addresses are unresolved",
+                                o->serr);
+}
+
+/* The report of p as text (or folded stacks), malloc'd; frees p and the
+ * symbolizer, and ends the profile (back to IDLE). NULL with a reason. */
+static char *own_finish(Own *o, Profile *p, bool lines, bool folded, size_t *len, char *err, size_t errlen)
+{
+    if (o->code.nothing || o->code.before)
+        report_profile_add_note(p, "%" PRIu64 " samples in the code zone found no code there (%" PRIu64
+                                   " before the profile's code timeline)",
+                                o->code.nothing + o->code.before, o->code.before);
+    char *text = NULL;
+    size_t tlen = 0;
+    FILE *out = open_memstream(&text, &tlen);
+    bool ok = out != NULL;
+    if (ok) {
+        ReportTextOptions to = {.lines = lines, .range_min_samples = 10};
+        ok = folded ? report_write_folded(out, p, err, errlen) : report_write_text(out, p, &to, err, errlen);
+        ok = fclose(out) == 0 && ok;
+    } else {
+        snprintf(err, errlen, "out of memory for the report");
+    }
+    report_profile_free(p);
+    if (o->sym)
+        report_symbolizer_free(o->sym);
+    prof_inimage_discard();
+    if (!ok) {
+        free(text);
+        return NULL;
+    }
+    *len = tlen;
+    return text;
+}
+
 /* -- The report ---------------------------------------------------------------------- */
 
 char *prof_inimage_report(const ProfSample *s, size_t n, const ProfInimageReportOptions *opt, size_t *len,
@@ -177,75 +260,119 @@ char *prof_inimage_report(const ProfSample *s, size_t n, const ProfInimageReport
         store.v[store.n - 1].weight = s[i].cpu_ns;
     }
 
-    char exe[4096];
-    ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[el > 0 ? el : 0] = '\0';
-    char serr[256] = "";
-    Symbolizer *sym = report_symbolizer_new(getpid(), NULL, vm.zone_start, vm.zone_end, serr, sizeof serr);
-
+    Own own;
+    own_open(&own);
     Profile *p = report_profile_new();
-    ReportHeader h = {
-        .vm_path = exe[0] ? exe : "(unknown executable)",
-        .start_wall = start_wall,
-        .seconds = opt && opt->seconds > 0 ? opt->seconds : (double)(end_ns - begin_ns) / 1e9,
-        .requested_hz = opt ? opt->requested_hz : 0,
-        .mode = "the in-VM sampler (SIGPROF from a timer thread)",
-        .lost_samples = opt ? opt->lost_samples : 0,
-        .cpu_weighted = true, /* the sampler's ticks are wall-clock (profiler/invm_sampler.h) */
-        .have_sched = opt && opt->have_sched,
-        .sched_run_ns = opt ? opt->sched_run_ns : 0,
-        .sched_wait_ns = opt ? opt->sched_wait_ns : 0,
-        .have_counters = true,
-        .start = start_counters,
-        .end = end_counters,
-    };
+    ReportHeader h = own_header(&own, "the in-VM sampler (SIGPROF from a timer thread)");
+    if (opt && opt->seconds > 0)
+        h.seconds = opt->seconds;
+    h.requested_hz = opt ? opt->requested_hz : 0;
+    h.lost_samples = opt ? opt->lost_samples : 0;
+    h.cpu_weighted = true; /* the sampler's ticks are wall-clock (profiler/invm_sampler.h) */
+    h.have_sched = opt && opt->have_sched;
+    h.sched_run_ns = opt ? opt->sched_run_ns : 0;
+    h.sched_wait_ns = opt ? opt->sched_wait_ns : 0;
     report_profile_set_header(p, &h);
-    if (!sym)
-        report_profile_add_note(p, "the VM's own memory map could not be read (%s): native addresses are unresolved",
-                                serr);
+    own_notes(&own, p);
     if (opt && !opt->realtime)
         report_profile_add_note(p, "the sampler's timer thread ran at normal priority (SCHED_FIFO refused; it needs "
                                    "root or CAP_SYS_NICE): on a busy machine its ticks may follow the VM's system "
                                    "calls, and shares lean toward the code after them");
-    char cwd[4096];
-    ResolveCode code = {
-        .map = timeline,
-        .zone_start = vm.zone_start,
-        .zone_end = vm.zone_end,
-        .cwd = getcwd(cwd, sizeof cwd),
-        .interp_fn = vm.interp_fn,
-        .return_to_interpreter = prof_publish_walk_facts() ? prof_publish_walk_facts()->return_to_interpreter : 0,
-    };
     if (partial)
         report_profile_add_note(p, "stacks partial: %" PRIu64 " of %zu samples have no Smalltalk frames (their "
                                    "whole stacks were overwritten by newer ones, or never walked: no walk facts)",
                                 partial, n);
-    report_resolve_samples(p, sym, &store, &code);
-    if (code.nothing || code.before)
-        report_profile_add_note(p, "%" PRIu64 " samples in the code zone found no code there (%" PRIu64
-                                   " before the profile's code timeline)",
-                                code.nothing + code.before, code.before);
-
-    char *text = NULL;
-    size_t tlen = 0;
-    FILE *out = open_memstream(&text, &tlen);
-    bool ok = out != NULL;
-    if (ok) {
-        ReportTextOptions to = {.lines = opt && opt->lines, .range_min_samples = 10};
-        ok = opt && opt->folded ? report_write_folded(out, p, err, errlen) : report_write_text(out, p, &to, err, errlen);
-        ok = fclose(out) == 0 && ok;
-    } else {
-        snprintf(err, errlen, "out of memory for the report");
-    }
-    report_profile_free(p);
-    if (sym)
-        report_symbolizer_free(sym);
+    report_resolve_samples(p, own.sym, &store, &own.code);
+    char *text = own_finish(&own, p, opt && opt->lines, opt && opt->folded, len, err, errlen);
     report_samples_free(&store);
-    prof_inimage_discard();
-    if (!ok) {
-        free(text);
+    return text;
+}
+
+/* -- The allocation report ------------------------------------------------------------ */
+
+typedef struct OwnRegion {
+    const uint8_t *bytes;
+    size_t size;
+} OwnRegion;
+
+static OwnRegion alloc_region;
+static ReportAllocLog alloc_log; /* large: not on the VM thread's stack */
+static bool alloc_attached;
+static char alloc_warn[512];
+
+/* The private log is this process's memory: a copy, bounds checked as
+ * the reader checks everything. */
+static bool read_own_region(void *ctx, uint64_t offset, void *buf, size_t len)
+{
+    const OwnRegion *r = ctx;
+    if (offset > r->size || len > r->size - offset)
+        return false;
+    memcpy(buf, r->bytes + offset, len);
+    return true;
+}
+
+static void drain_alloc_log(void *ctx)
+{
+    (void)ctx;
+    char warn[512] = "";
+    report_alloclog_poll(&alloc_log, warn, sizeof warn);
+    if (warn[0] && !alloc_warn[0])
+        snprintf(alloc_warn, sizeof alloc_warn, "%s", warn);
+}
+
+bool prof_inimage_alloc_attach(const void *region, size_t region_bytes, char *err, size_t errlen)
+{
+    prof_inimage_alloc_detach();
+    alloc_region = (OwnRegion){.bytes = region, .size = region_bytes};
+    memset(&alloc_log, 0, sizeof alloc_log);
+    alloc_warn[0] = '\0';
+    if (!report_alloclog_open(&alloc_log, region_bytes, read_own_region, &alloc_region, true, err, errlen))
+        return false;
+    alloc_attached = true;
+    prof_allocsampler_private_drain(drain_alloc_log, NULL);
+    return true;
+}
+
+void prof_inimage_alloc_detach(void)
+{
+    if (!alloc_attached)
+        return;
+    prof_allocsampler_private_drain(NULL, NULL);
+    report_alloclog_close(&alloc_log);
+    alloc_attached = false;
+}
+
+char *prof_inimage_alloc_report(const ProfInimageAllocOptions *opt, size_t *len, char *err, size_t errlen)
+{
+    if (state != PROF_INIMAGE_ENDED) {
+        snprintf(err, errlen, "%s", state == PROF_INIMAGE_IDLE ? "no profile was begun" : "the profile has not ended");
         return NULL;
     }
-    *len = tlen;
+    if (!alloc_attached) {
+        snprintf(err, errlen, "no allocation log is attached");
+        return NULL;
+    }
+    drain_alloc_log(NULL);
+    const ReportAllocLog *log = &alloc_log;
+    Own own;
+    own_open(&own);
+    Profile *p = report_profile_new();
+    ReportHeader h = own_header(&own, "the VM's allocation sampler (in the VM)");
+    h.lost_samples = log->stats.lost + log->stats.dropped;
+    report_profile_set_header(p, &h);
+    if (alloc_warn[0])
+        report_profile_add_warning(p, "%s", alloc_warn);
+    if (log->stats.lost)
+        report_profile_add_warning(p, "%" PRIu64 " records of the allocation log were overwritten before they were "
+                                      "read: the estimates are short by about that many samples' bytes",
+                                   log->stats.lost);
+    if (log->n == 0)
+        report_profile_add_warning(p, "no allocation samples: the block allocated less than the interval (%" PRIu64
+                                      " bytes)",
+                                   opt ? opt->interval : 0);
+    own_notes(&own, p);
+    report_alloc_build(p, log, false, opt ? opt->interval : 0, own.sym, &own.code);
+    char *text = own_finish(&own, p, opt && opt->lines, opt && opt->folded, len, err, errlen);
+    prof_inimage_alloc_detach();
     return text;
 }

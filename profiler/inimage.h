@@ -11,6 +11,8 @@
  *                        time. Needs no export segment (--no-export works).
  *   prof_inimage_end     the counters and time at the end; the timeline
  *                        stops taking events.
+ *   prof_inimage_alloc_report  the same for the sampled allocations of a
+ *                        private allocation log: "who allocates".
  *   prof_inimage_report  samples (profiler/invm_sampler.h) -> report/samples
  *                        store -> report/resolve (code zone against the
  *                        timeline at each sample's time, the interpreter's
@@ -68,6 +70,23 @@ typedef struct ProfInimageReportOptions {
  * NULL with a reason when no profile has ended, or out of memory. */
 char *prof_inimage_report(const ProfSample *s, size_t n, const ProfInimageReportOptions *opt, size_t *len,
                           char *err, size_t errlen);
+typedef struct ProfInimageAllocOptions {
+    uint64_t interval;       /* the mean bytes between samples asked for */
+    bool lines;              /* source lines next to bytecode ranges */
+    bool folded;             /* folded stacks weighted by bytes, the class as the leaf */
+} ProfInimageAllocOptions;
+
+/* Reads the private allocation log at region (profiler/allocsampler.h,
+ * region_bytes) from its start: drained whenever half its ring is written,
+ * so a long block loses nothing. False with a reason. */
+bool prof_inimage_alloc_attach(const void *region, size_t region_bytes, char *err, size_t errlen);
+void prof_inimage_alloc_detach(void);
+/* The allocation report ("who allocates", report/allocprof.h) of the
+ * attached log's records against the ended profile's code timeline, as
+ * vmprofd --event alloc prints it; malloc'd; detaches the log and goes
+ * back to IDLE. NULL with a reason when no profile has ended or no log is
+ * attached. */
+char *prof_inimage_alloc_report(const ProfInimageAllocOptions *opt, size_t *len, char *err, size_t errlen);
 /* Drops a begun or ended profile (back to IDLE); false when idle. */
 bool prof_inimage_discard(void);
 

@@ -7,12 +7,15 @@
  * drawn as a Poisson process over the stream of allocated bytes (the gap
  * to the next sample point is exponential with mean `interval`). The
  * allocation during which a sample point falls is sampled; its record
- * carries `weight`, the bytes allocated since the previous sample (this
- * object included) — the bytes the sample stands for. So the weights of
- * all samples add up to the bytes allocated while sampling, and each
- * method's or class's share is unbiased: the gap before a point does not
- * depend on where the point falls (Poisson). An estimate of the objects a
- * sample stands for is weight / size. Every allocation counts (the
+ * carries `weight`, the gap that ended at that point (the bytes from the
+ * previous point; the sum of the gaps when one object holds several
+ * points) — the bytes the sample stands for. Each method's or class's
+ * share is unbiased, large objects' too: the gap before a point does not
+ * depend on where the point falls (Poisson), so an object's expected
+ * weight is its size. The weights add up to the bytes allocated up to the
+ * newest point (short of the VM's counter by the tail after it, one
+ * interval on average). An estimate of the objects a sample stands for is
+ * weight / size. Every allocation counts (the
  * interpreter, primitives, machine code's inline allocation, large
  * objects straight into old space, method and class creation); tenuring
  * and compaction move objects and allocate nothing.
@@ -158,7 +161,7 @@ typedef struct ProfAllocStart {
 } ProfAllocStart;
 
 typedef struct ProfAllocSample {
-    uint64_t weight;           /* bytes this sample stands for (see above) */
+    uint64_t weight;           /* bytes this sample stands for: the gap(s) ending inside the object */
     uint64_t size;             /* the object's bytes: header, overflow word, storage, padding */
     uint64_t bytes_allocated;  /* the VM's counter just after this allocation */
     uint32_t class_index;

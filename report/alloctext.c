@@ -88,7 +88,7 @@ static void sites_free(Sites *ss)
  * bytecode (a method that is only `primitive`, Class>>new, allocates for
  * its caller), else the first Smalltalk frame, else the first frame below
  * the class; 0 for a sample that has nothing but its class. */
-static uint32_t site_frame(const Profile *p, const ReportSample *s)
+uint32_t report_alloc_site_frame(const Profile *p, const ReportSample *s)
 {
     const int *fr = report_profile_frames(p, s);
     uint32_t first = p->functions[p->locations[fr[0]].function].kind == REPORT_FUNCTION_CLASS ? 1 : 0;
@@ -145,7 +145,7 @@ static void collect(const Profile *p, Sites *methods, Sites *classes)
             c->live_objects += v.live_objects;
             c->samples++;
         }
-        uint32_t at = site_frame(p, s);
+        uint32_t at = report_alloc_site_frame(p, s);
         const ReportLocation *loc = &p->locations[fr[at]];
         const ReportFunctionInfo *f = &p->functions[loc->function];
         if (f->kind == REPORT_FUNCTION_CLASS)

@@ -36,6 +36,14 @@
  * Colours by kind (report/framekind.h): JIT'd Smalltalk, PICs and
  * trampolines, interpreted Smalltalk, VM C code, other native code,
  * kernel, unknown; a legend says which is which.
+ *
+ * Differential (ReportFlameOptions.base, `vmprofd diff -o d.svg`): widths
+ * as above from the new profile; each frame's fill (an inline style over
+ * its kind's) by the change of its share of all samples from the base
+ * profile's frame at the same stack path: red grew, blue shrank, the
+ * deeper the larger the change (full at FG_DIFF_FULL), grey unchanged.
+ * data-b holds the base share (0..1); the title adds "; base B%, +D pp".
+ * Frames only in the base have no width here, so they are not drawn.
  */
 #include "report/framekind.h"
 #include "report/mem.h"
@@ -53,6 +61,11 @@
 /* The title's 900 px (150 px each side for the controls) of 15 px text,
  * as the width write_label would give 11 px text of as many characters. */
 #define FG_TITLE_PX ((FG_WIDTH - 2 * 150.0) * 11.0 / 15.0)
+/* Differential colours: a change of 20 points of all samples is full red
+ * or blue (a method that moves that much is the story of the diff);
+ * under 0.05 points is "unchanged" (below one sample in 2000). */
+#define FG_DIFF_FULL 0.20
+#define FG_DIFF_SAME 0.0005
 
 /* Fill colours by ReportFrameKind: greens for Smalltalk in machine code
  * (the stubs lighter), blue for the interpreter's, warm for C (the VM's
@@ -212,9 +225,35 @@ typedef struct Emit {
     double total;
     uint64_t hidden;
     int max_depth;
+    const Tree *base; /* differential: the base profile's tree, else NULL */
+    double base_total;
 } Emit;
 
-static void emit_node(Emit *e, int id, double x, int depth)
+/* The child of base node b named like new node n, or -1. */
+static int base_child(const Tree *base, int b, const char *name)
+{
+    if (b < 0)
+        return -1;
+    for (int c = base->v[b].first_child; c >= 0; c = base->v[c].next_sibling)
+        if (strcmp(base->v[c].name, name) == 0)
+            return c;
+    return -1;
+}
+
+/* The fill of a frame whose share went from `was` to `now` (0..1). */
+static void diff_fill(FILE *out, double was, double now)
+{
+    double d = now - was, s = d < 0 ? -d : d;
+    if (s < FG_DIFF_SAME) {
+        fputs(" style=\"fill:rgb(221,221,221)\"", out);
+        return;
+    }
+    s = s >= FG_DIFF_FULL ? 1.0 : 0.15 + 0.85 * s / FG_DIFF_FULL;
+    int c = (int)(235 - 200 * s + 0.5);
+    fprintf(out, d > 0 ? " style=\"fill:rgb(255,%d,%d)\"" : " style=\"fill:rgb(%d,%d,255)\"", c, c);
+}
+
+static void emit_node(Emit *e, int id, int base_id, double x, int depth)
 {
     const Node *n = &e->t->v[id];
     double w = FG_WIDTH * (double)n->count / e->total;
@@ -226,17 +265,27 @@ static void emit_node(Emit *e, int id, double x, int depth)
         e->max_depth = depth;
     double y = FG_TOP + depth * FG_ROW;
     unsigned long long shown = (unsigned long long)report_profile_rounded(e->p, n->count);
-    fprintf(e->out, "<g class=\"f k%d\" data-x=\"%.8f\" data-w=\"%.8f\" data-d=\"%d\" data-n=\"%llu\"><title>", n->kind,
+    double share = (double)n->count / e->total;
+    double was = e->base && base_id >= 0 ? (double)e->base->v[base_id].count / e->base_total : 0.0;
+    fprintf(e->out, "<g class=\"f k%d\" data-x=\"%.8f\" data-w=\"%.8f\" data-d=\"%d\" data-n=\"%llu\"", n->kind,
             x / FG_WIDTH, w / FG_WIDTH, depth, shown);
+    if (e->base)
+        fprintf(e->out, " data-b=\"%.8f\"", was);
+    fputs("><title>", e->out);
     xml_text(e->out, n->name, SIZE_MAX);
-    fprintf(e->out, " (%llu %s, %.2f%%)</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\"/>",
-            shown, unit_of(e->p), 100.0 * (double)n->count / e->total, x, y, w, FG_ROW - 1);
+    fprintf(e->out, " (%llu %s, %.2f%%", shown, unit_of(e->p), 100.0 * share);
+    if (e->base)
+        fprintf(e->out, "; base %.2f%%, %+.2f pp", 100.0 * was, 100.0 * (share - was));
+    fprintf(e->out, ")</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\"", x, y, w, FG_ROW - 1);
+    if (e->base)
+        diff_fill(e->out, was, share);
+    fputs("/>", e->out);
     fprintf(e->out, "<text x=\"%.2f\" y=\"%.1f\">", x + 3, y + FG_ROW - 5);
     write_label(e->out, n->name, w);
     fputs("</text></g>\n", e->out);
     double cx = x;
     for (int c = n->first_child; c >= 0; c = e->t->v[c].next_sibling) {
-        emit_node(e, c, cx, depth + 1);
+        emit_node(e, c, e->base ? base_child(e->base, base_id, e->t->v[c].name) : -1, cx, depth + 1);
         cx += FG_WIDTH * (double)e->t->v[c].count / e->total;
     }
 }
@@ -256,7 +305,8 @@ static const char *const script =
     " total=+document.getElementById('all').getAttribute('data-n')||1,\n"
     " unit=document.getElementById('all').getAttribute('data-unit')||'samples';\n"
     "function num(g,a){return +g.getAttribute(a);}\n"
-    "function nameOf(g){return g.querySelector('title').textContent.replace(/ \\(\\d+ (samples|bytes), [0-9.]+%\\)$/,'');}\n"
+    "function nameOf(g){return g.querySelector('title').textContent\n"
+    " .replace(/ \\(\\d+ (samples|bytes), [0-9.]+%[^()]*\\)$/,'');}\n"
     "function label(g,w){var t=g.querySelector('text'),n=nameOf(g),fit=w>4?Math.floor((w-4)/CH):0;\n"
     " t.textContent=n.length<=fit?n:fit>=3?n.substring(0,fit-2)+'..':'';}\n"
     "function place(x0,w0,d0){frames.forEach(function(g){var x=num(g,'data-x'),w=num(g,'data-w'),d=num(g,'data-d'),\n"
@@ -277,7 +327,8 @@ static const char *const script =
     " matchedEl.textContent=q===''?'':'matched '+(100*Math.min(sum,1)).toFixed(2)+'% of the '+unit+': /'+q+'/';}\n"
     "frames.forEach(function(g){\n"
     " g.addEventListener('mouseover',function(){statusEl.textContent=nameOf(g)+': '+g.getAttribute('data-n')+\n"
-    "  ' '+unit+', '+(100*num(g,'data-n')/total).toFixed(2)+'%';});\n"
+    "  ' '+unit+', '+(100*num(g,'data-n')/total).toFixed(2)+'%'+(g.hasAttribute('data-b')?\n"
+    "  '; base '+(100*num(g,'data-b')).toFixed(2)+'%':'');});\n"
     " g.addEventListener('mouseout',function(){statusEl.textContent=' ';});\n"
     " g.addEventListener('click',function(){place(num(g,'data-x'),num(g,'data-w'),num(g,'data-d'));});});\n"
     "resetEl.addEventListener('click',function(){place(0,1,0);});\n"
@@ -291,9 +342,14 @@ static const char *const script =
 
 bool report_write_flamegraph(FILE *out, const Profile *p, const ReportFlameOptions *opt, char *err, size_t errlen)
 {
-    Tree t = {0};
+    Tree t = {0}, base = {0};
     build(p, &t);
-    Emit e = {out, p, &t, t.v[0].count ? (double)t.v[0].count : 1.0, 0, 0};
+    Emit e = {out, p, &t, t.v[0].count ? (double)t.v[0].count : 1.0, 0, 0, NULL, 1.0};
+    if (opt && opt->base) {
+        build(opt->base, &base);
+        e.base = &base;
+        e.base_total = base.v[0].count ? (double)base.v[0].count : 1.0;
+    }
     unsigned long long all = (unsigned long long)report_profile_rounded(p, t.v[0].count);
 
     /* the frames first into memory: the height depends on the depth drawn */
@@ -315,7 +371,7 @@ bool report_write_flamegraph(FILE *out, const Profile *p, const ReportFlameOptio
             FG_ROW - 1, FG_TOP + FG_ROW - 5);
     double cx = 0;
     for (int c = t.v[0].first_child; c >= 0; c = t.v[c].next_sibling) {
-        emit_node(&e, c, cx, 1);
+        emit_node(&e, c, e.base ? base_child(e.base, 0, t.v[c].name) : -1, cx, 1);
         cx += FG_WIDTH * (double)t.v[c].count / e.total;
     }
     bool ok = fclose(mem) == 0;
@@ -343,9 +399,15 @@ bool report_write_flamegraph(FILE *out, const Profile *p, const ReportFlameOptio
           "<text id=\"status\" x=\"10\" y=\"42\"> </text>\n"
           "<text id=\"matched\" x=\"1190\" y=\"42\" text-anchor=\"end\"> </text>\n",
           out);
-    /* the legend: one swatch per kind */
+    /* the legend: one swatch per kind, or what a differential's colours say */
     double lx = 10;
-    for (int k = 0; k < REPORT_FRAME_KIND_COUNT; k++) {
+    if (e.base)
+        fputs("<rect x=\"10\" y=\"50\" width=\"10\" height=\"10\" style=\"fill:rgb(255,35,35)\"/>"
+              "<text x=\"24\" y=\"59\">grew</text><rect x=\"70\" y=\"50\" width=\"10\" height=\"10\" "
+              "style=\"fill:rgb(35,35,255)\"/><text x=\"84\" y=\"59\">shrank (share of all samples, from the "
+              "base profile to this one)</text>\n",
+              out);
+    for (int k = 0; k < REPORT_FRAME_KIND_COUNT && !e.base; k++) {
         if (k == REPORT_FRAME_OTHER)
             continue;
         fprintf(out, "<g class=\"k%d\"><rect x=\"%.0f\" y=\"50\" width=\"10\" height=\"10\"/></g>"
@@ -363,6 +425,7 @@ bool report_write_flamegraph(FILE *out, const Profile *p, const ReportFlameOptio
     fputs(script, out);
     fputs("</svg>\n", out);
     free(t.v);
+    free(base.v);
     if (!ok) {
         snprintf(err, errlen, "out of memory for the flame graph");
         return false;

@@ -14,8 +14,16 @@
  *                 (name = system_name, filename = its source, start_line)
  *   location      one per Profile location, id = index + 1, one Line
  *   sample        one per distinct (thread, stack), leaf first, values
- *                 [n, n * period]; label "thread" = the tid when known
+ *                 [n, n * period]; label "thread" = the tid when known;
+ *                 in a merged profile (report_profile_merge) "pid" and
+ *                 "cmd", the process the sample came from
  *   comment       how the samples were taken, losses, the notes
+ *   label         "bytecodes" = "FROM->TO", on a sample whose leaf is a
+ *                 Smalltalk method with bytecodes (report/ranges.h): its
+ *                 range as the text report prints it, so `vmprofd diff`
+ *                 and `go tool pprof -tags` see ranges too; in an
+ *                 allocation profile "site" = the method that allocated
+ *                 (the text report's rule) and "bytecodes" = its range
  *
  * An allocation profile (report.h) has Go's heap profile types instead:
  * [alloc_objects/count, alloc_space/bytes] and with --live
@@ -32,6 +40,7 @@
 #include "proto/profile.pb-c.h"
 #include "report/mem.h"
 #include "report/profile.h"
+#include "report/ranges.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -175,6 +184,9 @@ typedef struct Message {
     int64_t *comments;
     size_t ncomments;
     Stacks stacks;
+    /* with the site and bytecode range labels: up to five per sample
+     * (thread, pid, cmd, site, bytecodes) */
+    Perftools__Profiles__Label *range_labels, **range_label_ptrs;
 } Message;
 
 static void add_comment(Message *m, Builder *b, char *owned_text)
@@ -372,6 +384,55 @@ static void build_samples(Message *m, Builder *b, int64_t period)
     m->profile.sample = m->sample_ptrs;
 }
 
+/* After "thread" (and "pid", "cmd"): the bytecode range of the leaf, where it has one, by
+ * the text report's rule (report_ranges_add); in an allocation profile the
+ * allocating method ("site") and its range, by the allocation report's. */
+static void build_range_labels(Message *m, Builder *b)
+{
+    const Profile *p = b->p;
+    const Stacks *st = &m->stacks;
+    m->range_labels = report_mem_array(st->n * 2, sizeof *m->range_labels);
+    m->range_label_ptrs = report_mem_array(st->n * 5, sizeof *m->range_label_ptrs);
+    int64_t key = str_id(b, "bytecodes"), site_key = str_id(b, "site");
+    for (size_t i = 0; i < st->n; i++) {
+        const ReportSample *s = &p->samples[st->v[i].sample];
+        uint32_t at = p->is_alloc ? report_alloc_site_frame(p, s) : 0;
+        const ReportLocation *loc = &p->locations[report_profile_frames(p, s)[at]];
+        const ReportFunctionInfo *f = &p->functions[loc->function];
+        bool site = p->is_alloc && f->kind != REPORT_FUNCTION_CLASS;
+        if (!site && !report_ranges_apply(f))
+            continue;
+        Perftools__Profiles__Sample *d = &m->samples[i];
+        Perftools__Profiles__Label **labels = &m->range_label_ptrs[i * 5];
+        for (size_t k = 0; k < d->n_label; k++) /* thread, and pid and cmd in a merged profile */
+            labels[k] = d->label[k];
+        d->label = labels;
+        if (site) {
+            Perftools__Profiles__Label *l = &m->range_labels[i * 2 + 1];
+            perftools__profiles__label__init(l);
+            l->key = site_key;
+            l->str = str_id(b, f->name);
+            labels[d->n_label++] = l;
+        }
+        if (!report_ranges_apply(f))
+            continue;
+        /* above the innermost frame (1 in an allocation stack, below its
+         * class) a machine-code address is a return address: its call is
+         * the byte before (as report/alloctext.c counts it) */
+        uint64_t address = loc->address;
+        if (at > 1 && f->region == REPORT_REGION_GENERATED && address > 0)
+            address--;
+        uint32_t from, to;
+        report_ranges_range_of(f->map, f->nmap, f->last_bcpc, address >= f->start ? address - f->start : 0, &from,
+                               &to);
+        Perftools__Profiles__Label *l = &m->range_labels[i * 2];
+        perftools__profiles__label__init(l);
+        l->key = key;
+        l->str = str_id_owned(b, format("%u->%u", from, to));
+        labels[d->n_label++] = l;
+    }
+}
+
 static void build(Message *m, Builder *b)
 {
     const Profile *p = b->p;
@@ -412,6 +473,7 @@ static void build(Message *m, Builder *b)
     build_functions(m, b);
     build_locations(m, b);
     build_samples(m, b, period);
+    build_range_labels(m, b);
 
     /* One per warning, up to 3 fixed comments (mode, lost, rejected), one per note. */
     m->comments = report_mem_array(3 + p->nwarnings + p->nnotes, sizeof *m->comments);
@@ -455,6 +517,8 @@ static void message_free(Message *m, Builder *b)
     free(m->values);
     free(m->comments);
     free(m->stacks.v);
+    free(m->range_labels);
+    free(m->range_label_ptrs);
     report_index_free(&m->stacks.index);
     free(b->strings);
     report_index_free(&b->string_index);

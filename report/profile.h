@@ -89,6 +89,9 @@ ReportAllocValues report_profile_alloc_values(const Profile *p, size_t sample);
 void report_text_head(FILE *out, const Profile *p);
 /* The text report of an allocation profile (report/alloctext.c). */
 bool report_write_alloc_text(FILE *out, const Profile *p, const ReportTextOptions *opt, char *err, size_t errlen);
+/* The frame of an allocation sample that allocated (alloctext.c says which:
+ * its methods table's rule; pprof.c labels samples with it). */
+uint32_t report_alloc_site_frame(const Profile *p, const ReportSample *s);
 
 static inline const int *report_profile_frames(const Profile *p, const ReportSample *s)
 {

@@ -198,6 +198,10 @@ bool report_write_folded(FILE *out, const Profile *p, char *err, size_t errlen);
  * (report/flamegraph.c); opt may be NULL. */
 typedef struct ReportFlameOptions {
     const char *title; /* NULL: "vmprofd flame graph" */
+    /* Non-NULL: a differential flame graph (vmprofd diff): widths from the
+     * profile drawn, colours by how each frame's share changed from base's
+     * (red grew, blue shrank), both shares in its hover text. */
+    const Profile *base;
 } ReportFlameOptions;
 bool report_write_flamegraph(FILE *out, const Profile *p, const ReportFlameOptions *opt, char *err, size_t errlen);
 

@@ -32,3 +32,16 @@ stop_started() {
     done
     wait 2>/dev/null
 }
+
+# busy_loops: two CPU-bound processes beside the test, added to STARTED
+# (the caller's array, which its cleanup hands to stop_started): the
+# accuracy tests (ctest label "load") must hold on a busy machine, where
+# users profile.
+busy_loops() {
+    local i
+    for i in 1 2; do
+        bash -c 'while :; do :; done' &
+        STARTED+=("$!")
+    done
+    echo "(beside two busy loops)"
+}

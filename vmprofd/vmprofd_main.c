@@ -1,8 +1,10 @@
 /*
- * vmprofd/vmprofd_main.c — the vmprofd command: a subcommand (the table
- * below), else parse the command line and run one profiling session.
- * Everything else lives in session.c, serve.c and below.
+ * vmprofd/vmprofd_main.c — the vmprofd command: a subcommand when the first
+ * argument names one (the table below), else parse the command line and
+ * run one profiling session. Everything else lives in session.c, the
+ * commands' own files (commands.h, serve.h) and below.
  */
+#include "vmprofd/commands.h"
 #include "vmprofd/options.h"
 #include "vmprofd/serve.h"
 #include "vmprofd/session.h"
@@ -12,19 +14,33 @@
 
 #define VMPROFD_VERSION "0.1.0"
 
-/* `vmprofd NAME ...`: argv from NAME on. */
-static const struct {
+typedef struct Command {
     const char *name;
     int (*run)(int argc, char **argv);
-} subcommands[] = {
-    {"serve", vmprofd_serve_main},
+    const char *args, *summary; /* one line of --help */
+} Command;
+
+static const Command commands[] = {
+    {"diff", vmprofd_diff_main, "BASE NEW", "how each method's and bytecode range's share changed"},
+    {"merge", vmprofd_merge_main, "A B ... -o M.pb.gz", "the samples of several profiles in one"},
+    {"serve", vmprofd_serve_main, "[--listen IP:PORT]", "pprof over HTTP for every stvm of this host"},
 };
+
+static void usage(FILE *out)
+{
+    vmprofd_options_usage(out);
+    fputs("\nCommands (vmprofd COMMAND --help for each):\n", out);
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        fprintf(out, "  vmprofd %-5s %-18s  %s\n", commands[i].name, commands[i].args, commands[i].summary);
+}
 
 int main(int argc, char **argv)
 {
-    for (size_t i = 0; argc > 1 && i < sizeof subcommands / sizeof subcommands[0]; i++)
-        if (strcmp(argv[1], subcommands[i].name) == 0)
-            return subcommands[i].run(argc - 1, argv + 1);
+    if (argc > 1)
+        for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+            if (strcmp(argv[1], commands[i].name) == 0)
+                return commands[i].run(argc - 1, argv + 1);
+
     VmprofdOptions o;
     char err[512];
     if (!vmprofd_options_parse(argc, argv, &o, err, sizeof err)) {
@@ -32,7 +48,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (o.help) {
-        vmprofd_options_usage(stdout);
+        usage(stdout);
         return 0;
     }
     if (o.version) {

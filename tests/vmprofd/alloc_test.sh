@@ -33,13 +33,6 @@ fail() {
 
 skip() { echo "test skipped: $*" && exit 0; }
 
-beside_busy_loops() {
-    for _ in 1 2; do
-        bash -c 'while :; do :; done' &
-        STARTED+=("$!")
-    done
-    echo "(beside two busy loops)"
-}
 
 mode_flag() { [ "$1" = interp ] && echo --no-jit; }
 
@@ -68,7 +61,7 @@ go_share() { # FILE FUNCTION: its cum% of alloc_space
 # heavy, under its whole chain of callers, in every rendering.
 test_methods() {
     local mode=$1
-    beside_busy_loops
+    busy_loops
     "$VMPROFD" --event alloc --alloc-interval $INTERVAL -o "$WORK/a.txt" -o "$WORK/a.pb.gz" -o "$WORK/a.folded" \
         -o "$WORK/a.svg" -- "$STVM" $(mode_flag "$mode") -cp "$SOM" AllocMethods 1000000 \
         >"$WORK/run.out" 2>"$WORK/run.err" || fail "vmprofd exited with status $?"
@@ -109,7 +102,7 @@ test_methods() {
 # one method allocates two same-sized classes 1:3: the classes table.
 test_classes() {
     local mode=$1
-    beside_busy_loops
+    busy_loops
     "$VMPROFD" --event alloc --alloc-interval $INTERVAL -o "$WORK/c.txt" -o "$WORK/c.folded" -- \
         "$STVM" $(mode_flag "$mode") -cp "$SOM" AllocClasses 1000000 >"$WORK/run.out" 2>"$WORK/run.err" ||
         fail "vmprofd exited with status $?"
@@ -130,7 +123,7 @@ test_classes() {
 # the samples' bytes add up to within 10% of the VM's own counter
 test_total() {
     local mode=$1
-    beside_busy_loops
+    busy_loops
     "$VMPROFD" --event alloc --alloc-interval $INTERVAL -o "$WORK/t.txt" -o "$WORK/t.folded" -- \
         "$STVM" $(mode_flag "$mode") -cp "$SOM" AllocMethods 1000000 >"$WORK/run.out" 2>"$WORK/run.err" ||
         fail "vmprofd exited with status $?"

@@ -1,11 +1,10 @@
 /*
  * tests/vmprofd/test_offcpu.c — off-CPU naming for --event wall
  * (vmprofd/offcpu.c): system call names from the generated table, the
- * pseudo-frames, the report's share line; and the options that go with
- * the event (default rate, --mode perf refused).
+ * pseudo-frames, the report's share line. Its options (default rate,
+ * --mode perf refused) are test_options.c's.
  */
 #include "vmprofd/offcpu.h"
-#include "vmprofd/options.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -67,45 +66,12 @@ static void summary_gives_shares_most_frequent_first(void **state)
     vmprofd_offcpu_free(&t);
 }
 
-static bool parse(VmprofdOptions *o, char *err, size_t errlen, ...)
-{
-    static char *argv[64];
-    int argc = 0;
-    argv[argc++] = "vmprofd";
-    va_list ap;
-    va_start(ap, errlen);
-    char *a;
-    while ((a = va_arg(ap, char *)) != NULL)
-        argv[argc++] = a;
-    va_end(ap);
-    argv[argc] = NULL;
-    err[0] = '\0';
-    return vmprofd_options_parse(argc, argv, o, err, errlen);
-}
-
-static void wall_has_its_own_default_rate_and_refuses_perf(void **state)
-{
-    (void)state;
-    VmprofdOptions o;
-    char err[256];
-    assert_true(parse(&o, err, sizeof err, "--event", "wall", "--pid", "1", NULL));
-    assert_true(o.rate_hz == VMPROFD_DEFAULT_WALL_RATE_HZ);
-    assert_true(parse(&o, err, sizeof err, "-F", "250", "--event", "wall", "--pid", "1", NULL));
-    assert_true(o.rate_hz == 250.0);
-    assert_true(parse(&o, err, sizeof err, "--pid", "1", NULL));
-    assert_true(o.rate_hz == VMPROFD_DEFAULT_RATE_HZ);
-    assert_true(parse(&o, err, sizeof err, "--event", "wall", "--mode", "ptrace", "--pid", "1", NULL));
-    assert_false(parse(&o, err, sizeof err, "--event", "wall", "--mode", "perf", "--pid", "1", NULL));
-    assert_non_null(strstr(err, "--event wall needs the ptrace sampler"));
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(syscall_numbers_have_their_kernel_names),
         cmocka_unit_test(labels_name_the_call_else_the_state),
         cmocka_unit_test(summary_gives_shares_most_frequent_first),
-        cmocka_unit_test(wall_has_its_own_default_rate_and_refuses_perf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

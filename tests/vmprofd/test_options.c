@@ -160,6 +160,53 @@ static void bad_usage_says_what_is_wrong(void **state)
     expect_error("unexpected argument 'ls'", "-p", "1", "ls", NULL);
 }
 
+static void wall_has_its_own_default_rate_and_refuses_perf(void **state)
+{
+    (void)state;
+    VmprofdOptions o;
+    char err[256];
+    assert_true(parse(&o, err, sizeof err, "--event", "wall", "--pid", "1", NULL));
+    assert_true(o.rate_hz == VMPROFD_DEFAULT_WALL_RATE_HZ);
+    assert_true(parse(&o, err, sizeof err, "-F", "250", "--event", "wall", "--pid", "1", NULL));
+    assert_true(o.rate_hz == 250.0);
+    assert_true(parse(&o, err, sizeof err, "--pid", "1", NULL));
+    assert_true(o.rate_hz == VMPROFD_DEFAULT_RATE_HZ);
+    assert_true(parse(&o, err, sizeof err, "--event", "wall", "--mode", "ptrace", "--pid", "1", NULL));
+    assert_false(parse(&o, err, sizeof err, "--event", "wall", "--mode", "perf", "--pid", "1", NULL));
+    assert_non_null(strstr(err, "--event wall needs the ptrace sampler"));
+}
+
+static void alloc_options_parse_and_belong_to_alloc(void **state)
+{
+    (void)state;
+    VmprofdOptions o;
+    char err[256];
+    assert_true(parse(&o, err, sizeof err, "--pid", "1", NULL));
+    assert_int_equal(o.event, VMPROFD_EVENT_CPU);
+    assert_true(parse(&o, err, sizeof err, "-e", "alloc", "--pid", "1", NULL));
+    assert_int_equal(o.event, VMPROFD_EVENT_ALLOC);
+    assert_int_equal(o.alloc_interval, 512 * 1024);
+    assert_false(o.live);
+    assert_true(parse(&o, err, sizeof err, "--event", "alloc", "--alloc-interval", "16K", "--live", "--pid", "1", NULL));
+    assert_int_equal(o.alloc_interval, 16384);
+    assert_true(o.live);
+    assert_true(parse(&o, err, sizeof err, "-e", "alloc", "--alloc-interval", "4MiB", "--pid", "1", NULL));
+    assert_int_equal(o.alloc_interval, 4u << 20);
+    assert_true(parse(&o, err, sizeof err, "-e", "alloc", "--alloc-interval", "1000", "--pid", "1", NULL));
+    assert_int_equal(o.alloc_interval, 1000);
+    const char *bad[] = {"1x", "", "K", "-5", "100", "2T", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_false(parse(&o, err, sizeof err, "-e", "alloc", "--alloc-interval", bad[i], "--pid", "1", NULL));
+        assert_non_null(strstr(err, "--alloc-interval needs bytes"));
+    }
+    assert_false(parse(&o, err, sizeof err, "--live", "--pid", "1", NULL));
+    assert_non_null(strstr(err, "--live applies to --event alloc only"));
+    assert_false(parse(&o, err, sizeof err, "-e", "wall", "--alloc-interval", "1M", "--pid", "1", NULL));
+    assert_non_null(strstr(err, "--alloc-interval applies to --event alloc only"));
+    assert_false(parse(&o, err, sizeof err, "-e", "heap", "--pid", "1", NULL));
+    assert_non_null(strstr(err, "--event is cpu, alloc or wall, not 'heap'"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -170,6 +217,8 @@ int main(void)
         cmocka_unit_test(command_after_dashdash_keeps_its_own_options),
         cmocka_unit_test(help_and_version_need_no_target),
         cmocka_unit_test(bad_usage_says_what_is_wrong),
+        cmocka_unit_test(wall_has_its_own_default_rate_and_refuses_perf),
+        cmocka_unit_test(alloc_options_parse_and_belong_to_alloc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

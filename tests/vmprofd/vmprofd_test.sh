@@ -31,16 +31,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Accuracy tests run beside two CPU-bound processes (ctest label "load"):
-# users profile busy machines, and shares must hold there.
-busy_loops() {
-    local i
-    for i in 1 2; do
-        bash -c 'while :; do :; done' &
-        STARTED+=("$!")
-    done
-    echo "(beside two busy loops)"
-}
 
 fail() {
     echo "FAIL: $*"

@@ -29,14 +29,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-busy_loops() {
-    local i
-    for i in 1 2; do
-        bash -c 'while :; do :; done' &
-        STARTED+=("$!")
-    done
-    echo "(beside two busy loops)"
-}
 
 fail() {
     echo "FAIL: $*"

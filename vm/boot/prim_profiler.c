@@ -23,6 +23,18 @@
  *   primCounters /      flat Array of pairs: name (String)  value (Integer)
  *   primSamplerStats
  *
+ *   primStartAllocSampling: bytes
+ *                       opens the private allocation log (one at a time) and
+ *                       asks the VM to sample about one allocation per
+ *                       `bytes` into it; false when it is open already
+ *   primStopAllocSampling
+ *                       stops sampling for it (the log stays for the
+ *                       report); false when it was not sampling
+ *   primAllocReport: how   the allocation report of the log against the
+ *                       ended profile (how: a Boolean for source lines, or
+ *                       #folded), and the log closed
+ *   primDiscardAllocLog closes the log; false when none was open
+ *
  * State errors are answers, not failures: starting a running sampler or
  * stopping a stopped one answers false, begin/end of the profile likewise;
  * a report without an ended profile, or bad arguments, fail the primitive.
@@ -30,6 +42,7 @@
 #include "gc/heap.h"
 #include "jit/map.h"
 #include "jit/zone.h"
+#include "profiler/allocsampler.h"
 #include "profiler/inimage.h"
 #include "profiler/invm_sampler.h"
 #include "profiler/publish.h"
@@ -319,6 +332,83 @@ static bool p_report(Oop *a, Oop *r)
     return true;
 }
 
+/* -- Allocations (profiler/allocsampler.h's private log) ----------------------------- */
+
+static ProfAllocLogControl *alloc_log;
+static uint64_t alloc_interval;
+
+static bool p_start_alloc_sampling(Oop *a, Oop *r)
+{
+    if (!oop_is_int(a[1]) || oop_int(a[1]) < 256 || (uint64_t)oop_int(a[1]) > ((uint64_t)1 << 40))
+        return vm_prim_error("VMProfiler primStartAllocSampling: expects bytes from 256 to 2^40");
+    if (alloc_log) {
+        *r = vm_false;
+        return true;
+    }
+    char err[256];
+    alloc_log = prof_allocsampler_private_open(PROF_ALLOC_LOG_DEFAULT_RING, err, sizeof err);
+    if (!alloc_log) return vm_prim_error("VMProfiler: %s", err);
+    if (!prof_inimage_alloc_attach(alloc_log, prof_alloclog_region_bytes(alloc_log->ring_size), err, sizeof err)) {
+        prof_allocsampler_private_close();
+        alloc_log = NULL;
+        return vm_prim_error("VMProfiler: %s", err);
+    }
+    alloc_interval = (uint64_t)oop_int(a[1]);
+    alloc_log->request_interval = alloc_interval;
+    __atomic_store_n(&alloc_log->request_until_ns, UINT64_MAX, __ATOMIC_RELEASE); /* no lease: we stop it */
+    prof_allocsampler_poll();
+    *r = vm_true;
+    return true;
+}
+
+static bool p_stop_alloc_sampling(Oop *a, Oop *r)
+{
+    (void)a;
+    bool was = alloc_log && alloc_log->request_interval != 0;
+    if (was) {
+        alloc_log->request_interval = 0;
+        prof_allocsampler_poll(); /* its STOP, now */
+    }
+    *r = vm_bool(was);
+    return true;
+}
+
+static bool p_discard_alloc_log(Oop *a, Oop *r)
+{
+    (void)a;
+    *r = vm_bool(alloc_log != NULL);
+    prof_inimage_alloc_detach();
+    if (alloc_log) prof_allocsampler_private_close();
+    alloc_log = NULL;
+    return true;
+}
+
+static bool p_alloc_report(Oop *a, Oop *r)
+{
+    char how[16] = "";
+    if (vm_is_symbol(a[1])) vm_string_cstr(a[1], how, sizeof how);
+    bool folded = strcmp(how, "folded") == 0;
+    if (a[1] != vm_true && a[1] != vm_false && !folded)
+        return vm_prim_error("VMProfiler primAllocReport: expects a Boolean, or #folded for folded stacks");
+    if (!alloc_log)
+        return vm_prim_error("VMProfiler primAllocReport: no allocation log (send primStartAllocSampling: first)");
+    if (prof_inimage_state() != PROF_INIMAGE_ENDED)
+        return vm_prim_error("VMProfiler primAllocReport: no profile has ended (send primBeginProfile, then "
+                             "primEndProfile)");
+    ProfInimageAllocOptions opt = {.interval = alloc_interval, .lines = a[1] == vm_true, .folded = folded};
+    char err[256];
+    size_t tlen = 0;
+    char *text = prof_inimage_alloc_report(&opt, &tlen, err, sizeof err);
+    prof_allocsampler_private_close();
+    alloc_log = NULL;
+    if (!text) return vm_prim_error("VMProfiler primAllocReport: %s", err);
+    Oop str = vm_string_new(text, tlen);
+    free(text);
+    if (!str) vm_out_of_memory("the allocation report");
+    *r = str;
+    return true;
+}
+
 const VmPrimDef vm_prims_profiler[] = {
     {"VMProfiler", true, "constituents", p_constituents},
     {"VMProfiler", true, "primStartSampling:", p_start_sampling},
@@ -332,5 +422,9 @@ const VmPrimDef vm_prims_profiler[] = {
     {"VMProfiler", true, "primEndProfile", p_end_profile},
     {"VMProfiler", true, "primDiscardProfile", p_discard_profile},
     {"VMProfiler", true, "primReport:lines:", p_report},
+    {"VMProfiler", true, "primStartAllocSampling:", p_start_alloc_sampling},
+    {"VMProfiler", true, "primStopAllocSampling", p_stop_alloc_sampling},
+    {"VMProfiler", true, "primAllocReport:", p_alloc_report},
+    {"VMProfiler", true, "primDiscardAllocLog", p_discard_alloc_log},
     {NULL, false, NULL, NULL},
 };
