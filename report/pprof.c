@@ -14,7 +14,9 @@
  *                 (name = system_name, filename = its source, start_line)
  *   location      one per Profile location, id = index + 1, one Line
  *   sample        one per distinct (thread, stack), leaf first, values
- *                 [n, n * period]; label "thread" = the tid when known
+ *                 [n, n * period]; label "thread" = the tid when known;
+ *                 in a merged profile (report_profile_merge) "pid" and
+ *                 "cmd", the process the sample came from
  *   comment       how the samples were taken, losses, the notes
  *   label         "bytecodes" = "FROM->TO", on a sample whose leaf is a
  *                 Smalltalk method with bytecodes (report/ranges.h): its
@@ -182,7 +184,8 @@ typedef struct Message {
     int64_t *comments;
     size_t ncomments;
     Stacks stacks;
-    /* with the site and bytecode range labels: up to three per sample */
+    /* with the site and bytecode range labels: up to five per sample
+     * (thread, pid, cmd, site, bytecodes) */
     Perftools__Profiles__Label *range_labels, **range_label_ptrs;
 } Message;
 
@@ -381,7 +384,7 @@ static void build_samples(Message *m, Builder *b, int64_t period)
     m->profile.sample = m->sample_ptrs;
 }
 
-/* After "thread": the bytecode range of the leaf, where it has one, by
+/* After "thread" (and "pid", "cmd"): the bytecode range of the leaf, where it has one, by
  * the text report's rule (report_ranges_add); in an allocation profile the
  * allocating method ("site") and its range, by the allocation report's. */
 static void build_range_labels(Message *m, Builder *b)
@@ -389,7 +392,7 @@ static void build_range_labels(Message *m, Builder *b)
     const Profile *p = b->p;
     const Stacks *st = &m->stacks;
     m->range_labels = report_mem_array(st->n * 2, sizeof *m->range_labels);
-    m->range_label_ptrs = report_mem_array(st->n * 3, sizeof *m->range_label_ptrs);
+    m->range_label_ptrs = report_mem_array(st->n * 5, sizeof *m->range_label_ptrs);
     int64_t key = str_id(b, "bytecodes"), site_key = str_id(b, "site");
     for (size_t i = 0; i < st->n; i++) {
         const ReportSample *s = &p->samples[st->v[i].sample];
@@ -400,9 +403,9 @@ static void build_range_labels(Message *m, Builder *b)
         if (!site && !report_ranges_apply(f))
             continue;
         Perftools__Profiles__Sample *d = &m->samples[i];
-        Perftools__Profiles__Label **labels = &m->range_label_ptrs[i * 3];
-        if (d->n_label)
-            labels[0] = d->label[0];
+        Perftools__Profiles__Label **labels = &m->range_label_ptrs[i * 5];
+        for (size_t k = 0; k < d->n_label; k++) /* thread, and pid and cmd in a merged profile */
+            labels[k] = d->label[k];
         d->label = labels;
         if (site) {
             Perftools__Profiles__Label *l = &m->range_labels[i * 2 + 1];

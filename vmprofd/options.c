@@ -20,7 +20,6 @@ void vmprofd_options_usage(FILE *out)
     fputs(
         "usage: vmprofd [options] --pid PID\n"
         "       vmprofd [options] -- COMMAND [ARGS...]\n"
-        "       vmprofd serve [--listen ADDR:PORT] ...   (HTTP: vmprofd serve --help)\n"
         "\n"
         "Samples a running process, or a command it starts, and writes a profile:\n"
         "the VMProfiler-style text report, a pprof profile, folded stacks, or an\n"
