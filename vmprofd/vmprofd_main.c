@@ -22,9 +22,9 @@ typedef struct Command {
 } Command;
 
 static const Command commands[] = {
-    {"diff", vmprofd_diff_main, "BASE NEW", "how each method's and bytecode range's share changed"},
+    {"diff", vmprofd_diff_main, "BASE NEW", "changes by method and bytecode range"},
     {"merge", vmprofd_merge_main, "A B ... -o M.pb.gz", "the samples of several profiles in one"},
-    {"serve", vmprofd_serve_main, "[--listen ADDR]", "pprof over HTTP for every stvm of the host"},
+    {"serve", vmprofd_serve_main, "[--listen ADDR]", "pprof over HTTP for the host's stvms"},
     {"record", vmprofd_record_main, "--continuous --dir D", "every stvm profiled, a file per interval"},
 };
 
