@@ -109,8 +109,7 @@ ProfSegmentOwner prof_segment_owner(const void *header, size_t len, pid_t pid)
     return prof_identity_equal(&now, &made) ? PROF_SEGMENT_OURS : PROF_SEGMENT_STALE;
 }
 
-/* "stvm-<digits>" with a pid in range, else 0. */
-static pid_t segment_pid(const char *name)
+pid_t prof_segment_pid(const char *name)
 {
     if (strncmp(name, "stvm-", 5) != 0 || name[5] < '1' || name[5] > '9')
         return 0;
@@ -132,7 +131,7 @@ int prof_segment_sweep(pid_t spare)
     pid_t self = getpid();
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        pid_t pid = segment_pid(e->d_name);
+        pid_t pid = prof_segment_pid(e->d_name);
         if (pid == 0 || pid == self || pid == spare)
             continue;
         int fd = openat(dfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);

@@ -58,4 +58,8 @@ ProfSegmentOwner prof_segment_owner(const void *header, size_t len, pid_t pid);
  * Cheap: one readdir of /dev/shm. */
 int prof_segment_sweep(pid_t spare);
 
+/* The pid an export segment's file name in /dev/shm names ("stvm-<digits>",
+ * a pid in range), else 0: for whoever lists the segments. */
+pid_t prof_segment_pid(const char *name);
+
 #endif

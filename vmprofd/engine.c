@@ -63,19 +63,6 @@ static time_t start_time(pid_t pid)
     return (time_t)(btime + (long long)(id.start_ticks / (uint64_t)hz));
 }
 
-/* "stvm-<digits>" with a pid in range, else 0 (as proto/identity.c reads them). */
-static pid_t segment_pid(const char *name)
-{
-    if (strncmp(name, "stvm-", 5) != 0 || name[5] < '1' || name[5] > '9')
-        return 0;
-    char *end;
-    errno = 0;
-    long v = strtol(name + 5, &end, 10);
-    if (errno != 0 || *end != '\0' || v <= 0 || v > 4194304) /* PID_MAX_LIMIT */
-        return 0;
-    return (pid_t)v;
-}
-
 bool vmprofd_engine_find(pid_t pid, VmprofdProcess *out)
 {
     memset(out, 0, sizeof *out);
@@ -129,7 +116,7 @@ size_t vmprofd_engine_list(VmprofdProcess **out)
     size_t n = 0, cap = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        pid_t pid = segment_pid(e->d_name);
+        pid_t pid = prof_segment_pid(e->d_name);
         if (pid == 0)
             continue;
         if (n == cap) {
