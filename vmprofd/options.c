@@ -204,32 +204,47 @@ static bool parse_long(const char *s, long lo, long hi, long *out)
     return true;
 }
 
-/* "524288", "512K", "512k", "4M", "1G" (powers of 1024, as Go and
- * async-profiler write their intervals). */
-static bool parse_bytes(const char *s, uint64_t *out)
+bool vmprofd_options_parse_bytes(const char *s, uint64_t *out)
 {
-    char *end;
-    errno = 0;
-    if (*s < '0' || *s > '9')
+    /* the number: digits and at most one point (no sign, exponent, hex,
+     * inf or nan, which strtod alone would take) */
+    size_t n = strspn(s, "0123456789.");
+    const char *point = memchr(s, '.', n);
+    if (n == 0 || s[0] == '.' || (point && memchr(point + 1, '.', n - (size_t)(point + 1 - s))))
         return false;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s)
+    char num[64];
+    if (n >= sizeof num)
         return false;
-    unsigned shift = 0;
-    switch (*end) {
-    case '\0': break;
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    case 't': case 'T': shift = 40; end++; break;
-    default: return false;
+    memcpy(num, s, n);
+    num[n] = '\0';
+    double v = strtod(num, NULL);
+    const char *u = s + n;
+    double unit = 1;
+    switch (*u) {
+    case 'k': case 'K': unit = 1024.0; u++; break;
+    case 'm': case 'M': unit = 1024.0 * 1024; u++; break;
+    case 'g': case 'G': unit = 1024.0 * 1024 * 1024; u++; break;
+    case 't': case 'T': unit = 1024.0 * 1024 * 1024 * 1024; u++; break;
+    default: break;
     }
-    if (*end == 'i' || *end == 'B') /* 512KiB, 512KB */
-        end += *end == 'i' && end[1] == 'B' ? 2 : 1;
-    if (*end != '\0' || (shift && v > (~0ull >> shift)))
+    if (unit > 1 && strcmp(u, "iB") == 0) /* 512KiB */
+        u += 2;
+    else if (strcmp(u, "B") == 0) /* 512KB, 100B */
+        u++;
+    if (*u != '\0' || !(v * unit < 9.2e18))
         return false;
-    *out = (uint64_t)v << shift;
+    *out = (uint64_t)llround(v * unit);
     return true;
+}
+
+bool vmprofd_options_parse_event(const char *s, VmprofdEvent *e)
+{
+    for (VmprofdEvent k = VMPROFD_EVENT_CPU; k <= VMPROFD_EVENT_WALL; k++)
+        if (strcmp(s, vmprofd_options_event_name(k)) == 0) {
+            *e = k;
+            return true;
+        }
+    return false;
 }
 
 static bool add_output(VmprofdOptions *o, const char *path, bool has_format, VmprofdFormat f, char *err,
@@ -341,14 +356,12 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
             else return fail(err, errlen, "--mode is auto, perf or ptrace, not '%s'", optarg);
             break;
         case 'e':
-            if (strcmp(optarg, "cpu") == 0) o->event = VMPROFD_EVENT_CPU;
-            else if (strcmp(optarg, "alloc") == 0) o->event = VMPROFD_EVENT_ALLOC;
-            else if (strcmp(optarg, "wall") == 0) o->event = VMPROFD_EVENT_WALL;
-            else return fail(err, errlen, "--event is cpu, alloc or wall, not '%s'", optarg);
+            if (!vmprofd_options_parse_event(optarg, &o->event))
+                return fail(err, errlen, "--event is cpu, alloc or wall, not '%s'", optarg);
             break;
         case OPT_ALLOC_INTERVAL: {
             uint64_t b;
-            if (!parse_bytes(optarg, &b) || b < VMPROFD_MIN_ALLOC_INTERVAL || b > VMPROFD_MAX_ALLOC_INTERVAL)
+            if (!vmprofd_options_parse_bytes(optarg, &b) || b < VMPROFD_MIN_ALLOC_INTERVAL || b > VMPROFD_MAX_ALLOC_INTERVAL)
                 return fail(err, errlen,
                             "--alloc-interval needs bytes from %u to 1T (a number, optionally with K, M or G: "
                             "512K), got '%s'",

@@ -110,5 +110,12 @@ void vmprofd_options_usage(FILE *out);
 
 const char *vmprofd_options_format_name(VmprofdFormat f);
 const char *vmprofd_options_event_name(VmprofdEvent e);
+/* "cpu", "alloc", "wall"; false for anything else. */
+bool vmprofd_options_parse_event(const char *s, VmprofdEvent *e);
+/* A size: "524288", "1.5M", "512K", "512KiB", "1G", "2T" (powers of 1024,
+ * as Go and async-profiler write them), "100B"; false when not one (a
+ * sign, an exponent, 2^63 bytes or more). For every option that takes
+ * bytes (--alloc-interval, record's --keep-size). */
+bool vmprofd_options_parse_bytes(const char *s, uint64_t *out);
 
 #endif

@@ -103,32 +103,6 @@ bool vmprofd_record_parse_duration(const char *s, double *seconds)
     return *seconds < 1e9; /* ~31 years: past it, a typo */
 }
 
-bool vmprofd_record_parse_size(const char *s, uint64_t *bytes)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno != 0 || !isfinite(v) || v < 0 || s[0] == '-')
-        return false;
-    double unit;
-    if (strcmp(end, "") == 0)
-        unit = 1;
-    else if (strcmp(end, "K") == 0 || strcmp(end, "k") == 0 || strcmp(end, "KiB") == 0)
-        unit = 1024.0;
-    else if (strcmp(end, "M") == 0 || strcmp(end, "MiB") == 0)
-        unit = 1024.0 * 1024;
-    else if (strcmp(end, "G") == 0 || strcmp(end, "GiB") == 0)
-        unit = 1024.0 * 1024 * 1024;
-    else if (strcmp(end, "T") == 0 || strcmp(end, "TiB") == 0)
-        unit = 1024.0 * 1024 * 1024 * 1024;
-    else
-        return false;
-    if (v * unit >= 9.2e18)
-        return false;
-    *bytes = (uint64_t)llround(v * unit);
-    return true;
-}
-
 static bool bad(char *err, size_t errlen, const char *fmt, const char *arg)
 {
     snprintf(err, errlen, fmt, arg);
@@ -188,11 +162,7 @@ bool vmprofd_record_parse(int argc, char **argv, RecordOptions *o, char *err, si
             break;
         }
         case 'e':
-            if (strcmp(optarg, "cpu") == 0)
-                o->event = VMPROFD_EVENT_CPU;
-            else if (strcmp(optarg, "alloc") == 0)
-                o->event = VMPROFD_EVENT_ALLOC;
-            else
+            if (!vmprofd_options_parse_event(optarg, &o->event) || o->event == VMPROFD_EVENT_WALL)
                 return bad(err, errlen, "--event: '%s' is not cpu or alloc", optarg);
             break;
         case OPT_KEEP_AGE:
@@ -200,7 +170,7 @@ bool vmprofd_record_parse(int argc, char **argv, RecordOptions *o, char *err, si
                 return bad(err, errlen, "--keep-age: '%s' is not a duration (7d, 12h, 0 for no limit)", optarg);
             break;
         case OPT_KEEP_SIZE:
-            if (!vmprofd_record_parse_size(optarg, &o->keep_bytes))
+            if (!vmprofd_options_parse_bytes(optarg, &o->keep_bytes))
                 return bad(err, errlen, "--keep-size: '%s' is not a size (1G, 500M, 0 for no limit)", optarg);
             break;
         case OPT_MATCH:

@@ -61,8 +61,6 @@ bool vmprofd_record_parse(int argc, char **argv, RecordOptions *o, char *err, si
 void vmprofd_record_usage(FILE *out);
 /* "90s", "500ms", "5m", "2h", "7d", or seconds; false when not a duration. */
 bool vmprofd_record_parse_duration(const char *s, double *seconds);
-/* "1G", "500M", "64K" (powers of 1024), or bytes; false when not a size. */
-bool vmprofd_record_parse_size(const char *s, uint64_t *bytes);
 
 /* The command: 0 after SIGTERM/SIGINT, 1 when it cannot start, 2 usage. */
 int vmprofd_record_main(int argc, char **argv);

@@ -110,13 +110,9 @@ static bool parse_pid(const char *v, ServeRequest *r)
 static bool parse_event(const char *v, ServeRequest *r)
 {
     char b[40];
-    if (!v || strcmp(v, "cpu") == 0)
+    if (!v)
         r->event = VMPROFD_EVENT_CPU;
-    else if (strcmp(v, "alloc") == 0)
-        r->event = VMPROFD_EVENT_ALLOC;
-    else if (strcmp(v, "wall") == 0)
-        r->event = VMPROFD_EVENT_WALL;
-    else {
+    else if (!vmprofd_options_parse_event(v, &r->event)) {
         error(r, 400, "event must be cpu, alloc or wall, not '%s'", shown(v, b, sizeof b));
         return false;
     }

@@ -194,7 +194,9 @@ static void alloc_options_parse_and_belong_to_alloc(void **state)
     assert_int_equal(o.alloc_interval, 4u << 20);
     assert_true(parse(&o, err, sizeof err, "-e", "alloc", "--alloc-interval", "1000", "--pid", "1", NULL));
     assert_int_equal(o.alloc_interval, 1000);
-    const char *bad[] = {"1x", "", "K", "-5", "100", "2T", "99999999999999999999"};
+    assert_true(parse(&o, err, sizeof err, "-e", "alloc", "--alloc-interval", "1.5M", "--pid", "1", NULL));
+    assert_int_equal(o.alloc_interval, 1572864);
+    const char *bad[] = {"1x", "", "K", "-5", "100", "2T", "99999999999999999999", "0x1000", "1e6", "1.2.3K", "inf"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_false(parse(&o, err, sizeof err, "-e", "alloc", "--alloc-interval", bad[i], "--pid", "1", NULL));
         assert_non_null(strstr(err, "--alloc-interval needs bytes"));

@@ -83,15 +83,15 @@ static void test_durations_and_sizes(void **state)
     const char *bad[] = {"", "s", "5x", "-1s", "1e99", "nan", "inf", "5 s", "5sec"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         assert_false(vmprofd_record_parse_duration(bad[i], &d));
-    uint64_t b;
-    assert_true(vmprofd_record_parse_size("1G", &b) && b == 1ull << 30);
-    assert_true(vmprofd_record_parse_size("64K", &b) && b == 65536);
-    assert_true(vmprofd_record_parse_size("1.5M", &b) && b == 1572864);
-    assert_true(vmprofd_record_parse_size("123", &b) && b == 123);
-    assert_true(vmprofd_record_parse_size("0", &b) && b == 0);
+    uint64_t b; /* record's --keep-size takes vmprofd's one size parser (options.h) */
+    assert_true(vmprofd_options_parse_bytes("1G", &b) && b == 1ull << 30);
+    assert_true(vmprofd_options_parse_bytes("64K", &b) && b == 65536);
+    assert_true(vmprofd_options_parse_bytes("1.5M", &b) && b == 1572864);
+    assert_true(vmprofd_options_parse_bytes("123", &b) && b == 123);
+    assert_true(vmprofd_options_parse_bytes("0", &b) && b == 0);
     const char *bad_sizes[] = {"", "1Q", "-1", "G", "1e30", "nan", "1 G"};
     for (size_t i = 0; i < sizeof bad_sizes / sizeof *bad_sizes; i++)
-        assert_false(vmprofd_record_parse_size(bad_sizes[i], &b));
+        assert_false(vmprofd_options_parse_bytes(bad_sizes[i], &b));
 }
 
 /* Two intervals with one start: the second gets "-1", the first stays. */
