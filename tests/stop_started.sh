@@ -45,3 +45,21 @@ busy_loops() {
     done
     echo "(beside two busy loops)"
 }
+
+# start_stvm NAME COMMAND...: COMMAND (an stvm) in the background, its
+# output in $WORK/NAME.out and .err, added to STARTED; waits up to 20 s for
+# its export segment (fail, the caller's, names it when none comes); sets
+# NAME_PID.
+start_stvm() {
+    local name=$1 pid i
+    shift
+    "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
+    pid=$!
+    STARTED+=("$pid")
+    for i in $(seq 400); do
+        [ -e "/dev/shm/stvm-$pid" ] && break
+        sleep 0.05
+    done
+    [ -e "/dev/shm/stvm-$pid" ] || fail "$name (pid $pid) published no export segment"
+    eval "${name}_PID=$pid"
+}

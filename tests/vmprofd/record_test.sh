@@ -49,27 +49,13 @@ fail() {
 }
 skip() { echo "test skipped: $*" && exit 0; }
 
-beside_busy_loops() {
-    for _ in 1 2; do
-        bash -c 'while :; do :; done' &
-        STARTED+=("$!")
-    done
-}
-
 now_ms() { date +%s%3N; }
 
 # start_vm NAME: a busy stvm; waits for its export segment; NAME_PID, NAME_TICKS.
 start_vm() {
-    local name=$1
-    "$STVM" -cp "$CP" BenchRunner Richards 100000000 >"$WORK/$name.out" 2>"$WORK/$name.err" &
-    local pid=$!
-    STARTED+=("$pid")
-    for _ in $(seq 400); do
-        [ -e "/dev/shm/stvm-$pid" ] && break
-        sleep 0.05
-    done
-    [ -e "/dev/shm/stvm-$pid" ] || fail "$name (pid $pid) published no export segment"
-    eval "${name}_PID=$pid"
+    local name=$1 pid
+    start_stvm "$name" "$STVM" -cp "$CP" BenchRunner Richards 100000000
+    eval "pid=\$${name}_PID"
     eval "${name}_TICKS=$(sed 's/.*) //' "/proc/$pid/stat" | awk '{ print $20 }')"
 }
 
@@ -185,7 +171,7 @@ lifecycle)
     command -v go >/dev/null || skip "no go (golang-go): go tool pprof reads the files"
     BUILD_ID=$(readelf -n "$STVM" | sed -n 's/^ *Build ID: //p')
     [ -n "$BUILD_ID" ] || skip "stvm has no GNU build id"
-    beside_busy_loops
+    busy_loops
     start_recorder rec --interval 1s
     start_vm a
     wait_folder a
@@ -215,7 +201,7 @@ lifecycle)
     echo "ok: no temporary left, one folder per VM"
     ;;
 keep)
-    beside_busy_loops
+    busy_loops
     # a profile of a process long gone, 10 days old: --keep-age 7d removes it at the start
     mkdir -p "$WORK/rec/$(hostname)/1-1"
     head -c 3000 /dev/urandom >"$WORK/rec/$(hostname)/1-1/20200101T000000.000Z.pb.gz"
@@ -249,7 +235,7 @@ keep)
     echo "ok: --keep-size 8K: $total bytes left, the newest $(echo "$kept" | wc -l) files of $(echo "$written" | wc -l)"
     ;;
 restart)
-    beside_busy_loops
+    busy_loops
     start_recorder rec1 --interval 500ms
     start_vm a
     wait_folder a
@@ -337,7 +323,7 @@ caps)
     done
     list=$(for c in $caps; do printf '+%s,' "$(echo "${c#CAP_}" | tr 'A-Z' 'a-z')"; done)
     list=${list%,}
-    beside_busy_loops
+    busy_loops
     start_vm a # root's VM; the recorder is nobody's, as the unit's DynamicUser is no one's
     mkdir -p "$WORK/rec"
     chown nobody "$WORK/rec"

@@ -27,28 +27,6 @@ fail() {
 }
 skip() { echo "test skipped: $*" && exit 0; }
 
-beside_busy_loops() {
-    for _ in 1 2; do
-        bash -c 'while :; do :; done' &
-        STARTED+=("$!")
-    done
-}
-
-# start_vm NAME ARGS...: an stvm in the background; waits for its export segment.
-start_vm() {
-    local name=$1
-    shift
-    "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
-    local pid=$!
-    STARTED+=("$pid")
-    for _ in $(seq 200); do
-        [ -e "/dev/shm/stvm-$pid" ] && break
-        sleep 0.05
-    done
-    [ -e "/dev/shm/stvm-$pid" ] || fail "$name (pid $pid) published no export segment"
-    eval "${name}_PID=$pid"
-}
-
 # start_server NAME ARGS...: vmprofd serve on a free loopback port; sets PORT.
 start_server() {
     local name=$1
@@ -99,9 +77,9 @@ command -v curl >/dev/null || skip "no curl"
 case "$TEST" in
 pprof)
     command -v go >/dev/null || skip "no go (golang-go): go tool pprof is the client tested"
-    beside_busy_loops
-    start_vm cpu "$STVM" -cp "$SOM" RatioMethods 600000
-    start_vm alloc "$STVM" -cp "$SOM" AllocMethods 1000000 forever
+    busy_loops
+    start_stvm cpu "$STVM" -cp "$SOM" RatioMethods 600000
+    start_stvm alloc "$STVM" -cp "$SOM" AllocMethods 1000000 forever
     start_server srv "$VMPROFD" serve --listen 127.0.0.1:0
     expect 200 "$(BASE)/debug/pprof/"
     grep -q ">$cpu_PID<" "$WORK/body" && grep -q ">$alloc_PID<" "$WORK/body" ||
@@ -135,9 +113,9 @@ ptrace)
     # Two VMs traced at once by two threads of one server: each thread must
     # wait for its own tracees only (sample_ptrace.c, __WNOTHREAD).
     command -v go >/dev/null || skip "no go (golang-go): go tool pprof is the client tested"
-    beside_busy_loops
-    start_vm one "$STVM" -cp "$SOM" RatioMethods 600000
-    start_vm two "$STVM" -cp "$SOM" RatioMethods 600000
+    busy_loops
+    start_stvm one "$STVM" -cp "$SOM" RatioMethods 600000
+    start_stvm two "$STVM" -cp "$SOM" RatioMethods 600000
     start_server srv "$VMPROFD" serve --listen 127.0.0.1:0 --mode ptrace
     for pid in "$one_PID" "$two_PID"; do
         go tool pprof -top -tagfocus "pid=$pid" "$(BASE)/debug/pprof/profile?seconds=3" >"$WORK/p$pid.out" \
@@ -150,8 +128,8 @@ ptrace)
     ;;
 allocs)
     command -v go >/dev/null || skip "no go (golang-go): go tool pprof is the client tested"
-    beside_busy_loops
-    start_vm alloc "$STVM" -cp "$SOM" AllocMethods 1000000 forever
+    busy_loops
+    start_stvm alloc "$STVM" -cp "$SOM" AllocMethods 1000000 forever
     start_server srv "$VMPROFD" serve --listen 127.0.0.1:0
     go tool pprof -sample_index=alloc_space -top "$(BASE)/debug/pprof/allocs?seconds=2&pid=$alloc_PID" \
         >"$WORK/a.out" 2>"$WORK/a.err" || fail "go tool pprof failed on the allocation profile"
@@ -162,8 +140,8 @@ allocs)
     stop_server
     ;;
 errors)
-    beside_busy_loops
-    start_vm cpu "$STVM" -cp "$SOM" RatioMethods 600000
+    busy_loops
+    start_stvm cpu "$STVM" -cp "$SOM" RatioMethods 600000
     start_server srv "$VMPROFD" serve --listen 127.0.0.1:0 --max-seconds 20 --timeout 2
     expect 400 "$(BASE)/debug/pprof/profile?seconds=abc&pid=$cpu_PID"
     grep -q "seconds is not a number" "$WORK/body" || fail "no reason for seconds=abc"
@@ -216,8 +194,8 @@ errors)
     echo "ok: the profile running at SIGTERM was answered"
     ;;
 limit)
-    beside_busy_loops
-    start_vm cpu "$STVM" -cp "$SOM" RatioMethods 600000
+    busy_loops
+    start_stvm cpu "$STVM" -cp "$SOM" RatioMethods 600000
     start_server srv "$VMPROFD" serve --listen 127.0.0.1:0 --max-profiles 1
     curl -s -o /dev/null -w '%{http_code}' --max-time 60 "$(BASE)/debug/pprof/profile?seconds=8&pid=$cpu_PID" \
         >"$WORK/first.code" &
@@ -238,7 +216,7 @@ limit)
     stop_server
     ;;
 token)
-    start_vm cpu "$STVM" -cp "$SOM" RatioMethods 600000
+    start_stvm cpu "$STVM" -cp "$SOM" RatioMethods 600000
     printf 's3cret-token\n' >"$WORK/token"
     chmod 600 "$WORK/token"
     start_server srv "$VMPROFD" serve --listen 127.0.0.1:0 --token-file "$WORK/token"
@@ -272,7 +250,7 @@ forbidden)
     [ "$(id -u)" = 0 ] || skip "needs root to run the server as another user"
     command -v setpriv >/dev/null || skip "no setpriv"
     id nobody >/dev/null 2>&1 || skip "no user nobody"
-    start_vm cpu "$STVM" -cp "$SOM" RatioMethods 600000
+    start_stvm cpu "$STVM" -cp "$SOM" RatioMethods 600000
     start_server srv setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all --bounding-set=-all \
         "$VMPROFD" serve --listen 127.0.0.1:0
     expect 403 "$(BASE)/debug/pprof/profile?seconds=1&pid=$cpu_PID"
