@@ -3,6 +3,7 @@
  */
 #include "gc/image.h"
 
+#include "base/error.h"
 #include "gc/space.h"
 
 #include <errno.h>
@@ -49,17 +50,6 @@ bool gc_image_copy_out(uint8_t *dst, size_t len)
     return true;
 }
 
-static void fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 static bool is_start(uintptr_t p)
 {
     if (p < image_base || p - image_base >= image_len || (p & 7)) return false;
@@ -75,14 +65,14 @@ static bool check_objects(uintptr_t mem, size_t len, size_t class_count, char *e
     size_t off = 0;
     while (off < len) {
         if (len - off < 16) {
-            fail(err, errlen, "heap image: an object at +%zu runs past the end (%zu bytes)", off, len);
+            base_error(err, errlen, "heap image: an object at +%zu runs past the end (%zu bytes)", off, len);
             return false;
         }
         const uint64_t *w = (const uint64_t *)(mem + off);
         size_t hdr = off;
         if ((w[0] >> 56) == OBJ_SLOTS_OVERFLOW) {
             if ((w[1] >> 56) != OBJ_SLOTS_OVERFLOW || (w[0] & (((uint64_t)1 << 56) - 1)) < OBJ_SLOTS_OVERFLOW) {
-                fail(err, errlen, "heap image: a bad overflow word at +%zu (image of %zu bytes)", off, len);
+                base_error(err, errlen, "heap image: a bad overflow word at +%zu (image of %zu bytes)", off, len);
                 return false;
             }
             hdr += 8;
@@ -90,19 +80,19 @@ static bool check_objects(uintptr_t mem, size_t len, size_t class_count, char *e
         Oop o = (Oop)(mem + hdr);
         size_t total = obj_total_bytes(o);
         if (total > len - off) {
-            fail(err, errlen, "heap image: an object at +%zu runs past the end (%zu bytes)", off, len);
+            base_error(err, errlen, "heap image: an object at +%zu runs past the end (%zu bytes)", off, len);
             return false;
         }
         uint32_t f = obj_format(o);
         bool known_format = f == FMT_POINTERS || f == FMT_WORDS || f >= FMT_BYTES;
         if (!known_format || obj_class_index(o) == 0 || obj_class_index(o) >= class_count) {
-            fail(err, errlen, "heap image: the object at +%zu has a bad header (class index %zu)", hdr,
+            base_error(err, errlen, "heap image: the object at +%zu has a bad header (class index %zu)", hdr,
                  (size_t)obj_class_index(o));
             return false;
         }
         if (f >= FMT_METHOD && (obj_num_slots(o) == 0 || !oop_is_int(obj_slots(o)[0]) ||
                                 obj_pointer_slots(o) > obj_num_slots(o) || obj_pointer_slots(o) == 0)) {
-            fail(err, errlen, "heap image: the method at +%zu has a bad header word (%zu slots)", hdr,
+            base_error(err, errlen, "heap image: the method at +%zu has a bad header word (%zu slots)", hdr,
                  obj_num_slots(o));
             return false;
         }
@@ -123,7 +113,7 @@ static bool relocate_objects(uintptr_t mem, size_t len, char *err, size_t errlen
         size_t n = obj_pointer_slots(o);
         for (size_t i = 0; i < n; i++)
             if (!gc_image_relocate(&obj_slots(o)[i])) {
-                fail(err, errlen, "heap image: slot %zu of the object at +%zu points outside the image", i,
+                base_error(err, errlen, "heap image: slot %zu of the object at +%zu points outside the image", i,
                      (size_t)(o - mem));
                 return false;
             }
@@ -141,19 +131,19 @@ const uint8_t *gc_image_map_raw(int fd, uint64_t offset, size_t len, char *err, 
 {
     GcSpace *s = &gc_space;
     if (!s->base || s->old_top != gc_old_start) {
-        fail(err, errlen, "heap image: old space is not empty (%zu bytes used)", gc_image_old_bytes());
+        base_error(err, errlen, "heap image: old space is not empty (%zu bytes used)", gc_image_old_bytes());
         return NULL;
     }
     size_t mapped = (len + GC_PAGE_BYTES - 1) & ~(GC_PAGE_BYTES - 1);
     if (len % 8 || offset % GC_PAGE_BYTES || mapped > s->old_limit - gc_old_start) {
-        fail(err, errlen, "heap image: %zu bytes at file offset %zu do not fit old space", len, (size_t)offset);
+        base_error(err, errlen, "heap image: %zu bytes at file offset %zu do not fit old space", len, (size_t)offset);
         return NULL;
     }
     /* Private, so writes (the GC, relocation) copy the page; pages never
      * written stay the page cache's: no copy, no fresh memory. */
     if (len && mmap((void *)gc_old_start, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd,
                     (off_t)offset) == MAP_FAILED) {
-        fail(err, errlen, "heap image: cannot map %zu bytes of the file: errno %zu", len, (size_t)errno);
+        base_error(err, errlen, "heap image: cannot map %zu bytes of the file: errno %zu", len, (size_t)errno);
         return NULL;
     }
     mapped_len = mapped;
@@ -164,14 +154,14 @@ bool gc_image_adopt(size_t len, uintptr_t src_base, size_t class_count, char *er
 {
     GcSpace *s = &gc_space;
     if (len > mapped_len || len % 8 || src_base % 8) {
-        fail(err, errlen, "heap image: %zu bytes, %zu of them mapped", len, mapped_len);
+        base_error(err, errlen, "heap image: %zu bytes, %zu of them mapped", len, mapped_len);
         gc_image_discard();
         return false;
     }
     free(image_starts);
     image_starts = calloc(len / 8 / 64 + 1, sizeof *image_starts);
     if (!image_starts) {
-        fail(err, errlen, "heap image: no memory for %zu bytes of object starts", len / 64);
+        base_error(err, errlen, "heap image: no memory for %zu bytes of object starts", len / 64);
         gc_image_discard();
         return false;
     }

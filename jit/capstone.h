@@ -10,8 +10,7 @@
  *
  * Each member has the type of the function of the same name in
  * <capstone/capstone.h>, so a header change is a compile error here, not a
- * wrong call. Callers: jit/disasm.c only. Not thread-safe on first call
- * (the VM has one thread that disassembles).
+ * wrong call. Callers: jit/disasm.c only (base/lazylib.c loads it).
  */
 #ifndef JIT_CAPSTONE_H
 #define JIT_CAPSTONE_H

@@ -74,7 +74,7 @@ static bool name_eq(const void *ctx, int item)
 
 static int intern_name(ReportAllocLog *r, const char *s)
 {
-    uint64_t h = report_index_hash_str(REPORT_INDEX_HASH_SEED, s);
+    uint64_t h = report_index_hash_str(BASE_FNV1A_BASIS, s);
     NameKey key = {r, s};
     int i = report_index_find(&r->name_index, h, name_eq, &key);
     if (i >= 0)

@@ -60,8 +60,8 @@ static bool site_eq(const void *ctx, int item)
 
 static Site *site_for(Sites *ss, const char *name, int region)
 {
-    uint64_t h = report_index_hash_str(REPORT_INDEX_HASH_SEED, name);
-    h = report_index_hash(h, &region, sizeof region);
+    uint64_t h = report_index_hash_str(BASE_FNV1A_BASIS, name);
+    h = base_fnv1a(h, &region, sizeof region);
     SiteKey key = {ss, name, region};
     int i = report_index_find(&ss->index, h, site_eq, &key);
     if (i >= 0)

@@ -15,7 +15,7 @@
  *
  * Each member has the type of the function of the same name in the elfutils
  * headers, so a header change is a compile error here, not a wrong call.
- * Not thread-safe on first call: Symbolizers are made by one thread.
+ * The first call may come from any thread (base/lazylib.c loads once).
  */
 #ifndef REPORT_DWLIB_H
 #define REPORT_DWLIB_H

@@ -49,7 +49,7 @@ static void collect(const Profile *p, Lines *ls)
 {
     for (size_t i = 0; i < p->nsamples; i++) {
         const ReportSample *s = &p->samples[i];
-        uint64_t h = report_index_hash(REPORT_INDEX_HASH_SEED, report_profile_frames(p, s), s->nframes * sizeof(int));
+        uint64_t h = base_fnv1a(BASE_FNV1A_BASIS, report_profile_frames(p, s), s->nframes * sizeof(int));
         StackKey key = {p, ls, s};
         int found = report_index_find(&ls->index, h, stack_eq, &key);
         if (found >= 0) {

@@ -6,23 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FNV_PRIME 0x100000001b3ull
-
 void report_index_free(ReportIndex *ix)
 {
     free(ix->slots);
     ix->slots = NULL;
     ix->cap = ix->count = 0;
-}
-
-uint64_t report_index_hash(uint64_t h, const void *bytes, size_t n)
-{
-    const unsigned char *b = bytes;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= FNV_PRIME;
-    }
-    return h;
 }
 
 uint64_t report_index_hash_str(uint64_t h, const char *s)
@@ -31,9 +19,9 @@ uint64_t report_index_hash_str(uint64_t h, const char *s)
      * differ; NULL gets a byte no string contains at its start. */
     if (!s) {
         unsigned char marker = 0xff;
-        return report_index_hash(h, &marker, 1);
+        return base_fnv1a(h, &marker, 1);
     }
-    return report_index_hash(h, s, strlen(s) + 1);
+    return base_fnv1a(h, s, strlen(s) + 1);
 }
 
 int report_index_find(const ReportIndex *ix, uint64_t hash, ReportIndexEq eq, const void *ctx)

@@ -15,6 +15,8 @@
 #ifndef REPORT_INDEX_H
 #define REPORT_INDEX_H
 
+#include "base/hash.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,15 +32,13 @@ typedef struct ReportIndex {
     size_t count;
 } ReportIndex;
 
-#define REPORT_INDEX_HASH_SEED 0xcbf29ce484222325ull /* FNV-1a 64-bit offset basis */
-
 /* Answers whether item (an index into the caller's array) equals the key in ctx. */
 typedef bool (*ReportIndexEq)(const void *ctx, int item);
 
 void report_index_free(ReportIndex *ix);
-/* FNV-1a over bytes, continuing from h (start with REPORT_INDEX_HASH_SEED). */
-uint64_t report_index_hash(uint64_t h, const void *bytes, size_t n);
-uint64_t report_index_hash_str(uint64_t h, const char *s); /* NULL hashes like "" plus a marker */
+/* base_fnv1a (base/hash.h) of s and its NUL, continuing from h; NULL
+ * hashes like "" plus a marker. */
+uint64_t report_index_hash_str(uint64_t h, const char *s);
 /* The item whose hash is hash and for which eq(ctx, item) holds, or -1. */
 int report_index_find(const ReportIndex *ix, uint64_t hash, ReportIndexEq eq, const void *ctx);
 /* Adds item under hash; the caller has checked it is not present. */

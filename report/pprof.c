@@ -78,7 +78,7 @@ static int64_t str_id(Builder *b, const char *s)
 {
     if (!s)
         s = "";
-    uint64_t h = report_index_hash_str(REPORT_INDEX_HASH_SEED, s);
+    uint64_t h = report_index_hash_str(BASE_FNV1A_BASIS, s);
     StringKey key = {b, s};
     int i = report_index_find(&b->string_index, h, string_eq, &key);
     if (i >= 0)
@@ -143,9 +143,9 @@ static void collect_stacks(const Profile *p, Stacks *st)
 {
     for (size_t i = 0; i < p->nsamples; i++) {
         const ReportSample *s = &p->samples[i];
-        uint64_t h = report_index_hash(REPORT_INDEX_HASH_SEED, &s->tid, sizeof s->tid);
-        h = report_index_hash(h, &s->group, sizeof s->group);
-        h = report_index_hash(h, report_profile_frames(p, s), s->nframes * sizeof(int));
+        uint64_t h = base_fnv1a(BASE_FNV1A_BASIS, &s->tid, sizeof s->tid);
+        h = base_fnv1a(h, &s->group, sizeof s->group);
+        h = base_fnv1a(h, report_profile_frames(p, s), s->nframes * sizeof(int));
         StackKey key = {p, st, s};
         int found = report_index_find(&st->index, h, stack_eq, &key);
         ReportAllocValues v = report_profile_alloc_values(p, i);
@@ -254,9 +254,9 @@ static void build_functions(Message *m, Builder *b)
         f.filename = str_id(b, src->file);
         f.start_line = src->start_line;
         /* strings are interned: equal ids are equal strings */
-        uint64_t h = report_index_hash(REPORT_INDEX_HASH_SEED, &f.name, sizeof f.name);
-        h = report_index_hash(h, &f.filename, sizeof f.filename);
-        h = report_index_hash(h, &f.start_line, sizeof f.start_line);
+        uint64_t h = base_fnv1a(BASE_FNV1A_BASIS, &f.name, sizeof f.name);
+        h = base_fnv1a(h, &f.filename, sizeof f.filename);
+        h = base_fnv1a(h, &f.start_line, sizeof f.start_line);
         FunctionKey key = {m, &f};
         int found = report_index_find(&index, h, function_eq, &key);
         if (found >= 0) {

@@ -134,10 +134,10 @@ static bool mapping_eq(const void *ctx, int item)
 
 int report_profile_add_mapping(Profile *p, const ReportMappingInfo *m)
 {
-    uint64_t h = REPORT_INDEX_HASH_SEED;
-    h = report_index_hash(h, &m->start, sizeof m->start);
-    h = report_index_hash(h, &m->limit, sizeof m->limit);
-    h = report_index_hash(h, &m->offset, sizeof m->offset);
+    uint64_t h = BASE_FNV1A_BASIS;
+    h = base_fnv1a(h, &m->start, sizeof m->start);
+    h = base_fnv1a(h, &m->limit, sizeof m->limit);
+    h = base_fnv1a(h, &m->offset, sizeof m->offset);
     h = report_index_hash_str(h, m->file);
     MappingKey key = {p, m};
     int found = report_index_find(&p->mapping_index, h, mapping_eq, &key);
@@ -176,10 +176,10 @@ int report_profile_add_function(Profile *p, const ReportFunctionInfo *f)
     /* A region outside the enum would index past the renderers' per-region
      * arrays; whatever it is, it is not the VM's own code. */
     ReportRegion region = (unsigned)f->region <= REPORT_REGION_REST ? f->region : REPORT_REGION_REST;
-    uint64_t h = REPORT_INDEX_HASH_SEED;
+    uint64_t h = BASE_FNV1A_BASIS;
     uint32_t region_bits = (uint32_t)region;
-    h = report_index_hash(h, &region_bits, sizeof region_bits);
-    h = report_index_hash(h, &f->start, sizeof f->start);
+    h = base_fnv1a(h, &region_bits, sizeof region_bits);
+    h = base_fnv1a(h, &f->start, sizeof f->start);
     h = report_index_hash_str(h, name);
     FunctionKey key = {p, f, name, region};
     int found = report_index_find(&p->function_index, h, function_eq, &key);
@@ -223,9 +223,9 @@ int report_profile_add_location(Profile *p, int function, uint64_t address, int 
 {
     if (function < 0 || (size_t)function >= p->nfunctions)
         return -1;
-    uint64_t h = REPORT_INDEX_HASH_SEED;
-    h = report_index_hash(h, &function, sizeof function);
-    h = report_index_hash(h, &address, sizeof address);
+    uint64_t h = BASE_FNV1A_BASIS;
+    h = base_fnv1a(h, &function, sizeof function);
+    h = base_fnv1a(h, &address, sizeof address);
     LocationKey key = {p, function, address};
     int found = report_index_find(&p->location_index, h, location_eq, &key);
     if (found >= 0)

@@ -17,6 +17,8 @@
  */
 #include "report/symbolize.h"
 
+#include "base/error.h"
+#include "base/hash.h"
 #include "report/addrtable.h"
 #include "report/dwlib.h"
 
@@ -26,7 +28,6 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,34 +96,6 @@ struct Symbolizer {
 /* libdw's functions, loaded with the first Symbolizer: every other entry
  * point takes a Symbolizer, so it is set wherever it is used. */
 static const ReportDwlib *dw;
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err == NULL || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
-/* -- Hashing ---------------------------------------------------------- */
-
-/* FNV-1a: only change detection, not adversarial input. */
-static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < len; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
-#define FNV_OFFSET 0xcbf29ce484222325ULL
 
 /* -- Address cache ---------------------------------------------------- */
 
@@ -229,11 +202,11 @@ static void rebuild_modules(Symbolizer *s)
     s->nmods = 0;
     dw->dwfl_getmodules(s->dwfl, collect_module, s, 0);
     if (s->nmods > 0) qsort(s->mods, s->nmods, sizeof *s->mods, module_cmp); /* mods may be NULL */
-    uint64_t h = FNV_OFFSET;
+    uint64_t h = BASE_FNV1A_BASIS;
     for (size_t i = 0; i < s->nmods; i++) {
-        h = fnv1a(h, s->mods[i].name, strlen(s->mods[i].name) + 1);
-        h = fnv1a(h, &s->mods[i].start, sizeof s->mods[i].start);
-        h = fnv1a(h, &s->mods[i].end, sizeof s->mods[i].end);
+        h = base_fnv1a(h, s->mods[i].name, strlen(s->mods[i].name) + 1);
+        h = base_fnv1a(h, &s->mods[i].start, sizeof s->mods[i].start);
+        h = base_fnv1a(h, &s->mods[i].end, sizeof s->mods[i].end);
     }
     if (h != s->modules_hash) {
         s->modules_hash = h;
@@ -258,14 +231,14 @@ static bool report_modules(Symbolizer *s, const char *maps, size_t len, char *er
         }
     }
     if (rc != 0) {
-        set_err(err, errlen, "cannot read the modules of pid %d: %s", (int)s->pid,
+        base_error(err, errlen, "cannot read the modules of pid %d: %s", (int)s->pid,
                 rc > 0 ? strerror(rc) : dw->dwfl_errmsg(-1));
         dw->dwfl_report_end(s->dwfl, NULL, NULL);
         rebuild_modules(s);
         return false;
     }
     if (dw->dwfl_report_end(s->dwfl, NULL, NULL) != 0) {
-        set_err(err, errlen, "libdwfl: %s", dw->dwfl_errmsg(-1));
+        base_error(err, errlen, "libdwfl: %s", dw->dwfl_errmsg(-1));
         rebuild_modules(s);
         return false;
     }
@@ -317,7 +290,7 @@ Symbolizer *report_symbolizer_new(pid_t pid, const char *vm_exe, uint64_t code_z
         return NULL;
     Symbolizer *s = calloc(1, sizeof *s);
     if (s == NULL) {
-        set_err(err, errlen, "out of memory");
+        base_error(err, errlen, "out of memory");
         return NULL;
     }
     s->pid = pid;
@@ -328,20 +301,20 @@ Symbolizer *report_symbolizer_new(pid_t pid, const char *vm_exe, uint64_t code_z
     s->callbacks.debuginfo_path = NULL; /* libdwfl's default: .debug, /usr/lib/debug */
     s->dwfl = dw->dwfl_begin(&s->callbacks);
     if (s->dwfl == NULL) {
-        set_err(err, errlen, "libdwfl: %s", dw->dwfl_errmsg(-1));
+        base_error(err, errlen, "libdwfl: %s", dw->dwfl_errmsg(-1));
         free(s);
         return NULL;
     }
     char *maps = NULL;
     size_t len = 0;
     if (!read_maps(pid, &maps, &len)) {
-        set_err(err, errlen, "cannot read /proc/%d/maps: %s (is the process alive and yours?)", (int)pid,
+        base_error(err, errlen, "cannot read /proc/%d/maps: %s (is the process alive and yours?)", (int)pid,
                 strerror(errno));
         report_symbolizer_free(s);
         return NULL;
     }
     resolve_vm_exe(s, vm_exe);
-    s->maps_hash = fnv1a(FNV_OFFSET, maps, len);
+    s->maps_hash = base_fnv1a_bytes(maps, len);
     bool ok = report_modules(s, maps, len, err, errlen);
     free(maps);
     if (!ok) {
@@ -357,7 +330,7 @@ void report_symbolizer_refresh(Symbolizer *s)
     size_t len = 0;
     if (s == NULL || !read_maps(s->pid, &maps, &len))
         return; /* target gone: what we know still symbolizes its samples */
-    uint64_t h = fnv1a(FNV_OFFSET, maps, len);
+    uint64_t h = base_fnv1a_bytes(maps, len);
     if (h != s->maps_hash && len > 0) {
         s->maps_hash = h;
         report_modules(s, maps, len, NULL, 0);

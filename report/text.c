@@ -58,7 +58,7 @@ static bool row_eq(const void *ctx, int item)
 /* The row named label; label is taken over (freed if the row exists). */
 static Row *row_for(Table *t, char *label)
 {
-    uint64_t h = report_index_hash_str(REPORT_INDEX_HASH_SEED, label);
+    uint64_t h = report_index_hash_str(BASE_FNV1A_BASIS, label);
     RowKey key = {t, label};
     int i = report_index_find(&t->index, h, row_eq, &key);
     if (i >= 0) {

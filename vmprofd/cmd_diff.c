@@ -98,7 +98,7 @@ static bool row_eq(const void *ctx, int item)
 
 static Row *row_for(Rows *rows, const char *method, const char *range)
 {
-    uint64_t h = report_index_hash_str(REPORT_INDEX_HASH_SEED, method);
+    uint64_t h = report_index_hash_str(BASE_FNV1A_BASIS, method);
     if (range)
         h = report_index_hash_str(h ^ 1, range);
     RowKey key = {rows, method, range};

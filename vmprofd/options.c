@@ -5,6 +5,7 @@
  */
 #include "vmprofd/options.h"
 
+#include "base/error.h"
 #include "proto/allocabi.h"
 
 #include <errno.h>
@@ -144,16 +145,6 @@ const char *vmprofd_options_format_name(VmprofdFormat f)
 
 /* -- Helpers ---------------------------------------------------------- */
 
-static bool fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static bool fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return false;
-}
-
 static bool parse_format(const char *s, VmprofdFormat *f)
 {
     if (strcmp(s, "text") == 0) *f = VMPROFD_FORMAT_TEXT;
@@ -251,12 +242,12 @@ static bool add_output(VmprofdOptions *o, const char *path, bool has_format, Vmp
                        size_t errlen)
 {
     if (path[0] == '\0')
-        return fail(err, errlen, "an output file name is empty");
+        return base_error(err, errlen, "an output file name is empty");
     for (size_t i = 0; i < o->noutputs; i++)
         if (strcmp(o->outputs[i].path, path) == 0)
-            return fail(err, errlen, "output '%s' is given twice", path);
+            return base_error(err, errlen, "output '%s' is given twice", path);
     if (o->noutputs == VMPROFD_MAX_OUTPUTS)
-        return fail(err, errlen, "more than %d outputs", VMPROFD_MAX_OUTPUTS);
+        return base_error(err, errlen, "more than %d outputs", VMPROFD_MAX_OUTPUTS);
     VmprofdOutput *out = &o->outputs[o->noutputs++];
     out->path = path;
     out->format_given = has_format;
@@ -334,18 +325,18 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
         switch (c) {
         case 'p':
             if (!parse_long(optarg, 1, INT_MAX, &l))
-                return fail(err, errlen, "--pid needs a process id (a positive integer), got '%s'", optarg);
+                return base_error(err, errlen, "--pid needs a process id (a positive integer), got '%s'", optarg);
             o->pid = (pid_t)l;
             pid_given = true;
             break;
         case 's':
             if (!parse_double(optarg, 0.001, 31536000.0, &o->seconds))
-                return fail(err, errlen, "--seconds needs a number of seconds > 0, got '%s'", optarg);
+                return base_error(err, errlen, "--seconds needs a number of seconds > 0, got '%s'", optarg);
             o->seconds_given = true;
             break;
         case 'F':
             if (!parse_double(optarg, 1.0, VMPROFD_MAX_RATE_HZ, &o->rate_hz))
-                return fail(err, errlen, "--rate needs a frequency in Hz from 1 to %.0f, got '%s'",
+                return base_error(err, errlen, "--rate needs a frequency in Hz from 1 to %.0f, got '%s'",
                             VMPROFD_MAX_RATE_HZ, optarg);
             rate_given = true;
             break;
@@ -353,16 +344,16 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
             if (strcmp(optarg, "auto") == 0) o->mode = VMPROFD_MODE_AUTO;
             else if (strcmp(optarg, "perf") == 0 || strcmp(optarg, "perf_event") == 0) o->mode = VMPROFD_MODE_PERF;
             else if (strcmp(optarg, "ptrace") == 0) o->mode = VMPROFD_MODE_PTRACE;
-            else return fail(err, errlen, "--mode is auto, perf or ptrace, not '%s'", optarg);
+            else return base_error(err, errlen, "--mode is auto, perf or ptrace, not '%s'", optarg);
             break;
         case 'e':
             if (!vmprofd_options_parse_event(optarg, &o->event))
-                return fail(err, errlen, "--event is cpu, alloc or wall, not '%s'", optarg);
+                return base_error(err, errlen, "--event is cpu, alloc or wall, not '%s'", optarg);
             break;
         case OPT_ALLOC_INTERVAL: {
             uint64_t b;
             if (!vmprofd_options_parse_bytes(optarg, &b) || b < VMPROFD_MIN_ALLOC_INTERVAL || b > VMPROFD_MAX_ALLOC_INTERVAL)
-                return fail(err, errlen,
+                return base_error(err, errlen,
                             "--alloc-interval needs bytes from %u to 1T (a number, optionally with K, M or G: "
                             "512K), got '%s'",
                             VMPROFD_MIN_ALLOC_INTERVAL, optarg);
@@ -373,7 +364,7 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
         case OPT_LIVE: o->live = true; break;
         case OPT_STACK_BYTES:
             if (!parse_long(optarg, 0, VMPROFD_MAX_STACK_BYTES, &l) || l % 8 != 0)
-                return fail(err, errlen, "--stack-bytes needs a multiple of 8 from 0 to %u, got '%s'",
+                return base_error(err, errlen, "--stack-bytes needs a multiple of 8 from 0 to %u, got '%s'",
                             VMPROFD_MAX_STACK_BYTES, optarg);
             o->stack_bytes = (uint32_t)l;
             break;
@@ -384,7 +375,7 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
             break;
         case 'f':
             if (!parse_format(optarg, &f))
-                return fail(err, errlen, "--format is text, pprof, folded or flamegraph, not '%s'", optarg);
+                return base_error(err, errlen, "--format is text, pprof, folded or flamegraph, not '%s'", optarg);
             if (pending >= 0) {
                 o->outputs[pending].format = f;
                 o->outputs[pending].format_given = true;
@@ -393,7 +384,7 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
                 stdout_format = f;
                 stdout_format_given = true;
             } else {
-                return fail(err, errlen,
+                return base_error(err, errlen,
                             "--format %s follows no -o FILE (each -o takes at most one --format right after it)",
                             optarg);
             }
@@ -414,13 +405,13 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
         case OPT_CALLERS: o->callers = true; break;
         case OPT_DEBUG_RESOLUTIONS:
             if (optarg[0] == '\0')
-                return fail(err, errlen, "--debug-resolutions needs a file name");
+                return base_error(err, errlen, "--debug-resolutions needs a file name");
             o->debug_resolutions = optarg;
             break;
         case OPT_CODE_LOG_POLL: {
             long ms;
             if (!parse_long(optarg, 1, 5000, &ms))
-                return fail(err, errlen, "--code-log-poll needs milliseconds from 1 to 5000, not '%s'", optarg);
+                return base_error(err, errlen, "--code-log-poll needs milliseconds from 1 to 5000, not '%s'", optarg);
             o->code_log_poll_ms = (int)ms;
             break;
         }
@@ -428,35 +419,35 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
         case 'h': o->help = true; return true;
         case OPT_VERSION: o->version = true; return true;
         case ':':
-            return fail(err, errlen, "option '%s' needs a value", argv[optind - 1]);
+            return base_error(err, errlen, "option '%s' needs a value", argv[optind - 1]);
         default:
             if (optopt != 0 && optopt < 256)
-                return fail(err, errlen, "unknown option '-%c'", optopt);
-            return fail(err, errlen, "unknown option '%s'", argv[optind - 1]);
+                return base_error(err, errlen, "unknown option '-%c'", optopt);
+            return base_error(err, errlen, "unknown option '%s'", argv[optind - 1]);
         }
     }
 
     if (o->event != VMPROFD_EVENT_ALLOC && (o->live || o->alloc_interval_given))
-        return fail(err, errlen, "%s applies to --event alloc only (this profile is --event %s)",
+        return base_error(err, errlen, "%s applies to --event alloc only (this profile is --event %s)",
                     o->live ? "--live" : "--alloc-interval", vmprofd_options_event_name(o->event));
 
     if (o->event == VMPROFD_EVENT_WALL && o->mode == VMPROFD_MODE_PERF)
-        return fail(err, errlen, "--event wall needs the ptrace sampler (perf's cpu-clock sees running threads "
+        return base_error(err, errlen, "--event wall needs the ptrace sampler (perf's cpu-clock sees running threads "
                                  "only): give --mode ptrace or auto, not perf");
     if (o->event == VMPROFD_EVENT_WALL && !rate_given)
         o->rate_hz = VMPROFD_DEFAULT_WALL_RATE_HZ;
 
     bool dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
     if (optind < argc && !dashdash)
-        return fail(err, errlen, "unexpected argument '%s' (a command to run goes after '--')", argv[optind]);
+        return base_error(err, errlen, "unexpected argument '%s' (a command to run goes after '--')", argv[optind]);
     if (dashdash && optind < argc)
         o->command = &argv[optind];
     if (dashdash && optind == argc)
-        return fail(err, errlen, "'--' must be followed by a command to run");
+        return base_error(err, errlen, "'--' must be followed by a command to run");
     if (pid_given && o->command)
-        return fail(err, errlen, "give either --pid PID or -- COMMAND, not both");
+        return base_error(err, errlen, "give either --pid PID or -- COMMAND, not both");
     if (!pid_given && !o->command)
-        return fail(err, errlen, "nothing to profile: give --pid PID or -- COMMAND");
+        return base_error(err, errlen, "nothing to profile: give --pid PID or -- COMMAND");
 
     /* A leading --format and one -o FILE with no format of its own: the
      * format is that file's, as if written after it. Whoever writes
@@ -477,10 +468,10 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
     for (size_t i = 0; i < o->noutputs; i++) {
         const VmprofdOutput *out = &o->outputs[i];
         if (strcmp(out->path, "-") == 0 && out->format == VMPROFD_FORMAT_PPROF)
-            return fail(err, errlen, "pprof output is gzipped binary: give it a file with -o FILE --format pprof");
+            return base_error(err, errlen, "pprof output is gzipped binary: give it a file with -o FILE --format pprof");
         /* only pprof is gzipped: text in x.gz would surprise whoever gunzips it */
         if (!out->format_given && ends_with(out->path, ".gz") && !ends_with(out->path, ".pb.gz"))
-            return fail(err, errlen,
+            return base_error(err, errlen,
                         "-o %s: only pprof profiles are written gzipped (name it *.pb.gz); for another format "
                         "give --format after it",
                         out->path);

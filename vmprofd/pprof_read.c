@@ -4,22 +4,14 @@
  */
 #include "vmprofd/pprof_read.h"
 
+#include "base/error.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
-
-static bool fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static bool fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return false;
-}
 
 /* -- gunzip --------------------------------------------------------------- */
 
@@ -33,18 +25,18 @@ static bool is_gzip(const uint8_t *d, size_t n)
 static bool gunzip(const uint8_t *in, size_t n, uint8_t **out, size_t *outlen, char *err, size_t errlen)
 {
     if (n > UINT_MAX)
-        return fail(err, errlen, "compressed profile too large (%zu bytes)", n);
+        return base_error(err, errlen, "compressed profile too large (%zu bytes)", n);
     z_stream z = {0};
     /* 15 + 16: gzip only (the caller checked the magic) */
     if (inflateInit2(&z, 15 + 16) != Z_OK)
-        return fail(err, errlen, "zlib inflateInit2 failed");
+        return base_error(err, errlen, "zlib inflateInit2 failed");
     size_t cap = n * 4 + 4096, len = 0;
     if (cap > VMPROFD_PPROF_MAX_BYTES)
         cap = VMPROFD_PPROF_MAX_BYTES;
     uint8_t *buf = malloc(cap);
     if (!buf) {
         inflateEnd(&z);
-        return fail(err, errlen, "out of memory");
+        return base_error(err, errlen, "out of memory");
     }
     z.next_in = (Bytef *)in;
     z.avail_in = (uInt)n;
@@ -53,7 +45,7 @@ static bool gunzip(const uint8_t *in, size_t n, uint8_t **out, size_t *outlen, c
             if (cap >= VMPROFD_PPROF_MAX_BYTES) {
                 free(buf);
                 inflateEnd(&z);
-                return fail(err, errlen, "more than %u MiB when unpacked: not a profile vmprofd wrote",
+                return base_error(err, errlen, "more than %u MiB when unpacked: not a profile vmprofd wrote",
                             VMPROFD_PPROF_MAX_BYTES >> 20);
             }
             size_t ncap = cap * 2 > VMPROFD_PPROF_MAX_BYTES ? VMPROFD_PPROF_MAX_BYTES : cap * 2;
@@ -61,7 +53,7 @@ static bool gunzip(const uint8_t *in, size_t n, uint8_t **out, size_t *outlen, c
             if (!nb) {
                 free(buf);
                 inflateEnd(&z);
-                return fail(err, errlen, "out of memory");
+                return base_error(err, errlen, "out of memory");
             }
             buf = nb;
             cap = ncap;
@@ -83,7 +75,7 @@ static bool gunzip(const uint8_t *in, size_t n, uint8_t **out, size_t *outlen, c
         if (rc == Z_BUF_ERROR && z.avail_in == 0) {
             free(buf);
             inflateEnd(&z);
-            return fail(err, errlen, "truncated gzip data");
+            return base_error(err, errlen, "truncated gzip data");
         }
         if (rc != Z_BUF_ERROR) {
             free(buf);
@@ -91,7 +83,7 @@ static bool gunzip(const uint8_t *in, size_t n, uint8_t **out, size_t *outlen, c
             char msg[128];
             snprintf(msg, sizeof msg, "%s", why);
             inflateEnd(&z);
-            return fail(err, errlen, "corrupt gzip data (%s)", msg);
+            return base_error(err, errlen, "corrupt gzip data (%s)", msg);
         }
     }
     inflateEnd(&z);
@@ -113,7 +105,7 @@ static bool index_ids(PprofIdEntry **out, const uint64_t *ids, size_t n, const c
 {
     PprofIdEntry *v = calloc(n ? n : 1, sizeof *v);
     if (!v)
-        return fail(err, errlen, "out of memory");
+        return base_error(err, errlen, "out of memory");
     for (size_t i = 0; i < n; i++)
         v[i] = (PprofIdEntry){ids[i], i};
     qsort(v, n, sizeof *v, cmp_id);
@@ -121,7 +113,7 @@ static bool index_ids(PprofIdEntry **out, const uint64_t *ids, size_t n, const c
         if (v[i].id == 0 || (i > 0 && v[i].id == v[i - 1].id)) {
             uint64_t id = v[i].id;
             free(v);
-            return fail(err, errlen, "not a valid profile: %s id %llu %s", what, (unsigned long long)id,
+            return base_error(err, errlen, "not a valid profile: %s id %llu %s", what, (unsigned long long)id,
                         id == 0 ? "(ids start at 1)" : "appears twice");
         }
     }
@@ -143,7 +135,7 @@ static bool str_ok(const Perftools__Profiles__Profile *m, int64_t i)
 #define CHECK_STR(i, what)                                                                                            \
     do {                                                                                                              \
         if (!str_ok(m, (i)))                                                                                          \
-            return fail(err, errlen, "not a valid profile: %s names string %lld of %zu", (what), (long long)(i),     \
+            return base_error(err, errlen, "not a valid profile: %s names string %lld of %zu", (what), (long long)(i),     \
                         m->n_string_table);                                                                           \
     } while (0)
 
@@ -180,9 +172,9 @@ static bool unknown_fields_ok(const ProtobufCMessage *m)
 static bool validate_strings(const Perftools__Profiles__Profile *m, char *err, size_t errlen)
 {
     if (m->n_string_table == 0 || m->string_table[0][0] != '\0')
-        return fail(err, errlen, "not a valid profile: its string table does not start with \"\"");
+        return base_error(err, errlen, "not a valid profile: its string table does not start with \"\"");
     if (m->n_sample_type == 0)
-        return fail(err, errlen, "not a profile: it has no sample types");
+        return base_error(err, errlen, "not a profile: it has no sample types");
     for (size_t i = 0; i < m->n_sample_type; i++) {
         CHECK_STR(m->sample_type[i]->type, "a sample type");
         CHECK_STR(m->sample_type[i]->unit, "a sample type's unit");
@@ -223,7 +215,7 @@ static bool validate_ids(PprofFile *f, char *err, size_t errlen)
         most = m->n_mapping;
     uint64_t *ids = calloc(most ? most : 1, sizeof *ids);
     if (!ids)
-        return fail(err, errlen, "out of memory");
+        return base_error(err, errlen, "out of memory");
     bool ok = true;
     for (size_t i = 0; i < m->n_mapping; i++)
         ids[i] = m->mapping[i]->id;
@@ -245,26 +237,26 @@ static bool validate_ids(PprofFile *f, char *err, size_t errlen)
     for (size_t i = 0; i < m->n_location; i++) {
         const Perftools__Profiles__Location *l = m->location[i];
         if (l->mapping_id && !find_id(f->mappings, f->nmappings, l->mapping_id))
-            return fail(err, errlen, "not a valid profile: location %llu names mapping %llu, which it lacks",
+            return base_error(err, errlen, "not a valid profile: location %llu names mapping %llu, which it lacks",
                         (unsigned long long)l->id, (unsigned long long)l->mapping_id);
         for (size_t k = 0; k < l->n_line; k++)
             if (!find_id(f->functions, f->nfunctions, l->line[k]->function_id))
-                return fail(err, errlen, "not a valid profile: location %llu names function %llu, which it lacks",
+                return base_error(err, errlen, "not a valid profile: location %llu names function %llu, which it lacks",
                             (unsigned long long)l->id, (unsigned long long)l->line[k]->function_id);
         symbolized |= l->n_line > 0;
     }
     for (size_t i = 0; i < m->n_sample; i++) {
         const Perftools__Profiles__Sample *s = m->sample[i];
         if (s->n_value != m->n_sample_type)
-            return fail(err, errlen, "not a valid profile: sample %zu has %zu values for %zu sample types", i + 1,
+            return base_error(err, errlen, "not a valid profile: sample %zu has %zu values for %zu sample types", i + 1,
                         s->n_value, m->n_sample_type);
         for (size_t k = 0; k < s->n_location_id; k++)
             if (!find_id(f->locations, f->nlocations, s->location_id[k]))
-                return fail(err, errlen, "not a valid profile: sample %zu names location %llu, which it lacks", i + 1,
+                return base_error(err, errlen, "not a valid profile: sample %zu names location %llu, which it lacks", i + 1,
                             (unsigned long long)s->location_id[k]);
     }
     if (m->n_sample > 0 && !symbolized)
-        return fail(err, errlen,
+        return base_error(err, errlen,
                     "its locations have no functions (an unsymbolized profile, not one vmprofd wrote): "
                     "symbolize it first (go tool pprof -proto BINARY PROFILE > symbolized.pb.gz)");
     return true;
@@ -282,16 +274,16 @@ bool vmprofd_pprof_parse(const uint8_t *data, size_t n, PprofFile *out, char *er
             return false;
         data = unpacked;
     } else if (n == 0) {
-        return fail(err, errlen, "empty file: not a profile");
+        return base_error(err, errlen, "empty file: not a profile");
     }
     out->m = perftools__profiles__profile__unpack(NULL, len, data);
     free(unpacked);
     if (!out->m)
-        return fail(err, errlen, "not a pprof profile (neither gzip nor a valid profile.proto message%s)",
+        return base_error(err, errlen, "not a pprof profile (neither gzip nor a valid profile.proto message%s)",
                     unpacked ? ", after gunzip" : "");
     if (!unknown_fields_ok(&out->m->base)) {
         vmprofd_pprof_free(out);
-        return fail(err, errlen, "not a valid profile: a field numbered 0");
+        return base_error(err, errlen, "not a valid profile: a field numbered 0");
     }
     if (!validate_strings(out->m, err, errlen) || !validate_ids(out, err, errlen)) {
         vmprofd_pprof_free(out);
@@ -305,20 +297,20 @@ bool vmprofd_pprof_read(const char *path, PprofFile *out, char *err, size_t errl
     *out = (PprofFile){0};
     FILE *f = fopen(path, "rb");
     if (!f)
-        return fail(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return base_error(err, errlen, "cannot open %s: %s", path, strerror(errno));
     size_t cap = 1 << 16, len = 0;
     uint8_t *buf = malloc(cap);
     bool ok = buf != NULL;
     while (ok) {
         if (len == cap) {
             if (cap >= VMPROFD_PPROF_MAX_BYTES) {
-                ok = fail(err, errlen, "%s: larger than %u MiB: not a profile vmprofd wrote", path,
+                ok = base_error(err, errlen, "%s: larger than %u MiB: not a profile vmprofd wrote", path,
                           VMPROFD_PPROF_MAX_BYTES >> 20);
                 break;
             }
             uint8_t *nb = realloc(buf, cap * 2);
             if (!nb) {
-                ok = fail(err, errlen, "%s: out of memory", path);
+                ok = base_error(err, errlen, "%s: out of memory", path);
                 break;
             }
             buf = nb;
@@ -328,7 +320,7 @@ bool vmprofd_pprof_read(const char *path, PprofFile *out, char *err, size_t errl
         len += got;
         if (got == 0) {
             if (ferror(f))
-                ok = fail(err, errlen, "cannot read %s: %s", path, strerror(errno));
+                ok = base_error(err, errlen, "cannot read %s: %s", path, strerror(errno));
             break;
         }
     }
@@ -337,7 +329,7 @@ bool vmprofd_pprof_read(const char *path, PprofFile *out, char *err, size_t errl
         char why[400];
         ok = vmprofd_pprof_parse(buf, len, out, why, sizeof why);
         if (!ok)
-            fail(err, errlen, "%s: %s", path, why);
+            base_error(err, errlen, "%s: %s", path, why);
     }
     free(buf);
     return ok;
@@ -408,15 +400,15 @@ bool vmprofd_pprof_same_types(const PprofFile *a, const PprofFile *b)
 bool vmprofd_pprof_write_gzip(const char *path, const uint8_t *data, size_t n, char *err, size_t errlen)
 {
     if (n > UINT_MAX / 2)
-        return fail(err, errlen, "profile too large to compress (%zu bytes)", n);
+        return base_error(err, errlen, "profile too large to compress (%zu bytes)", n);
     z_stream z = {0};
     if (deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-        return fail(err, errlen, "zlib deflateInit2 failed");
+        return base_error(err, errlen, "zlib deflateInit2 failed");
     size_t cap = deflateBound(&z, (uLong)n);
     uint8_t *buf = malloc(cap);
     if (!buf) {
         deflateEnd(&z);
-        return fail(err, errlen, "out of memory");
+        return base_error(err, errlen, "out of memory");
     }
     z.next_in = (Bytef *)data;
     z.avail_in = (uInt)n;
@@ -427,17 +419,17 @@ bool vmprofd_pprof_write_gzip(const char *path, const uint8_t *data, size_t n, c
     deflateEnd(&z);
     if (rc != Z_STREAM_END) {
         free(buf);
-        return fail(err, errlen, "zlib deflate failed (%d)", rc);
+        return base_error(err, errlen, "zlib deflate failed (%d)", rc);
     }
     FILE *f = fopen(path, "wb");
     if (!f) {
         free(buf);
-        return fail(err, errlen, "cannot create %s: %s", path, strerror(errno));
+        return base_error(err, errlen, "cannot create %s: %s", path, strerror(errno));
     }
     bool ok = fwrite(buf, 1, out, f) == out;
     ok = (fclose(f) == 0) && ok;
     free(buf);
     if (!ok)
-        return fail(err, errlen, "cannot write %s: %s", path, strerror(errno ? errno : EIO));
+        return base_error(err, errlen, "cannot write %s: %s", path, strerror(errno ? errno : EIO));
     return true;
 }

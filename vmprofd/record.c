@@ -12,6 +12,7 @@
 #define _GNU_SOURCE /* ppoll, pthread_sigmask */
 #include "vmprofd/record.h"
 
+#include "base/error.h"
 #include "proto/identity.h"
 #include "report/report.h"
 #include "vmprofd/engine.h"
@@ -103,12 +104,6 @@ bool vmprofd_record_parse_duration(const char *s, double *seconds)
     return *seconds < 1e9; /* ~31 years: past it, a typo */
 }
 
-static bool bad(char *err, size_t errlen, const char *fmt, const char *arg)
-{
-    snprintf(err, errlen, fmt, arg);
-    return false;
-}
-
 bool vmprofd_record_parse(int argc, char **argv, RecordOptions *o, char *err, size_t errlen)
 {
     *o = (RecordOptions){
@@ -143,14 +138,14 @@ bool vmprofd_record_parse(int argc, char **argv, RecordOptions *o, char *err, si
             break;
         case OPT_DIR:
             if (!optarg[0])
-                return bad(err, errlen, "--dir needs a folder%s", "");
+                return base_error(err, errlen, "--dir needs a folder%s", "");
             o->dir = optarg;
             break;
         case OPT_INTERVAL:
             if (!vmprofd_record_parse_duration(optarg, &o->interval_s))
-                return bad(err, errlen, "--interval: '%s' is not a duration (60s, 500ms, 5m, 1h)", optarg);
+                return base_error(err, errlen, "--interval: '%s' is not a duration (60s, 500ms, 5m, 1h)", optarg);
             if (o->interval_s < VMPROFD_RECORD_MIN_INTERVAL_S)
-                return bad(err, errlen, "--interval %s is too short (at least 200ms: each interval re-attaches)",
+                return base_error(err, errlen, "--interval %s is too short (at least 200ms: each interval re-attaches)",
                            optarg);
             break;
         case 'F': {
@@ -158,20 +153,20 @@ bool vmprofd_record_parse(int argc, char **argv, RecordOptions *o, char *err, si
             errno = 0;
             o->rate_hz = strtod(optarg, &end);
             if (end == optarg || *end || errno || !(o->rate_hz >= 1 && o->rate_hz <= VMPROFD_MAX_RATE_HZ))
-                return bad(err, errlen, "--rate: '%s' is not a rate from 1 to 100000 Hz", optarg);
+                return base_error(err, errlen, "--rate: '%s' is not a rate from 1 to 100000 Hz", optarg);
             break;
         }
         case 'e':
             if (!vmprofd_options_parse_event(optarg, &o->event) || o->event == VMPROFD_EVENT_WALL)
-                return bad(err, errlen, "--event: '%s' is not cpu or alloc", optarg);
+                return base_error(err, errlen, "--event: '%s' is not cpu or alloc", optarg);
             break;
         case OPT_KEEP_AGE:
             if (!vmprofd_record_parse_duration(optarg, &o->keep_age_s))
-                return bad(err, errlen, "--keep-age: '%s' is not a duration (7d, 12h, 0 for no limit)", optarg);
+                return base_error(err, errlen, "--keep-age: '%s' is not a duration (7d, 12h, 0 for no limit)", optarg);
             break;
         case OPT_KEEP_SIZE:
             if (!vmprofd_options_parse_bytes(optarg, &o->keep_bytes))
-                return bad(err, errlen, "--keep-size: '%s' is not a size (1G, 500M, 0 for no limit)", optarg);
+                return base_error(err, errlen, "--keep-size: '%s' is not a size (1G, 500M, 0 for no limit)", optarg);
             break;
         case OPT_MATCH:
             o->match = optarg;
@@ -183,17 +178,17 @@ bool vmprofd_record_parse(int argc, char **argv, RecordOptions *o, char *err, si
             o->help = true;
             return true;
         case ':':
-            return bad(err, errlen, "%s needs a value", argv[optind - 1]);
+            return base_error(err, errlen, "%s needs a value", argv[optind - 1]);
         default:
-            return bad(err, errlen, "unknown option '%s'", argv[optind - 1]);
+            return base_error(err, errlen, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc)
-        return bad(err, errlen, "unexpected argument '%s'", argv[optind]);
+        return base_error(err, errlen, "unexpected argument '%s'", argv[optind]);
     if (!continuous)
-        return bad(err, errlen, "record needs --continuous (the only mode so far)%s", "");
+        return base_error(err, errlen, "record needs --continuous (the only mode so far)%s", "");
     if (!o->dir)
-        return bad(err, errlen, "record needs --dir DIR%s", "");
+        return base_error(err, errlen, "record needs --dir DIR%s", "");
     return true;
 }
 

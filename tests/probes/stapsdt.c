@@ -4,6 +4,8 @@
  */
 #include "stapsdt.h"
 
+#include "base/error.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -14,12 +16,6 @@
 #include <unistd.h>
 
 #define NT_STAPSDT 3
-
-static bool fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
-{
-    snprintf(err, errlen, fmt, a, b);
-    return false;
-}
 
 static int count_args(const char *s)
 {
@@ -56,7 +52,7 @@ static bool read_notes(Elf_Data *data, SdtFile *f, uint64_t base_actual, char *e
         off = next;
         const char *name = (const char *)data->d_buf + name_off;
         if (nh.n_type != NT_STAPSDT || nh.n_namesz != sizeof "stapsdt" || strcmp(name, "stapsdt") != 0) continue;
-        if (nh.n_descsz < 3 * 8 + 3) return fail(err, errlen, "a stapsdt note is too short (%s%s)", "", "");
+        if (nh.n_descsz < 3 * 8 + 3) return base_error(err, errlen, "a stapsdt note is too short (%s%s)", "", "");
         const char *d = (const char *)data->d_buf + desc_off, *end = d + nh.n_descsz;
         uint64_t w[3];
         memcpy(w, d, sizeof w);
@@ -64,7 +60,7 @@ static bool read_notes(Elf_Data *data, SdtFile *f, uint64_t base_actual, char *e
         SdtProbe pr = {0};
         if (!take_string(&p, end, pr.provider, sizeof pr.provider) || !take_string(&p, end, pr.name, sizeof pr.name) ||
             !take_string(&p, end, pr.args, sizeof pr.args))
-            return fail(err, errlen, "a stapsdt note has an unterminated string (%s%s)", "", "");
+            return base_error(err, errlen, "a stapsdt note has an unterminated string (%s%s)", "", "");
         pr.nargs = count_args(pr.args);
         /* the note records .stapsdt.base where it was linked; a prelinked
          * binary moved it, and its probes with it */
@@ -73,7 +69,7 @@ static bool read_notes(Elf_Data *data, SdtFile *f, uint64_t base_actual, char *e
         if (f->nprobes == cap) {
             cap = cap ? 2 * cap : 32;
             SdtProbe *np = realloc(f->probes, cap * sizeof *np);
-            if (!np) return fail(err, errlen, "out of memory (%s%s)", "", "");
+            if (!np) return base_error(err, errlen, "out of memory (%s%s)", "", "");
             f->probes = np;
         }
         f->probes[f->nprobes++] = pr;
@@ -84,16 +80,16 @@ static bool read_notes(Elf_Data *data, SdtFile *f, uint64_t base_actual, char *e
 bool sdt_read(const char *path, SdtFile *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    if (elf_version(EV_CURRENT) == EV_NONE) return fail(err, errlen, "libelf: %s%s", elf_errmsg(-1), "");
+    if (elf_version(EV_CURRENT) == EV_NONE) return base_error(err, errlen, "libelf: %s%s", elf_errmsg(-1), "");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fail(err, errlen, "cannot open %s: %s", path, strerror(errno));
+    if (fd < 0) return base_error(err, errlen, "cannot open %s: %s", path, strerror(errno));
     bool ok = false;
     Elf *e = elf_begin(fd, ELF_C_READ, NULL);
     GElf_Ehdr eh;
     size_t shstrndx, nphdr;
     if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh) || elf_getshdrstrndx(e, &shstrndx) != 0 ||
         elf_getphdrnum(e, &nphdr) != 0) {
-        fail(err, errlen, "%s is not an ELF file libelf reads: %s", path, elf_errmsg(-1));
+        base_error(err, errlen, "%s is not an ELF file libelf reads: %s", path, elf_errmsg(-1));
         goto out;
     }
     out->pie = eh.e_type == ET_DYN;
@@ -120,7 +116,7 @@ bool sdt_read(const char *path, SdtFile *out, char *err, size_t errlen)
             cap = cap ? 2 * cap : 32;
             SdtSection *ns = realloc(out->sections, cap * sizeof *ns);
             if (!ns) {
-                fail(err, errlen, "out of memory reading %s%s", path, "");
+                base_error(err, errlen, "out of memory reading %s%s", path, "");
                 goto out;
             }
             out->sections = ns;

@@ -7,6 +7,7 @@
  */
 #include "vm/compiler/codegen.h"
 
+#include "base/hash.h"
 #include "vm/bytecode/bytecodes.h"
 #include "vm/compiler/lexer.h"
 #include "vm/compiler/parser.h"
@@ -140,23 +141,13 @@ static bool literal_shareable(LiteralKind k)
     return k == LIT_INT || k == LIT_BIGINT || k == LIT_DOUBLE || k == LIT_STRING || k == LIT_SYMBOL;
 }
 
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 1099511628211ull; /* FNV-1a prime */
-    }
-    return h;
-}
-
 static uint64_t literal_hash(const Literal *l)
 {
-    uint64_t h = hash_bytes(14695981039346656037ull, &l->kind, sizeof l->kind);
+    uint64_t h = base_fnv1a_bytes(&l->kind, sizeof l->kind);
     switch (l->kind) {
-    case LIT_INT: return hash_bytes(h, &l->i, sizeof l->i);
-    case LIT_DOUBLE: return hash_bytes(h, &l->d, sizeof l->d);
-    default: return hash_bytes(h, l->s, l->len);
+    case LIT_INT: return base_fnv1a(h, &l->i, sizeof l->i);
+    case LIT_DOUBLE: return base_fnv1a(h, &l->d, sizeof l->d);
+    default: return base_fnv1a(h, l->s, l->len);
     }
 }
 

@@ -15,6 +15,8 @@
 #ifndef VM_INTERP_DOUBLESITES_H
 #define VM_INTERP_DOUBLESITES_H
 
+#include "base/hash.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -24,7 +26,7 @@ extern const uint8_t *vm_double_sites[VM_DOUBLE_SITES];
 static inline const uint8_t **vm_double_site_slot(const uint8_t *site)
 {
     /* as vm/interp/sendcache.h spreads sites: Fibonacci hashing of the low 32 bits */
-    return &vm_double_sites[((uint32_t)(uintptr_t)site * 2654435761u) >> (32 - 10)];
+    return &vm_double_sites[base_hash_ptr_top(site, 10)];
 }
 _Static_assert(VM_DOUBLE_SITES == 1 << 10, "the hash's shift matches the size");
 

@@ -58,6 +58,7 @@ register unsigned long *vm_ifp asm("r14"); /* an Oop *; VM_INTERP_FP_PERF_REG in
 
 #include "vm/interp/interp.h"
 
+#include "base/compiler.h"
 #include "jit/enter.h"
 #include "proto/stackabi.h"
 
@@ -191,8 +192,6 @@ static bool identical_is_primitive(uint32_t class_index)
 
 static Oop prim_args[260];
 
-#define LIKELY(x) __builtin_expect(!!(x), 1)
-#define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define U16(p) ((unsigned)(p)[0] | ((unsigned)(p)[1] << 8))
 #define HEADROOM (VM_STACK_HEADROOM_WORDS)
 
@@ -300,7 +299,7 @@ static __attribute__((noinline)) Oop *overflow_page(Oop *fp, Oop *sp, int n, Oop
      * 2-3 % more instructions in its loop (callgrind, --no-jit, Fibonacci,
      * Richards, Towers), as GCC allocated its registers differently. */
     size_t depth = vm_stack_depth(fp);
-    if (__builtin_expect(depth >= vm_options.max_stack_depth, 0)) {
+    if (BASE_UNLIKELY(depth >= vm_options.max_stack_depth)) {
         /* WRITE_BACK's, from the frame: ip (r15) is its resume point */
         Oop m = fp[FRAME_METHOD];
         saved_sp = sp;
@@ -385,7 +384,7 @@ static Oop interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
  * then pass (under --gc-stress the flag never clears). */
 #define SAFEPOINT_CHECK()                                 \
     do {                                                  \
-        if (UNLIKELY(gc_collect_wanted)) {                \
+        if (BASE_UNLIKELY(gc_collect_wanted)) {                \
             if (!passed_safepoint) goto safepoint;        \
             passed_safepoint = false;                     \
         }                                                 \
@@ -545,7 +544,7 @@ op_PUSH_GLOBAL_W:
     ip += 3;
 push_global : {
     Oop v = vm_global_get(sel);
-    if (LIKELY(v != 0)) {
+    if (BASE_LIKELY(v != 0)) {
         *--sp = v;
         DISPATCH();
     }
@@ -613,10 +612,10 @@ op_POP_FIELD:
         rcvr = sp[n];                                                            \
         uint32_t ci = vm_class_index_of(rcvr);                                   \
         sce = vm_sendcache_entry(ip);                                            \
-        if (UNLIKELY(sce->site != ip || sce->class_index != ci)) {               \
+        if (BASE_UNLIKELY(sce->site != ip || sce->class_index != ci)) {               \
             sel = (SEL);                                                         \
             m = vm_lookup_cached(ci, sel);                                       \
-            if (UNLIKELY(!m)) {                                                  \
+            if (BASE_UNLIKELY(!m)) {                                                  \
                 ip += (LEN);                                                     \
                 goto dnu;                                                        \
             }                                                                    \
@@ -641,7 +640,7 @@ op_SEND_W:
  * machine code to consider, the frame fits on this page, the argument
  * count checked, and no machine-code caller to record */
 site_method : {
-    if (UNLIKELY(vm_jit_enabled || sp - sce->frame_words < limit)) goto activate_method;
+    if (BASE_UNLIKELY(vm_jit_enabled || sp - sce->frame_words < limit)) goto activate_method;
     sp[-1] = oop_from_int(ip - bytes);
     sp[-2] = (Oop)fp;
     Oop *nfp = sp - 2;
@@ -657,7 +656,7 @@ site_method : {
     nargs = n;
     bytes = (uint8_t *)obj_slots(m) + sce->bytecodes;
     IP_SET(bytes);
-    if (UNLIKELY(VM_PROBE_METHODS_TRACED())) {
+    if (BASE_UNLIKELY(VM_PROBE_METHODS_TRACED())) {
         fp[FRAME_FLAGS] = oop_from_int(frame_flags(fp) | FRAME_FLAG_TRACED);
         VM_PROBE_METHOD_ENTRY(method, 0);
     }
@@ -668,14 +667,14 @@ site_method : {
  * has no side effects: the general path runs it again and reports it.
  * Traced, the general path also fires the probes. */
 site_prim_fn : {
-    if (UNLIKELY(VM_PROBE_METHODS_TRACED())) goto primitive;
+    if (BASE_UNLIKELY(VM_PROBE_METHODS_TRACED())) goto primitive;
     Oop *a = prim_args;
     a[0] = sp[n];
     for (int i = 1; i <= n; i++) a[i] = sp[n - i];
     PRIM_ANCHOR_SET();
     bool ok = ((VmPrimFn)sce->prim_fn)(a, &result);
     PRIM_ANCHOR_CLEAR();
-    if (LIKELY(ok)) {
+    if (BASE_LIKELY(ok)) {
         sp += n;
         *sp = result;
         DISPATCH();
@@ -688,20 +687,20 @@ site_block_value:
     goto activate_block;
 
 site_getter:
-    if (UNLIKELY(VM_PROBE_METHODS_TRACED())) goto activate_method;
+    if (BASE_UNLIKELY(VM_PROBE_METHODS_TRACED())) goto activate_method;
     result = obj_slots(sp[n])[sce->field];
     sp += n;
     *sp = result;
     DISPATCH();
 
 site_setter:
-    if (UNLIKELY(VM_PROBE_METHODS_TRACED())) goto activate_method;
+    if (BASE_UNLIKELY(VM_PROBE_METHODS_TRACED())) goto activate_method;
     gc_store(sp[1], sce->field, sp[0]);
     sp += 1; /* self, the receiver, is the answer */
     DISPATCH();
 
 site_const:
-    if (UNLIKELY(VM_PROBE_METHODS_TRACED())) goto activate_method;
+    if (BASE_UNLIKELY(VM_PROBE_METHODS_TRACED())) goto activate_method;
     result = sce->value ? sce->value : sp[n];
     sp += n;
     *sp = result;
@@ -723,7 +722,7 @@ super_send : {
     Oop super = obj_slots(obj_slots(method)[METHOD_HOLDER])[CLASS_SUPERCLASS];
     if (super == vm_nil) goto dnu;
     m = vm_lookup_cached(vm_class_instance_index(super), sel);
-    if (UNLIKELY(!m)) goto dnu;
+    if (BASE_UNLIKELY(!m)) goto dnu;
     goto activate;
 }
 
@@ -745,11 +744,11 @@ super_send : {
         if (DOUBLE_OPERANDS(true)) {                                     \
             double r = oop_double(a) OP y;                               \
             Oop d = oop_float_encode(r);                                 \
-            if (UNLIKELY(!d)) {                                          \
+            if (BASE_UNLIKELY(!d)) {                                          \
                 d = gc_alloc_fast(CLASS_INDEX_DOUBLE, FMT_WORDS, 1);     \
                 if (d) memcpy(obj_slots(d), &r, sizeof r);               \
             }                                                            \
-            if (LIKELY(d != 0)) {                                        \
+            if (BASE_LIKELY(d != 0)) {                                        \
                 vm_double_site_note(ip); /* the JIT's hint */            \
                 *++sp = d;                                               \
                 ip += 1;                                                 \
@@ -770,7 +769,7 @@ super_send : {
 op_SEND_ADD : {
     Oop a = sp[1], b = sp[0];
     intptr_t r;
-    if (LIKELY(oop_is_int(a & b)) && INT_PRIM(BC_SEND_ADD) &&
+    if (BASE_LIKELY(oop_is_int(a & b)) && INT_PRIM(BC_SEND_ADD) &&
         !__builtin_add_overflow((intptr_t)a, (intptr_t)(b - 1), &r)) {
         *++sp = (Oop)r;
         ip += 1;
@@ -783,7 +782,7 @@ op_SEND_ADD : {
 op_SEND_SUB : {
     Oop a = sp[1], b = sp[0];
     intptr_t r;
-    if (LIKELY(oop_is_int(a & b)) && INT_PRIM(BC_SEND_SUB) &&
+    if (BASE_LIKELY(oop_is_int(a & b)) && INT_PRIM(BC_SEND_SUB) &&
         !__builtin_sub_overflow((intptr_t)a, (intptr_t)(b - 1), &r)) {
         *++sp = (Oop)r;
         ip += 1;
@@ -796,7 +795,7 @@ op_SEND_SUB : {
 op_SEND_MUL : {
     Oop a = sp[1], b = sp[0];
     intptr_t r;
-    if (LIKELY(oop_is_int(a & b)) && INT_PRIM(BC_SEND_MUL) &&
+    if (BASE_LIKELY(oop_is_int(a & b)) && INT_PRIM(BC_SEND_MUL) &&
         !__builtin_mul_overflow(oop_int(a), (intptr_t)(b - 1), &r)) {
         *++sp = (Oop)r | 1;
         ip += 1;
@@ -811,7 +810,7 @@ op_SEND_MUL : {
 #define COMPARE_OP(NAME, OP)                                           \
     op_##NAME : {                                                      \
         Oop a = sp[1], b = sp[0];                                      \
-        if (LIKELY(oop_is_int(a & b)) && INT_PRIM(BC_##NAME)) {        \
+        if (BASE_LIKELY(oop_is_int(a & b)) && INT_PRIM(BC_##NAME)) {        \
             bool c = (intptr_t)a OP(intptr_t) b;                       \
             if (ip[1] == BC_JUMP_IF_FALSE) {                           \
                 sp += 2;                                               \
@@ -863,7 +862,7 @@ op_SEND_IDENTICAL : {
 
 op_SEND_AT : {
     Oop a = sp[1], i = sp[0];
-    if (LIKELY(oop_is_ptr(a) && obj_class_index(a) == CLASS_INDEX_ARRAY && oop_is_int(i) && array_at_is_prim)) {
+    if (BASE_LIKELY(oop_is_ptr(a) && obj_class_index(a) == CLASS_INDEX_ARRAY && oop_is_int(i) && array_at_is_prim)) {
         intptr_t k = oop_int(i);
         if (k >= 1 && (size_t)k <= obj_num_slots(a)) {
             *++sp = obj_slots(a)[k - 1];
@@ -876,7 +875,7 @@ op_SEND_AT : {
 
 op_SEND_AT_PUT : {
     Oop a = sp[2], i = sp[1];
-    if (LIKELY(oop_is_ptr(a) && obj_class_index(a) == CLASS_INDEX_ARRAY && oop_is_int(i) && array_at_put_is_prim)) {
+    if (BASE_LIKELY(oop_is_ptr(a) && obj_class_index(a) == CLASS_INDEX_ARRAY && oop_is_int(i) && array_at_put_is_prim)) {
         intptr_t k = oop_int(i);
         if (k >= 1 && (size_t)k <= obj_num_slots(a)) {
             Oop v = sp[0];
@@ -918,9 +917,9 @@ op_SEND_LENGTH : {
 #define INT_BINARY(NAME, EXPR)                                       \
     op_##NAME : {                                                    \
         Oop a = sp[1], b = sp[0];                                    \
-        if (LIKELY(oop_is_int(a & b)) && INT_PRIM(BC_##NAME)) {      \
+        if (BASE_LIKELY(oop_is_int(a & b)) && INT_PRIM(BC_##NAME)) {      \
             intptr_t x = oop_int(a), y = oop_int(b), r;              \
-            if (LIKELY(EXPR)) {                                      \
+            if (BASE_LIKELY(EXPR)) {                                      \
                 *++sp = oop_from_int(r);                             \
                 ip += 1;                                             \
                 DISPATCH();                                          \
@@ -941,7 +940,7 @@ op_SEND_LENGTH : {
 op_SEND_ABS : {
     Oop a = sp[0];
     intptr_t r;
-    if (LIKELY(oop_is_int(a)) && INT_PRIM(BC_SEND_ABS) &&
+    if (BASE_LIKELY(oop_is_int(a)) && INT_PRIM(BC_SEND_ABS) &&
         (oop_int(a) >= 0 ? (r = oop_int(a), true) : vm_int_negated_small(oop_int(a), &r))) {
         *sp = oop_from_int(r);
         ip += 1;
@@ -953,7 +952,7 @@ op_SEND_ABS : {
 op_SEND_NEGATED : {
     Oop a = sp[0];
     intptr_t r;
-    if (LIKELY(oop_is_int(a)) && INT_PRIM(BC_SEND_NEGATED) && vm_int_negated_small(oop_int(a), &r)) {
+    if (BASE_LIKELY(oop_is_int(a)) && INT_PRIM(BC_SEND_NEGATED) && vm_int_negated_small(oop_int(a), &r)) {
         *sp = oop_from_int(r);
         ip += 1;
         DISPATCH();
@@ -968,14 +967,14 @@ op_SEND_NOT_NIL : {
     /* first the per-class answer the lookups filled in (vm/interp/special.h) */
     uint32_t ci = vm_class_index_of(sp[0]);
     unsigned which = (unsigned)(*ip - BC_SEND_IS_NIL);
-    if (LIKELY(ci < VM_SPECIAL_NIL_TABLE_CLASSES) && (vm_special_nil_table[ci] & VM_SPECIAL_NIL_KNOWN(which))) {
+    if (BASE_LIKELY(ci < VM_SPECIAL_NIL_TABLE_CLASSES) && (vm_special_nil_table[ci] & VM_SPECIAL_NIL_KNOWN(which))) {
         *sp = (vm_special_nil_table[ci] & VM_SPECIAL_NIL_TRUE(which)) ? vm_true : vm_false;
         ip += 1;
         DISPATCH();
     }
     Oop k = vm_lookup_cached(ci, special_sel[*ip - BC_SEND_ADD]);
     k = k ? vm_special_constant(k) : 0;
-    if (LIKELY(k != 0)) {
+    if (BASE_LIKELY(k != 0)) {
         *sp = k;
         ip += 1;
         DISPATCH();
@@ -986,7 +985,7 @@ op_SEND_NOT_NIL : {
 send:
     rcvr = sp[n];
     m = vm_lookup_cached(vm_class_index_of(rcvr), sel);
-    if (UNLIKELY(!m)) goto dnu;
+    if (BASE_UNLIKELY(!m)) goto dnu;
 
 activate:
     if (obj_slots(m)[METHOD_PRIMITIVE] != oop_from_int(0)) goto primitive;
@@ -1061,8 +1060,8 @@ push_frame : {
     intptr_t hdr = vm_method_hdr(m);
     int mnargs = (int)((hdr >> 16) & 0xff), ntemps = (int)((hdr >> 24) & 0xffff), maxs = (int)((hdr >> 40) & 0xffff);
     Oop *link = fp;
-    if (UNLIKELY(mnargs != n)) wrong_arg_count(sp, bytes, n, frame_kind, mnargs);
-    if (UNLIKELY(sp - (FRAME_HEADER_WORDS + ntemps + maxs) < limit)) {
+    if (BASE_UNLIKELY(mnargs != n)) wrong_arg_count(sp, bytes, n, frame_kind, mnargs);
+    if (BASE_UNLIKELY(sp - (FRAME_HEADER_WORDS + ntemps + maxs) < limit)) {
         Oop *nlimit;
         sp = overflow_page(fp, sp, n, &nlimit);
         limit = nlimit;
@@ -1086,7 +1085,7 @@ push_frame : {
     nargs = mnargs;
     bytes = (uint8_t *)(obj_slots(m) + (hdr & 0xffff));
     IP_SET(bytes);
-    if (UNLIKELY(VM_PROBE_METHODS_TRACED())) {
+    if (BASE_UNLIKELY(VM_PROBE_METHODS_TRACED())) {
         fp[FRAME_FLAGS] = oop_from_int(frame_flags(fp) | FRAME_FLAG_TRACED);
         VM_PROBE_METHOD_ENTRY(method, 0);
     }
@@ -1105,8 +1104,8 @@ primitive : {
         PRIM_ANCHOR_SET();
         bool ok = fn(a, &r);
         PRIM_ANCHOR_CLEAR();
-        if (LIKELY(ok)) {
-            if (UNLIKELY(mc_retaddr)) {
+        if (BASE_LIKELY(ok)) {
+            if (BASE_UNLIKELY(mc_retaddr)) {
                 result = r;
                 goto prim_answer;
             }
@@ -1152,7 +1151,7 @@ op_RETURN_TOP:
     result = *sp;
 do_return : {
     intptr_t rfl = frame_flags(fp);
-    if (UNLIKELY(rfl & (FRAME_FLAG_CONTEXT | FRAME_FLAG_TRACED))) {
+    if (BASE_UNLIKELY(rfl & (FRAME_FLAG_CONTEXT | FRAME_FLAG_TRACED))) {
         if (rfl & FRAME_FLAG_TRACED) VM_PROBE_METHOD_RETURN(fp[FRAME_METHOD], 0);
         if (rfl & FRAME_FLAG_CONTEXT) vm_context_widow(fp);
     }
@@ -1163,7 +1162,7 @@ do_return : {
     sp = fp + 2 + fn;
     /* the common case first: an interpreted caller on this page (machine
      * code exists only with the JIT on) */
-    if (LIKELY(caller != NULL && (!vm_jit_enabled || !vm_jit_is_code_address(saved_ip)))) {
+    if (BASE_LIKELY(caller != NULL && (!vm_jit_enabled || !vm_jit_is_code_address(saved_ip)))) {
         *sp = result;
         IP_CLEAR();
         FP_SET(caller);
@@ -1203,7 +1202,7 @@ op_JUMP_BACK : {
         /* backward jumps count as executions: a loop in a method run once
          * gets compiled and continues in machine code (OSR) */
         intptr_t cv = oop_int(obj_slots(method)[METHOD_COUNTER]);
-        if (UNLIKELY(cv >= 0)) {
+        if (BASE_UNLIKELY(cv >= 0)) {
             if (++cv >= vm_jit_threshold) {
                 WRITE_BACK();
                 cv = vm_jit_hooks->compile(method, NULL);
@@ -1508,7 +1507,7 @@ static InterpNext from_machine_code(InterpRegs *r, JitStatus jst, const JitRegs 
     regs_load_method(r);
     IP_SET(r->bytes + vm_jit_resume_bcpc(r->mc_retaddr, fp));
     jit_cstate.mode = PROF_STATE_INTERP;
-    if (UNLIKELY(gc_collect_wanted)) collect_garbage(r);
+    if (BASE_UNLIKELY(gc_collect_wanted)) collect_garbage(r);
     r->n = r->mc_nargs = vm_jit_pending_nargs;
     if (vm_jit_pending_kind == VM_JIT_PENDING_UNKNOWN_GLOBAL) {
         /* machine code pushed nothing: send unknownGlobal: on its behalf */
@@ -1549,13 +1548,13 @@ static InterpNext return_across(InterpRegs *r, JitRegs *jregs, Oop *caller, Oop 
     int caller_n = (int)((frame_flags(fp) >> FRAME_FLAG_CALLER_NARGS_SHIFT) & 0xff);
     if (caller_n == VM_JIT_CALLER_PUSHED_NOTHING) caller_n = -1;
     r->mc_target = (void *)saved_ip;
-    if (UNLIKELY(vm_jit_is_code_address(saved_ip)) && caller) {
+    if (BASE_UNLIKELY(vm_jit_is_code_address(saved_ip)) && caller) {
         /* the caller is machine code: return as its `ret` would, its own
          * argument count above the receiver */
         *jregs = (JitRegs){sp - caller_n, caller, r->result};
         return NEXT_MACHINE_CODE;
     }
-    if (UNLIKELY(!caller)) {
+    if (BASE_UNLIKELY(!caller)) {
         FRAMES_UNSTABLE(); /* pages are released and reused below */
         StackPage *pg = vm_page;
         if (pg->caller_fp) {

@@ -35,6 +35,7 @@
 #ifndef VM_SENDCACHE_H
 #define VM_SENDCACHE_H
 
+#include "base/hash.h"
 #include "gc/object.h"
 
 #include <stdint.h>
@@ -79,7 +80,7 @@ static inline VmSendCacheEntry *vm_sendcache_entry(const uint8_t *site)
 {
     /* Fibonacci hashing of the low 32 bits: sites of one method are a few
      * bytes apart, methods far apart; both spread */
-    return &vm_sendcache[((uint32_t)(uintptr_t)site * 2654435761u) >> (32 - 12)];
+    return &vm_sendcache[base_hash_ptr_top(site, 12)];
 }
 _Static_assert(VM_SENDCACHE_SIZE == 1 << 12, "the hash's shift matches the size");
 

@@ -21,6 +21,8 @@
 #ifndef VM_CLASS_H
 #define VM_CLASS_H
 
+#include "base/compiler.h"
+#include "base/hash.h"
 #include "gc/object.h"
 
 #include <stdbool.h>
@@ -63,11 +65,12 @@ void vm_lookup_set_observer(const VmLookupObserver *observer);
 #define VM_LOOKUP_CACHE_SIZE 4096 /* power of two; Cog's method cache has 1024 entries.
                                      Machine code probes it too (open PICs, jit/sendsite.c) */
 /* The cache's hash, the one home of it: machine code computes the same with
- * VM_LOOKUP_HASH_MULTIPLIER (jit/sendsite.c, open PICs). */
-#define VM_LOOKUP_HASH_MULTIPLIER 2654435761u
+ * VM_LOOKUP_HASH_MULTIPLIER (jit/sendsite.c, open PICs), the multiplier of
+ * base_hash_word. */
+#define VM_LOOKUP_HASH_MULTIPLIER BASE_HASH_KNUTH_MULTIPLIER
 static inline size_t vm_lookup_hash(uint32_t class_index, Oop selector)
 {
-    return ((selector >> 3) ^ (class_index * VM_LOOKUP_HASH_MULTIPLIER)) & (VM_LOOKUP_CACHE_SIZE - 1);
+    return ((selector >> 3) ^ base_hash_word(class_index)) & (VM_LOOKUP_CACHE_SIZE - 1);
 }
 typedef struct VmCacheEntry {
     Oop selector;
@@ -81,7 +84,7 @@ Oop vm_lookup_cache_miss(uint32_t class_index, Oop selector);
 static inline Oop vm_lookup_cached(uint32_t class_index, Oop selector)
 {
     const VmCacheEntry *e = &vm_lookup_cache[vm_lookup_hash(class_index, selector)];
-    if (__builtin_expect(e->selector == selector && e->class_index == class_index, 1)) return e->method;
+    if (BASE_LIKELY(e->selector == selector && e->class_index == class_index)) return e->method;
     return vm_lookup_cache_miss(class_index, selector);
 }
 

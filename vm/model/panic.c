@@ -7,6 +7,7 @@
  */
 #include "vm/model/vm.h"
 
+#include "base/check.h"
 #include "gc/heap.h"
 
 #include <stdarg.h>
@@ -46,4 +47,14 @@ noreturn void vm_panic(const char *fmt, ...)
     fprintf(stderr, "\nSmalltalk stack:\n");
     if (hooks.print_backtrace) hooks.print_backtrace(stderr);
     abort();
+}
+
+noreturn void vm_assert_fail(const char *file, int line, const char *func, const char *cond, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    base_check_describe(msg, sizeof msg, "assertion", file, line, func, cond, fmt, ap);
+    va_end(ap);
+    vm_panic("%s", msg);
 }

@@ -8,6 +8,7 @@
  */
 #include "vm/model/universe.h"
 
+#include "base/hash.h"
 #include "gc/heap.h"
 #include "vm/model/globals.h"
 #include "vm/model/vm.h"
@@ -57,13 +58,6 @@ const char *vm_string_cstr(Oop s, char *buf, size_t buflen)
 static Oop *symtab;
 static size_t symtab_cap, symtab_count;
 
-static uint64_t bytes_hash(const char *s, size_t len)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a: short keys, good spread */
-    for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
-    return h;
-}
-
 static void symtab_grow(void)
 {
     /* 512 slots (one page) hold the core library's ~240 symbols at half
@@ -74,7 +68,7 @@ static void symtab_grow(void)
     for (size_t i = 0; i < symtab_cap; i++) {
         Oop s = symtab[i];
         if (!s) continue;
-        size_t j = bytes_hash((const char *)obj_bytes(s), obj_byte_length(s)) & (ncap - 1);
+        size_t j = base_fnv1a_bytes((const char *)obj_bytes(s), obj_byte_length(s)) & (ncap - 1);
         while (n[j]) j = (j + 1) & (ncap - 1);
         n[j] = s;
     }
@@ -86,7 +80,7 @@ static void symtab_grow(void)
 Oop vm_symbol_intern(const char *s, size_t len)
 {
     if (symtab_count * 2 >= symtab_cap) symtab_grow();
-    size_t j = bytes_hash(s, len) & (symtab_cap - 1);
+    size_t j = base_fnv1a_bytes(s, len) & (symtab_cap - 1);
     for (;;) {
         Oop e = symtab[j];
         if (!e) break;
@@ -112,7 +106,7 @@ bool vm_symbol_adopt(Oop sym)
     const char *s = (const char *)obj_bytes(sym);
     size_t len = obj_byte_length(sym);
     if (symtab_count * 2 >= symtab_cap) symtab_grow();
-    size_t j = bytes_hash(s, len) & (symtab_cap - 1);
+    size_t j = base_fnv1a_bytes(s, len) & (symtab_cap - 1);
     for (Oop e; (e = symtab[j]); j = (j + 1) & (symtab_cap - 1))
         if (obj_byte_length(e) == len && memcmp(obj_bytes(e), s, len) == 0) return false;
     symtab[j] = sym;

@@ -11,6 +11,7 @@
 #ifndef VM_VM_H
 #define VM_VM_H
 
+#include "base/compiler.h"
 #include "gc/object.h"
 #include "proto/export.h"
 
@@ -75,10 +76,16 @@ noreturn void vm_out_of_memory(const char *what);
 noreturn void vm_panic(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 noreturn void vm_exit(int status);
 
-#define VM_ASSERT(cond, ...)                                                         \
-    do {                                                                             \
-        if (!(cond)) vm_panic("%s:%d: %s: assertion '%s' failed", __FILE__, __LINE__, \
-                              __func__, #cond);                                      \
+/* VM_ASSERT(cond, fmt, ...): a broken invariant of the VM. On in every
+ * build, as base/check.h's BASE_CHECK, but failing through vm_panic so the
+ * Smalltalk stack is printed too:
+ *   stvm: panic: FILE:LINE: FUNC: assertion 'COND' failed: MESSAGE
+ * The message is optional and, when given, a string literal. */
+noreturn void vm_assert_fail(const char *file, int line, const char *func, const char *cond, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6), cold));
+#define VM_ASSERT(cond, ...)                                                                                          \
+    do {                                                                                                              \
+        if (BASE_UNLIKELY(!(cond))) vm_assert_fail(__FILE__, __LINE__, __func__, #cond, ": " __VA_ARGS__);             \
     } while (0)
 
 /* Monotonic microseconds since boot (vm_ticks_start, which boot calls first). */

@@ -11,8 +11,8 @@
  * Each member has the type of GMP's own function (__gmpn_*), so a header
  * change is a compile error here. <gmp.h>'s inline versions of some of
  * them (mpn_add, mpn_cmp, …) are not used: the library's exported ones are.
- * When the library cannot be loaded, stvm says so and exits 1. Callers: the
- * VM thread only (the first call loads without a lock).
+ * When the library cannot be loaded, stvm says so and exits 1 (the loading
+ * is base/lazylib.c's).
  */
 #ifndef VM_GMPLIB_H
 #define VM_GMPLIB_H

@@ -2,6 +2,7 @@
  * vm/prims/prim_object.c — Object, Method and Primitive primitives.
  * (perform: and invokeOn:with: send messages: they are in vm/interp/interp.c.)
  */
+#include "base/hash.h"
 #include "gc/heap.h"
 #include "vm/model/class.h"
 #include "vm/model/method.h"
@@ -49,9 +50,7 @@ static bool p_hashcode(Oop *a, Oop *r)
         double d = vm_is_double(o) ? oop_double(o) : 0.0;
         const uint8_t *b = vm_is_double(o) ? (const uint8_t *)&d : (const uint8_t *)obj_slots(o);
         size_t n = vm_is_double(o) ? sizeof d : obj_num_slots(o) * 8;
-        uint64_t h = 1469598103934665603ull;
-        for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
-        *r = oop_from_int((intptr_t)(h >> 34));
+        *r = oop_from_int((intptr_t)(base_fnv1a_bytes(b, n) >> 34));
         return true;
     }
     *r = oop_from_int(gc_identity_hash(o));

@@ -2,6 +2,7 @@
  * vm/prims/prim_string.c — String and Symbol primitives. Strings are immutable
  * byte objects; a String and a Symbol with the same bytes are = both ways.
  */
+#include "base/hash.h"
 #include "gc/heap.h"
 #include "vm/model/primitive.h"
 #include "vm/model/universe.h"
@@ -40,10 +41,7 @@ static bool p_as_string(Oop *a, Oop *r)
 static bool p_hashcode(Oop *a, Oop *r)
 {
     /* content hash, so that equal Strings and Symbols hash alike */
-    uint64_t h = 1469598103934665603ull;
-    const uint8_t *b = obj_bytes(a[0]);
-    for (size_t i = 0, n = obj_byte_length(a[0]); i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
-    *r = oop_from_int((intptr_t)(h >> 34));
+    *r = oop_from_int((intptr_t)(base_fnv1a_bytes(obj_bytes(a[0]), obj_byte_length(a[0])) >> 34));
     return true;
 }
 
