@@ -7,9 +7,6 @@
  */
 #include "gc/space.h"
 
-#include "gc/remember.h"
-#include "gc/weak.h"
-
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -172,6 +169,10 @@ bool gc_heap_init(const GcConfig *cfg, char *err, size_t errlen)
     return true;
 }
 
+static void (*on_release)(void);
+
+void gc_heap_on_release(void (*fn)(void)) { on_release = fn; }
+
 void gc_heap_release(void)
 {
     GcSpace *s = &gc_space;
@@ -182,7 +183,7 @@ void gc_heap_release(void)
     unmap(s->block_base, s->block_base_bytes);
     unmap(s->mark_stack, s->mark_stack_bytes);
     free(s->remembered);
-    gc_weak_clear(); /* its entries pointed into this heap */
+    if (on_release) on_release(); /* the weak table's entries pointed into this heap */
     memset(s, 0, sizeof *s);
     gc_old_start = 0;
     gc_eden_top = 0;

@@ -96,6 +96,11 @@ extern Oop gc_fill_value;
 /* Returns false and fills err (if not NULL) when the reservation fails. */
 bool gc_heap_init(const GcConfig *cfg, char *err, size_t errlen);
 void gc_heap_release(void);
+/* fn runs in gc_heap_release before the heap goes: the one part of gc/
+ * built on the heap that keeps pointers into it outside objects, the weak
+ * table (gc/weak.c), forgets them there. One slot, set by gc/weak.c, so
+ * that the heap calls up without including it. */
+void gc_heap_on_release(void (*fn)(void));
 void gc_set_client(const GcClient *client);
 /* Pointer slots of new objects are filled with this (nil once it exists). */
 void gc_set_fill(Oop nil);

@@ -17,8 +17,6 @@
 #ifndef GC_REMEMBER_H
 #define GC_REMEMBER_H
 
-#include "gc/heap.h"
-
 /* Empties the set and clears every member's OBJ_GC_REMEMBERED bit. */
 void gc_remember_reset(void);
 

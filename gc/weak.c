@@ -51,6 +51,7 @@ bool gc_weak_add(Oop obj, uint64_t tag)
         gc_panic("gc_weak_add called during a collection");
     if (!oop_is_ptr(obj) || obj == 0 || !gc_heap_contains((const void *)obj))
         gc_panic("gc_weak_add: %#lx is not a heap object", (unsigned long)obj);
+    gc_heap_on_release(gc_weak_clear); /* the entries die with the heap */
     size_t total = young.n + old.n;
     if (total >= GC_WEAK_CAPACITY)
         return false;

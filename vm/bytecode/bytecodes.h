@@ -27,6 +27,11 @@
 #ifndef VM_BYTECODES_H
 #define VM_BYTECODES_H
 
+/* Args + temps of one method or block: their operands (PUSH_ARG, PUSH_TEMP,
+ * …) are one byte. The compiler reports more as an error (vm/compiler/classdesc.h
+ * lists its other limits); frames and the JIT size by it. */
+#define VM_COMPILE_MAX_VARS 255
+
 #define BC_VARIABLE 99
 
 #define BYTECODE_LIST(X)                                   \

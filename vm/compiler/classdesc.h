@@ -19,6 +19,8 @@
 #ifndef VM_CLASSDESC_H
 #define VM_CLASSDESC_H
 
+#include "vm/bytecode/bytecodes.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,7 +31,8 @@
  * 16-bit pointer-slot field of the method header, which also holds the 7
  * fixed slots (vm/model/method.h); jump offsets are 16 bits. */
 #define VM_COMPILE_MAX_LITERALS (65535 - 7)
-#define VM_COMPILE_MAX_VARS 255   /* args + temps of one method or block */
+/* VM_COMPILE_MAX_VARS, args + temps of one method or block, is in
+ * vm/bytecode/bytecodes.h: frames (vm/model/frame.h) and the JIT size by it too. */
 #define VM_COMPILE_MAX_FIELDS 255 /* inherited + own, per side */
 #define VM_COMPILE_MAX_ARGS 255   /* of a send or a method */
 #define VM_COMPILE_MAX_JUMP 65535

@@ -41,7 +41,7 @@
 #define VM_FRAME_H
 
 #include "gc/object.h"
-#include "vm/compiler/classdesc.h"
+#include "vm/bytecode/bytecodes.h"
 
 #include <stdbool.h>
 #include <stddef.h>
