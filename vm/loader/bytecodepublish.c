@@ -3,7 +3,6 @@
  */
 #include "vm/loader/bytecodepublish.h"
 
-#include "vm/loader/loader.h"
 #include "vm/model/method.h"
 #include "vm/model/vm.h"
 
