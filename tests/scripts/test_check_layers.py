@@ -2,7 +2,7 @@
 """scripts/check-layers on tiny trees made here: a clean one passes, and each
 rule fails on a tree that breaks it, naming the rule and the includes.
 
-usage: tests/layers/test_check_layers.py SCRIPT   (ctest: scripts/check-layers-rules)
+usage: tests/scripts/test_check_layers.py SCRIPT   (ctest: scripts/check-layers-rules)
 """
 import os
 import subprocess
