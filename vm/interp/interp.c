@@ -58,10 +58,10 @@ register unsigned long *vm_ifp asm("r14"); /* an Oop *; VM_INTERP_FP_PERF_REG in
 
 #include "vm/interp/interp.h"
 
-#include "jit/enter.h"
+#include "vm/jit/enter.h"
 #include "proto/stackabi.h"
 
-#include "jit/compile.h"
+#include "vm/jit/compile.h"
 #include "vm/interp/mcode.h"
 
 #include "vm/bytecode/bytecodes.h"

@@ -17,8 +17,8 @@
 #define VM_INTERP_MCODE_H
 
 #include "gc/object.h"
-#include "jit/enter.h"
-#include "jit/jitmethod.h"
+#include "vm/jit/enter.h"
+#include "vm/jit/jitmethod.h"
 #include "vm/model/method.h"
 
 #include <stdbool.h>

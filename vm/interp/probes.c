@@ -12,8 +12,8 @@
 #include "vm/interp/probes.h"
 
 #include "gc/heap.h"
-#include "jit/compile.h"
-#include "jit/zone.h"
+#include "vm/jit/compile.h"
+#include "vm/jit/zone.h"
 #include "vm/model/class.h"
 #include "vm/model/frame.h"
 #include "vm/model/method.h"

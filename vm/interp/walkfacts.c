@@ -5,7 +5,7 @@
  */
 #include "vm/interp/walkfacts.h"
 
-#include "jit/enter.h"
+#include "vm/jit/enter.h"
 #include "vm/interp/interp.h"
 #include "vm/interp/mcode.h"
 #include "vm/interp/stack.h"

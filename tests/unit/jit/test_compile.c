@@ -17,11 +17,11 @@
 #include <cmocka.h>
 
 #include "gc/heap.h"
-#include "jit/compile.h"
-#include "jit/enter.h"
-#include "jit/map.h"
-#include "jit/relocate.h"
-#include "jit/sendsite.h"
+#include "vm/jit/compile.h"
+#include "vm/jit/enter.h"
+#include "vm/jit/map.h"
+#include "vm/jit/relocate.h"
+#include "vm/jit/sendsite.h"
 #include "vm/model/frame.h"
 #include "vm/model/method.h"
 #include "vm/interp/special.h"

@@ -19,8 +19,8 @@
 
 #include <cmocka.h>
 
-#include "jit/enter.h"
-#include "jit/x64.h"
+#include "vm/jit/enter.h"
+#include "vm/jit/x64.h"
 #include "vm/model/frame.h"
 
 #define ZONE_BYTES ((size_t)64 << 10)

@@ -29,11 +29,11 @@
 #include <cmocka.h>
 
 #include "gc/heap.h"
-#include "jit/compile.h"
-#include "jit/enter.h"
-#include "jit/sendsite.h"
-#include "jit/verify.h"
-#include "jit/x64.h"
+#include "vm/jit/compile.h"
+#include "vm/jit/enter.h"
+#include "vm/jit/sendsite.h"
+#include "vm/jit/verify.h"
+#include "vm/jit/x64.h"
 #include "vm/bytecode/bytecodes.h"
 #include "vm/model/class.h"
 #include "vm/model/frame.h"

@@ -21,7 +21,7 @@
 
 #include <capstone/capstone.h>
 
-#include "jit/x64.h"
+#include "vm/jit/x64.h"
 
 static csh cs;
 static int failures; /* mismatches in the current test; each prints itself */
