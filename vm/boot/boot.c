@@ -11,7 +11,7 @@
 #include "profiler/publish.h"
 #include "vm/boot/snapshot.h"
 #include "vm/interp/interp.h"
-#include "vm/interp/mcode.h"
+#include "vm/interp/jitinterface.h"
 #include "vm/interp/probes.h"
 #include "vm/interp/sendcache.h"
 #include "vm/interp/special.h"

@@ -47,7 +47,7 @@
 #include "profiler/invm_sampler.h"
 #include "profiler/publish.h"
 #include "vm/interp/interp.h"
-#include "vm/interp/mcode.h"
+#include "vm/interp/jitinterface.h"
 #include "vm/jit/jitpublish.h"
 #include "vm/jit/runtime.h"
 #include "vm/model/primitive.h"

@@ -58,11 +58,9 @@ register unsigned long *vm_ifp asm("r14"); /* an Oop *; VM_INTERP_FP_PERF_REG in
 
 #include "vm/interp/interp.h"
 
-#include "vm/jit/enter.h"
 #include "proto/stackabi.h"
 
-#include "vm/jit/compile.h"
-#include "vm/interp/mcode.h"
+#include "vm/interp/jitinterface.h"
 
 #include "vm/bytecode/bytecodes.h"
 #include "vm/interp/probes.h"
@@ -1025,12 +1023,12 @@ enter_machine_code:
         *--sp = mc_retaddr;
         mc_retaddr = 0;
         jregs = (JitRegs){sp, fp, 0};
-        jst = vm_jit_enter.return_to(&jregs, jit_method_unchecked_entry(jm));
+        jst = vm_jit_enter.return_to(&jregs, vm_jit_unchecked_entry(jm));
     } else {
         fp[FRAME_FLAGS] = oop_from_int(frame_flags(fp) | ((intptr_t)n << FRAME_FLAG_PENDING_SHIFT) |
                                        ((intptr_t)(ip - bytes) << FRAME_FLAG_BCPC_SHIFT));
         jregs = (JitRegs){sp, fp, 0};
-        jst = vm_jit_enter.enter(&jregs, jit_method_unchecked_entry(jm));
+        jst = vm_jit_enter.enter(&jregs, vm_jit_unchecked_entry(jm));
     }
 
 machine_code_status : {

@@ -5,9 +5,8 @@
  */
 #include "vm/interp/walkfacts.h"
 
-#include "vm/jit/enter.h"
 #include "vm/interp/interp.h"
-#include "vm/interp/mcode.h"
+#include "vm/interp/jitinterface.h"
 #include "vm/interp/stack.h"
 #include "vm/model/frame.h"
 #include "vm/model/method.h"

@@ -10,7 +10,7 @@
 #include "vm/jit/verify.h"
 #include "vm/jit/zone.h"
 #include "vm/interp/interp.h"
-#include "vm/interp/mcode.h"
+#include "vm/interp/jitinterface.h"
 #include "vm/interp/probes.h"
 #include "vm/interp/stack.h"
 #include "vm/jit/jitpublish.h"
@@ -93,7 +93,12 @@ void vm_jit_compact(Oop *held_ra)
     jit_zone_compact(vm_jit_zone(), &cb);
     clear_on_stack();
     if (vm_jit_verify) jit_verify_zone(vm_jit_zone(), vm_jit_runtime()->send, "after a compaction");
-    vm_probe_code_compact(vm_jit_zone(), &before);
+    if (VM_PROBE_CODE_COMPACT_ENABLED()) {
+        JitZoneStats after;
+        jit_zone_stats(vm_jit_zone(), &after);
+        vm_probe_code_compact(after.bytes_free > before.bytes_free ? after.bytes_free - before.bytes_free : 0,
+                              after.methods_moved - before.methods_moved);
+    }
     live_ra = NULL;
 }
 

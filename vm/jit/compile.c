@@ -625,7 +625,7 @@ static void emit_interrupt_check(Compiler *c, X64Label *slow)
     jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->collect_wanted);
     jit_x64_movzx_rm8(b, RAX, jit_x64_mem(R11, 0));
     if (c->rt->method_probe_semaphores) {
-        /* both are the VM's globals: vm_probe_jit_init checked they lie within 2 GiB */
+        /* both are the VM's globals: vm_probe_method_semaphores checked they lie within 2 GiB */
         intptr_t d = (intptr_t)c->rt->method_probe_semaphores - (intptr_t)c->rt->collect_wanted;
         VM_ASSERT(d == (int32_t)d);
         jit_x64_or_rm(b, RAX, jit_x64_mem(R11, (int32_t)d)); /* both semaphores, and 32 bits of 0 */

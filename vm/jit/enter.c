@@ -21,8 +21,6 @@
 /* Room to emit one piece in; each needs well under half of it. */
 #define PIECE_MAX_CODE 256
 
-JitCState jit_cstate;
-
 /* The C ABI's callee-saved registers, in push order (jit/enter.h's drawing). */
 static const X64Reg callee_saved[] = { JIT_X64_RBP, JIT_X64_RBX, JIT_X64_R12,
                                        JIT_X64_R13, JIT_X64_R14, JIT_X64_R15 };

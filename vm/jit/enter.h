@@ -65,84 +65,11 @@
 #define JIT_ENTER_H
 
 #include "gc/object.h"
+#include "vm/interp/jitinterface.h"
 #include "vm/jit/zone.h"
-#include "proto/stackabi.h"
 
 #include <stddef.h>
 #include <stdint.h>
-
-typedef enum JitStatus {
-    JIT_STATUS_NONE = 0, /* jit_cstate.exit_status: no exit requested */
-    JIT_STATUS_RETURNED, /* machine code returned into the interpreter */
-    JIT_STATUS_INTERPRET, /* the interpreter activates a method for machine code */
-    JIT_STATUS_RESUME,    /* a runtime routine left the stack for the interpreter */
-} JitStatus;
-
-/* The interpreter's registers, in and out of machine code. */
-typedef struct JitRegs {
-    Oop *sp;    /* Smalltalk sp: the top element (lowest address) */
-    Oop *fp;    /* Smalltalk fp */
-    Oop result; /* RETURNED: the answer; jit_return_to: what rax gets */
-} JitRegs;
-
-_Static_assert(offsetof(JitRegs, sp) == 0, "generated code: JitRegs.sp at 0");
-_Static_assert(offsetof(JitRegs, fp) == 8, "generated code: JitRegs.fp at 8");
-_Static_assert(offsetof(JitRegs, result) == 16, "generated code: JitRegs.result at 16");
-
-/* The C side while machine code runs; one per VM thread (the VM has one). */
-typedef struct JitCState {
-    void *c_sp;          /* C rsp below the saved callee-saved registers */
-    JitRegs *regs;       /* the enilopmart's argument, written on the way out */
-    /* Smalltalk rsp/rbp at the latest runtime call. st_sp is also the
-     * profilers' anchor (proto/stackabi.h): the trampoline clears it once
-     * the routine has returned, so it is non-zero exactly while C called
-     * from machine code runs. */
-    Oop *st_sp, *st_fp;
-    uint64_t exit_status; /* a JitStatus; NONE except between a request and the exit */
-    /* Who owns the thread, for profilers (proto/stackabi.h's state block,
-     * PROF_STATE_*): the enilopmarts set MACHINE, the interpreter INTERP
-     * once its frame and ip registers are right again. */
-    uint64_t mode;
-    uint64_t interp_bp; /* the interpreter's C frame pointer */
-    /* The interpreter's anchor for profilers: its frame (r14) and bytecode
-     * ip (r15) while a primitive it called runs, prim_fp 0 otherwise — the
-     * primitive may call code (GMP, libc) that uses r14/r15 and keeps no
-     * frame pointer. */
-    uint64_t prim_fp, prim_ip;
-} JitCState;
-
-_Static_assert(offsetof(JitCState, c_sp) == 0, "generated code: c_sp at 0");
-_Static_assert(offsetof(JitCState, regs) == 8, "generated code: regs at 8");
-_Static_assert(offsetof(JitCState, st_sp) == 16, "generated code: st_sp at 16");
-_Static_assert(offsetof(JitCState, st_fp) == 24, "generated code: st_fp at 24");
-_Static_assert(offsetof(JitCState, exit_status) == 32, "generated code: exit_status at 32");
-_Static_assert(offsetof(JitCState, mode) == 40, "generated code: mode at 40");
-_Static_assert(offsetof(JitCState, c_sp) == PROF_CSTATE_C_SP, "proto/stackabi.h reads c_sp");
-_Static_assert(offsetof(JitCState, st_sp) == PROF_CSTATE_ST_SP, "proto/stackabi.h reads st_sp");
-_Static_assert(offsetof(JitCState, st_fp) == PROF_CSTATE_ST_FP, "proto/stackabi.h reads st_fp");
-_Static_assert(offsetof(JitCState, interp_bp) - offsetof(JitCState, mode) == PROF_STATE_INTERP_BP,
-               "proto/stackabi.h's state block is jit_cstate.mode onward");
-_Static_assert(offsetof(JitCState, prim_fp) - offsetof(JitCState, mode) == PROF_STATE_PRIM_FP,
-               "proto/stackabi.h reads the interpreter's anchor");
-_Static_assert(offsetof(JitCState, prim_ip) - offsetof(JitCState, mode) == PROF_STATE_PRIM_IP,
-               "proto/stackabi.h reads the interpreter's anchor");
-
-extern JitCState jit_cstate;
-
-/* An enilopmart: regs->sp/fp in, jumps to `target` on the page. */
-typedef JitStatus (*JitEnilopmart)(JitRegs *regs, void *target);
-
-typedef struct JitEnter {
-    /* Pushes ceReturnToInterpreter as the return address and jumps to
-     * `target` (a method entry): the interpreter's send into machine code. */
-    JitEnilopmart enter;
-    /* Jumps to `target` (a return address into machine code the interpreter
-     * popped) with rax = regs->result: an interpreted frame returning into a
-     * machine-code one. */
-    JitEnilopmart return_to;
-    /* The address that marks "return into the interpreter" in fp[1]. */
-    uint8_t *return_to_interpreter;
-} JitEnter;
 
 #define JIT_ENTER_MAX_RUNTIME_ARGS 3 /* rdi, rsi, rdx; chosen here: the routines planned in jit/DESIGN.md need at most three */
 

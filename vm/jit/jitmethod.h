@@ -63,6 +63,7 @@
 #define JIT_JITMETHOD_H
 
 #include "gc/object.h"
+#include "vm/interp/jitinterface.h"
 #include "vm/jit/map.h"
 
 #include <stdbool.h>
@@ -110,6 +111,7 @@ _Static_assert(offsetof(JitMethod, method) == 8, "method Oop at 8 (loaded rip-re
 _Static_assert(offsetof(JitMethod, tick) == 16, "tick at 16");
 _Static_assert(offsetof(JitMethod, checked_entry) == 24, "checked entry at 24");
 _Static_assert(offsetof(JitMethod, unchecked_entry) == 28, "unchecked entry at 28");
+_Static_assert(offsetof(JitMethod, unchecked_entry) == VM_JIT_METHOD_UNCHECKED_ENTRY, "the interpreter reads it there");
 _Static_assert(offsetof(JitMethod, map_offset) == 32, "map offset at 32");
 _Static_assert(offsetof(JitMethod, map_count) == 36, "map count at 36");
 _Static_assert(offsetof(JitMethod, lits_offset) == 40, "lits offset at 40");

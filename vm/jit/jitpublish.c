@@ -9,7 +9,7 @@
 #include "vm/jit/map.h"
 #include "vm/jit/zone.h"
 #include "profiler/codeevents.h"
-#include "vm/interp/mcode.h"
+#include "vm/interp/jitinterface.h"
 #include "vm/interp/probes.h"
 #include "vm/jit/runtime.h"
 #include "vm/loader/bytecodepublish.h"

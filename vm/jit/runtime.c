@@ -4,6 +4,7 @@
  */
 #include "vm/jit/runtime.h"
 
+#include "vm/jit/enter.h"
 #include "vm/jit/compile.h"
 #include "vm/jit/map.h"
 #include "vm/jit/sendsite.h"
@@ -11,7 +12,7 @@
 #include "vm/jit/zone.h"
 #include "vm/bytecode/bytecodes.h"
 #include "vm/interp/interp.h"
-#include "vm/interp/mcode.h"
+#include "vm/interp/jitinterface.h"
 #include "vm/interp/probes.h"
 #include "vm/interp/doublesites.h"
 #include "vm/interp/sendcache.h"
@@ -519,7 +520,7 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     runtime.eden_limit = &gc_eden_soft_limit;
     runtime.bytes_allocated = &gc_stats.bytes_allocated;
     runtime.collect_wanted = &gc_collect_wanted;
-    if (!vm_probe_jit_init(&runtime, err, errlen)) return false;
+    if (!vm_probe_method_semaphores(runtime.collect_wanted, &runtime.method_probe_semaphores, err, errlen)) return false;
     runtime.old_start = &gc_old_start;
     runtime.page = (void *const *)&vm_page;
     runtime.array_at_inline = &vm_array_at_is_prim;
@@ -570,7 +571,7 @@ uint8_t *vm_jit_osr_entry(Oop *fp, size_t jump_bcpc)
     return jit_method_at(jm, e.mcpc);
 }
 
-/* vm/interp/mcode.h's resume_bcpc hook: saved is an address in the zone. */
+/* vm/interp/jitinterface.h's resume_bcpc hook: saved is an address in the zone. */
 static intptr_t resume_bcpc(Oop saved, Oop *frame)
 {
     if ((uint8_t *)saved == vm_jit_enter.return_to_interpreter)

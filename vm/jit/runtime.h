@@ -5,7 +5,7 @@
  * mapping return addresses back to bytecode pcs (jit/DESIGN.md,
  * "Integration notes").
  *
- * It sits above the interpreter (vm/interp/mcode.h holds the state they
+ * It sits above the interpreter (vm/interp/jitinterface.h holds the state they
  * share and the hooks through which the interpreter calls back here) and
  * drives jit/, which knows the machine code.
  *
@@ -37,7 +37,7 @@ typedef struct VmJitStats {
 extern VmJitStats vm_jit_stats;
 extern bool vm_jit_verify; /* --jit-verify */
 
-/* Makes the code zone and its trampolines and sets vm/interp/mcode.h's
+/* Makes the code zone and its trampolines and sets vm/interp/jitinterface.h's
  * state and hooks. */
 bool vm_jit_init(size_t code_bytes, char *err, size_t errlen);
 JitZone *vm_jit_zone(void);
@@ -57,7 +57,7 @@ bool vm_jit_disassemble(const char *spec, FILE *out, char *err, size_t errlen);
 void vm_jit_print_zone_stats(FILE *out);
 
 /* Called when the counter reaches the threshold (the interpreter calls it
- * through vm_jit_hooks): vm/interp/mcode.h's VmJitHooks.compile. */
+ * through vm_jit_hooks): vm/interp/jitinterface.h's VmJitHooks.compile. */
 intptr_t vm_jit_compile(Oop method, Oop *live_ra);
 
 /* On-stack replacement: the interpreter frame fp of a compiled method is

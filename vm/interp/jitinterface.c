@@ -1,9 +1,10 @@
 /*
- * vm/interp/mcode.c — the state the interpreter and machine code share
- * (vm/interp/mcode.h); the JIT runtime fills it in at vm_jit_init.
+ * vm/interp/jitinterface.c — the state the interpreter and machine code share
+ * (vm/interp/jitinterface.h); the JIT fills it in at vm_jit_init.
  */
-#include "vm/interp/mcode.h"
+#include "vm/interp/jitinterface.h"
 
+JitCState jit_cstate;
 bool vm_jit_enabled;
 int vm_jit_threshold = VM_JIT_THRESHOLD_DEFAULT;
 JitEnter vm_jit_enter;
