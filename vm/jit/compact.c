@@ -14,7 +14,7 @@
 #include "vm/interp/probes.h"
 #include "vm/interp/stack.h"
 #include "vm/jit/jitpublish.h"
-#include "vm/jit/runtime.h"
+#include "vm/jit/jitstate.h"
 #include "vm/model/vm.h"
 
 /* The return address the caller of vm_jit_compact holds outside the stack pages. */

@@ -11,7 +11,7 @@
 #include "profiler/codeevents.h"
 #include "vm/interp/jitinterface.h"
 #include "vm/interp/probes.h"
-#include "vm/jit/runtime.h"
+#include "vm/jit/jitstate.h"
 #include "vm/loader/bytecodepublish.h"
 #include "vm/loader/loader.h"
 #include "vm/model/method.h"

@@ -32,11 +32,7 @@
 #include <stdio.h>
 #include <string.h>
 
-bool vm_jit_verify;
-VmJitStats vm_jit_stats;
 #define JIT_MAX_PRIM_ARGS 8 /* sends to primitives with more arguments take the interpreter's path */
-static JitZone zone;
-static JitCompileRuntime runtime;
 
 /* The interpreter's send-site cache as machine code's hint (jit/compile.h,
  * site_accessor): only entries that are still this site's. */
@@ -49,13 +45,11 @@ static bool site_accessor(const uint8_t *site, uint32_t *class_index, bool *sett
     *field = e->field;
     return true;
 }
-static JitPicRuntime pic_runtime;
 
 /* A primitive's answer on its way back to machine code: the dispatch
- * trampoline jumps to prim_return, which loads it and returns to the
- * caller (whose return address is on top of the stack). */
+ * trampoline jumps to vm_jit_prim_return (vm/jit/jitstate.h), which loads it
+ * and returns to the caller (whose return address is on top of the stack). */
 static Oop prim_answer;
-static uint8_t *prim_return;
 
 _Static_assert(offsetof(StackPage, base) == 0, "the prologue's stack check reads the page base at 0");
 
@@ -114,7 +108,7 @@ static JitMethod *callable(Oop m, int nargs)
 
 static uint64_t unchecked(JitMethod *jm)
 {
-    jit_zone_touch(&zone, jm);
+    jit_zone_touch(&vm_jit_code_zone, jm);
     return (uint64_t)(uintptr_t)jit_method_unchecked_entry(jm);
 }
 
@@ -133,7 +127,7 @@ static uint64_t dispatch(Oop sel, int nargs)
             for (int i = 0; i <= nargs; i++) args[i] = sp[1 + nargs - i];
             VmPrimFn fn = (VmPrimFn)vm_prim_table[p].fn;
             VM_PROBE_PRIMITIVE(fn, m, p);
-            if (fn(args, &prim_answer)) return (uint64_t)(uintptr_t)prim_return;
+            if (fn(args, &prim_answer)) return (uint64_t)(uintptr_t)vm_jit_prim_return;
         } else if (p == 0) {
             JitMethod *jm = callable(m, nargs);
             if (jm) return unchecked(jm);
@@ -146,7 +140,7 @@ static uint64_t dispatch(Oop sel, int nargs)
 
 static void verify_site(const uint8_t *ra)
 {
-    if (vm_jit_verify) jit_verify_site(&zone, runtime.send, ra, "after linking");
+    if (vm_jit_verify) jit_verify_site(&vm_jit_code_zone, vm_jit_compile_runtime.send, ra, "after linking");
 }
 
 static void link_site(uint32_t tag, const void *target)
@@ -180,7 +174,7 @@ static void *alloc_or_compact(JitMethod *(*make)(JitZone *, const JitPicRuntime 
 static void free_piece(JitMethod *m)
 {
     vm_jit_publish_free(m);
-    jit_zone_free(&zone, m);
+    jit_zone_free(&vm_jit_code_zone, m);
 }
 
 /* ceMethodAbort: a monomorphic site met another class. It becomes a closed
@@ -198,7 +192,7 @@ static uint64_t rt_method_abort(uint64_t unused, JitMethod *callee)
     /* allocating may have compacted: everything from here is read afresh */
     JitMethod *jm = vm_jit_method_of(m);
     JitSendSite s;
-    JitMethod *old = jit_sendsite_read((uint8_t *)jit_cstate.st_sp[0], &s) ? jit_zone_find(&zone, s.target) : NULL;
+    JitMethod *old = jit_sendsite_read((uint8_t *)jit_cstate.st_sp[0], &s) ? jit_zone_find(&vm_jit_code_zone, s.target) : NULL;
     if (pic && jm && old && old->kind == JIT_KIND_METHOD && s.target == jit_method_checked_entry(old)) {
         bool ok = jit_sendsite_pic_case_write(pic, 0, s.tag, jit_method_unchecked_entry(old)) &&
                   jit_sendsite_pic_case_write(pic, 1, cls, jit_method_unchecked_entry(jm));
@@ -213,7 +207,7 @@ static uint64_t rt_method_abort(uint64_t unused, JitMethod *callee)
 
 static JitMethod *open_pic_for(Oop sel, int nargs)
 {
-    for (JitMethod *p = jit_zone_first(&zone); p; p = jit_zone_next(&zone, p))
+    for (JitMethod *p = jit_zone_first(&vm_jit_code_zone); p; p = jit_zone_next(&vm_jit_code_zone, p))
         if (p->kind == JIT_KIND_OPEN_PIC && p->method == sel && p->nargs == nargs) return p;
     JitMethod *p = alloc_or_compact(jit_sendsite_open_pic_new, sel, nargs);
     if (p) vm_jit_stats.pics_open++;
@@ -233,7 +227,7 @@ static uint64_t rt_closed_pic_miss(uint64_t unused, JitMethod *pic)
     if (!callable(m, nargs)) return dispatch(sel, nargs);
     JitSendSite s;
     if (!jit_sendsite_read((uint8_t *)jit_cstate.st_sp[0], &s)) vm_panic("a PIC miss from no send site");
-    pic = jit_zone_find(&zone, s.target);
+    pic = jit_zone_find(&vm_jit_code_zone, s.target);
     int n = pic && pic->kind == JIT_KIND_CLOSED_PIC ? jit_sendsite_pic_case_count(pic) : -1;
     if (n >= 0 && n < JIT_MAX_PIC_CASES) {
         if (!jit_sendsite_pic_case_write(pic, n, cls, jit_method_unchecked_entry(vm_jit_method_of(m))))
@@ -242,7 +236,7 @@ static uint64_t rt_closed_pic_miss(uint64_t unused, JitMethod *pic)
     } else if (n == JIT_MAX_PIC_CASES) {
         JitMethod *open = open_pic_for(sel, nargs);
         if (open && jit_sendsite_read((uint8_t *)jit_cstate.st_sp[0], &s)) {
-            JitMethod *closed = jit_zone_find(&zone, s.target); /* re-read: making the open PIC may compact */
+            JitMethod *closed = jit_zone_find(&vm_jit_code_zone, s.target); /* re-read: making the open PIC may compact */
             link_site(s.tag, jit_method_code(open));
             /* a closed PIC serves one site: nothing else jumps into it, and
              * the trampoline we return through goes elsewhere */
@@ -269,7 +263,7 @@ static uint64_t rt_open_pic_miss(uint64_t unused, JitMethod *pic)
 static uint64_t rt_entry_slow(uint64_t unused, uint8_t *resume)
 {
     (void)unused;
-    JitMethod *jm = jit_zone_find(&zone, resume);
+    JitMethod *jm = jit_zone_find(&vm_jit_code_zone, resume);
     VM_ASSERT(jm && jit_method_is_compiled(jm));
     if (gc_collect_wanted) {
         vm_counters->interrupt_checks++;
@@ -312,7 +306,7 @@ static uint64_t rt_global(int64_t literal, uint8_t *site)
         if (!jit_compile_global_site_fill(site, v, (uint32_t)vm_globals_epoch))
             vm_panic("global site at %p did not take its value", (void *)site);
         if (gc_is_young(v)) {
-            jit_zone_young_add(&zone, jit_zone_find(&zone, site));
+            jit_zone_young_add(&vm_jit_code_zone, jit_zone_find(&vm_jit_code_zone, site));
             vm_jit_stats.young_referrers_added++;
         }
     }
@@ -370,7 +364,7 @@ static uint64_t rt_super_send(uint64_t tag64)
     if (!m) {
         /* not understood: the interpreter re-runs the send and reports it */
         JitMapEntry e;
-        JitMethod *jm = jit_zone_find(&zone, (void *)jit_cstate.st_sp[0]);
+        JitMethod *jm = jit_zone_find(&vm_jit_code_zone, (void *)jit_cstate.st_sp[0]);
         if (!jm || !jit_map_bcpc_at(jit_method_map(jm), jit_method_offset(jm, (void *)jit_cstate.st_sp[0]), &e))
             vm_panic("a super send from unmapped machine code");
         return exit_to_interpreter(VM_JIT_PENDING_BYTECODE, 0, (int)e.bcpc);
@@ -416,11 +410,11 @@ static uint64_t rt_barrier(Oop obj)
 
 static void *alloc_or_compact(JitMethod *(*make)(JitZone *, const JitPicRuntime *, Oop, int), Oop sel, int nargs)
 {
-    JitMethod *p = make(&zone, &pic_runtime, sel, nargs);
+    JitMethod *p = make(&vm_jit_code_zone, &vm_jit_pic_runtime, sel, nargs);
     if (!p) {
         vm_interp_set_saved_frame(jit_cstate.st_sp + 1, jit_cstate.st_fp);
         vm_jit_compact(jit_cstate.st_sp);
-        p = make(&zone, &pic_runtime, sel, nargs);
+        p = make(&vm_jit_code_zone, &vm_jit_pic_runtime, sel, nargs);
     }
     if (p) vm_jit_publish_load(p);
     return p;
@@ -431,10 +425,10 @@ static void *alloc_or_compact(JitMethod *(*make)(JitZone *, const JitPicRuntime 
 intptr_t vm_jit_compile(Oop method, Oop *ra)
 {
     char why[256];
-    JitMethod *jm = jit_compile(&zone, &runtime, method, why, sizeof why);
+    JitMethod *jm = jit_compile(&vm_jit_code_zone, &vm_jit_compile_runtime, method, why, sizeof why);
     if (!jm && !strcmp(why, JIT_COMPILE_ZONE_FULL)) {
         vm_jit_compact(ra);
-        jm = jit_compile(&zone, &runtime, method, why, sizeof why);
+        jm = jit_compile(&vm_jit_code_zone, &vm_jit_compile_runtime, method, why, sizeof why);
     }
     if (!jm) {
         vm_jit_stats.declined++;
@@ -443,14 +437,14 @@ intptr_t vm_jit_compile(Oop method, Oop *ra)
     vm_jit_stats.compiled++;
     vm_jit_publish_load(jm);
     obj_slots(method)[METHOD_COUNTER] = oop_from_int(-(intptr_t)jm); /* the caller stores it too */
-    if (vm_jit_verify) jit_verify_method(&zone, runtime.send, jm, "after compiling");
+    if (vm_jit_verify) jit_verify_method(&vm_jit_code_zone, vm_jit_compile_runtime.send, jm, "after compiling");
     return -(intptr_t)jm;
 }
 
 static JitMethod *make_stub(Oop m, int index)
 {
-    if (vm_prim_table[index].special == SP_BLOCK_VALUE) return jit_compile_block_value(&zone, &runtime, m);
-    return jit_compile_primitive(&zone, &runtime, m, index);
+    if (vm_prim_table[index].special == SP_BLOCK_VALUE) return jit_compile_block_value(&vm_jit_code_zone, &vm_jit_compile_runtime, m);
+    return jit_compile_primitive(&vm_jit_code_zone, &vm_jit_compile_runtime, m, index);
 }
 
 static JitMethod *compile_primitive_stub(Oop m, int index)
@@ -480,64 +474,66 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
         .trampoline_bytes = 4096, /* enilopmarts + a dozen trampolines need < 2 KiB */
         .near = (const void *)vm_jit_init,
     };
-    if (!jit_zone_init(&zone, &cfg, err, errlen)) return false;
-    if (!jit_enter_init(&vm_jit_enter, &zone, err, errlen)) return false;
-    vm_jit_zone_start = (uintptr_t)jit_zone_base(&zone);
-    vm_jit_zone_end = (uintptr_t)jit_zone_end(&zone);
-    prim_return = jit_enter_answer_trampoline(&zone, &prim_answer);
-    runtime.send = jit_enter_dispatch_trampoline(&zone, (const void *)rt_send_unlinked, 1);
-    runtime.method_abort = jit_enter_dispatch_trampoline(&zone, (const void *)rt_method_abort, 2);
-    runtime.entry_slow = jit_enter_dispatch_trampoline(&zone, (const void *)rt_entry_slow, 2);
-    runtime.primitive = jit_enter_runtime_trampoline(&zone, (const void *)rt_primitive, 3);
-    runtime.safepoint = jit_enter_runtime_trampoline(&zone, (const void *)rt_safepoint, 0);
-    runtime.barrier = jit_enter_runtime_trampoline(&zone, (const void *)rt_barrier, 1);
-    runtime.global = jit_enter_runtime_trampoline(&zone, (const void *)rt_global, 2);
-    runtime.push_block = jit_enter_runtime_trampoline(&zone, (const void *)rt_push_block, 1);
-    runtime.outer_get = jit_enter_runtime_trampoline(&zone, (const void *)rt_outer_get, 1);
-    runtime.outer_set = jit_enter_runtime_trampoline(&zone, (const void *)rt_outer_set, 2);
-    runtime.widow = jit_enter_runtime_trampoline(&zone, (const void *)rt_widow, 0);
-    runtime.interpret = jit_enter_runtime_trampoline(&zone, (const void *)rt_interpret, 1);
-    runtime.super_send = jit_enter_dispatch_trampoline(&zone, (const void *)rt_super_send, 1);
-    runtime.block_value_miss = jit_enter_dispatch_trampoline(&zone, (const void *)rt_block_value_miss, 2);
-    pic_runtime.closed_miss = jit_enter_dispatch_trampoline(&zone, (const void *)rt_closed_pic_miss, 2);
-    pic_runtime.open_miss = jit_enter_dispatch_trampoline(&zone, (const void *)rt_open_pic_miss, 2);
-    pic_runtime.lookup_cache = vm_lookup_cache;
-    if (!prim_return || !runtime.send || !runtime.method_abort || !runtime.entry_slow || !runtime.primitive ||
-        !runtime.safepoint || !runtime.barrier || !runtime.global || !pic_runtime.closed_miss ||
-        !runtime.push_block || !runtime.outer_get || !runtime.outer_set || !runtime.widow || !runtime.interpret ||
-        !runtime.super_send || !runtime.block_value_miss ||
-        !pic_runtime.open_miss) {
+    if (!jit_zone_init(&vm_jit_code_zone, &cfg, err, errlen)) return false;
+    if (!jit_enter_init(&vm_jit_enter, &vm_jit_code_zone, err, errlen)) return false;
+    vm_jit_zone_start = (uintptr_t)jit_zone_base(&vm_jit_code_zone);
+    vm_jit_zone_end = (uintptr_t)jit_zone_end(&vm_jit_code_zone);
+    vm_jit_prim_return = jit_enter_answer_trampoline(&vm_jit_code_zone, &prim_answer);
+    vm_jit_compile_runtime.send = jit_enter_dispatch_trampoline(&vm_jit_code_zone, (const void *)rt_send_unlinked, 1);
+    vm_jit_compile_runtime.method_abort = jit_enter_dispatch_trampoline(&vm_jit_code_zone, (const void *)rt_method_abort, 2);
+    vm_jit_compile_runtime.entry_slow = jit_enter_dispatch_trampoline(&vm_jit_code_zone, (const void *)rt_entry_slow, 2);
+    vm_jit_compile_runtime.primitive = jit_enter_runtime_trampoline(&vm_jit_code_zone, (const void *)rt_primitive, 3);
+    vm_jit_compile_runtime.safepoint = jit_enter_runtime_trampoline(&vm_jit_code_zone, (const void *)rt_safepoint, 0);
+    vm_jit_compile_runtime.barrier = jit_enter_runtime_trampoline(&vm_jit_code_zone, (const void *)rt_barrier, 1);
+    vm_jit_compile_runtime.global = jit_enter_runtime_trampoline(&vm_jit_code_zone, (const void *)rt_global, 2);
+    vm_jit_compile_runtime.push_block = jit_enter_runtime_trampoline(&vm_jit_code_zone, (const void *)rt_push_block, 1);
+    vm_jit_compile_runtime.outer_get = jit_enter_runtime_trampoline(&vm_jit_code_zone, (const void *)rt_outer_get, 1);
+    vm_jit_compile_runtime.outer_set = jit_enter_runtime_trampoline(&vm_jit_code_zone, (const void *)rt_outer_set, 2);
+    vm_jit_compile_runtime.widow = jit_enter_runtime_trampoline(&vm_jit_code_zone, (const void *)rt_widow, 0);
+    vm_jit_compile_runtime.interpret = jit_enter_runtime_trampoline(&vm_jit_code_zone, (const void *)rt_interpret, 1);
+    vm_jit_compile_runtime.super_send = jit_enter_dispatch_trampoline(&vm_jit_code_zone, (const void *)rt_super_send, 1);
+    vm_jit_compile_runtime.block_value_miss = jit_enter_dispatch_trampoline(&vm_jit_code_zone, (const void *)rt_block_value_miss, 2);
+    vm_jit_pic_runtime.closed_miss = jit_enter_dispatch_trampoline(&vm_jit_code_zone, (const void *)rt_closed_pic_miss, 2);
+    vm_jit_pic_runtime.open_miss = jit_enter_dispatch_trampoline(&vm_jit_code_zone, (const void *)rt_open_pic_miss, 2);
+    vm_jit_pic_runtime.lookup_cache = vm_lookup_cache;
+    if (!vm_jit_prim_return || !vm_jit_compile_runtime.send || !vm_jit_compile_runtime.method_abort || !vm_jit_compile_runtime.entry_slow || !vm_jit_compile_runtime.primitive ||
+        !vm_jit_compile_runtime.safepoint || !vm_jit_compile_runtime.barrier || !vm_jit_compile_runtime.global || !vm_jit_pic_runtime.closed_miss ||
+        !vm_jit_compile_runtime.push_block || !vm_jit_compile_runtime.outer_get || !vm_jit_compile_runtime.outer_set || !vm_jit_compile_runtime.widow || !vm_jit_compile_runtime.interpret ||
+        !vm_jit_compile_runtime.super_send || !vm_jit_compile_runtime.block_value_miss ||
+        !vm_jit_pic_runtime.open_miss) {
         snprintf(err, errlen, "the code zone's trampoline area is too small");
         return false;
     }
-    runtime.site_accessor = site_accessor;
-    runtime.site_saw_double = vm_double_site_seen;
-    runtime.globals_epoch = &vm_globals_epoch;
-    runtime.double_prims = &vm_double_special_prims;
-    runtime.double_divide_inline = &vm_double_divide_is_prim;
-    runtime.double_sqrt_inline = &vm_double_sqrt_is_prim;
-    runtime.eden_top = &gc_eden_top;
-    runtime.eden_limit = &gc_eden_soft_limit;
-    runtime.bytes_allocated = &gc_stats.bytes_allocated;
-    runtime.collect_wanted = &gc_collect_wanted;
-    if (!vm_probe_method_semaphores(runtime.collect_wanted, &runtime.method_probe_semaphores, err, errlen)) return false;
-    runtime.old_start = &gc_old_start;
-    runtime.page = (void *const *)&vm_page;
-    runtime.array_at_inline = &vm_array_at_is_prim;
-    runtime.array_at_put_inline = &vm_array_at_put_is_prim;
-    runtime.array_length_inline = &vm_array_length_is_prim;
-    runtime.int_prims = &vm_int_special_prims;
-    runtime.nil_answers = vm_special_nil_answers;
-    runtime.int_answers = vm_special_int_answers;
+    vm_jit_compile_runtime.site_accessor = site_accessor;
+    vm_jit_compile_runtime.site_saw_double = vm_double_site_seen;
+    vm_jit_compile_runtime.globals_epoch = &vm_globals_epoch;
+    vm_jit_compile_runtime.double_prims = &vm_double_special_prims;
+    vm_jit_compile_runtime.double_divide_inline = &vm_double_divide_is_prim;
+    vm_jit_compile_runtime.double_sqrt_inline = &vm_double_sqrt_is_prim;
+    vm_jit_compile_runtime.eden_top = &gc_eden_top;
+    vm_jit_compile_runtime.eden_limit = &gc_eden_soft_limit;
+    vm_jit_compile_runtime.bytes_allocated = &gc_stats.bytes_allocated;
+    vm_jit_compile_runtime.collect_wanted = &gc_collect_wanted;
+    if (!vm_probe_method_semaphores(vm_jit_compile_runtime.collect_wanted, &vm_jit_compile_runtime.method_probe_semaphores,
+                                    err, errlen))
+        return false;
+    vm_jit_compile_runtime.old_start = &gc_old_start;
+    vm_jit_compile_runtime.page = (void *const *)&vm_page;
+    vm_jit_compile_runtime.array_at_inline = &vm_array_at_is_prim;
+    vm_jit_compile_runtime.array_at_put_inline = &vm_array_at_put_is_prim;
+    vm_jit_compile_runtime.array_length_inline = &vm_array_length_is_prim;
+    vm_jit_compile_runtime.int_prims = &vm_int_special_prims;
+    vm_jit_compile_runtime.nil_answers = vm_special_nil_answers;
+    vm_jit_compile_runtime.int_answers = vm_special_int_answers;
     /* machine code tests these bits as 1 << 2k and 2 << 2k (jit/compile.c) */
     _Static_assert(VM_SPECIAL_NIL_KNOWN(1) == 1u << 2 && VM_SPECIAL_NIL_TRUE(1) == 2u << 2, "nil table bits");
     _Static_assert(VM_SPECIAL_IDENTITY == 0x10, "identity bit");
-    runtime.nil_table = vm_special_nil_table;
-    runtime.nil_table_classes = VM_SPECIAL_NIL_TABLE_CLASSES;
-    runtime.headroom_words = VM_STACK_HEADROOM_WORDS;
-    runtime.nil = vm_nil;
-    runtime.true_obj = vm_true;
-    runtime.false_obj = vm_false;
+    vm_jit_compile_runtime.nil_table = vm_special_nil_table;
+    vm_jit_compile_runtime.nil_table_classes = VM_SPECIAL_NIL_TABLE_CLASSES;
+    vm_jit_compile_runtime.headroom_words = VM_STACK_HEADROOM_WORDS;
+    vm_jit_compile_runtime.nil = vm_nil;
+    vm_jit_compile_runtime.true_obj = vm_true;
+    vm_jit_compile_runtime.false_obj = vm_false;
     vm_jit_hooks = &hooks;
     vm_jit_enabled = true;
     return true;
@@ -566,7 +562,7 @@ uint8_t *vm_jit_osr_entry(Oop *fp, size_t jump_bcpc)
         fl |= (intptr_t)n << FRAME_FLAG_CALLER_NARGS_SHIFT;
     }
     fp[FRAME_FLAGS] = oop_from_int(fl | FRAME_FLAG_MACHINE_CODE);
-    jit_zone_touch(&zone, jm);
+    jit_zone_touch(&vm_jit_code_zone, jm);
     vm_jit_stats.osr_entries++;
     return jit_method_at(jm, e.mcpc);
 }
@@ -576,7 +572,7 @@ static intptr_t resume_bcpc(Oop saved, Oop *frame)
 {
     if ((uint8_t *)saved == vm_jit_enter.return_to_interpreter)
         return (oop_int(frame[FRAME_FLAGS]) >> FRAME_FLAG_BCPC_SHIFT) & 0x7ffff;
-    JitMethod *jm = jit_zone_find(&zone, (void *)saved);
+    JitMethod *jm = jit_zone_find(&vm_jit_code_zone, (void *)saved);
     VM_ASSERT(jm != NULL);
     JitMapEntry e;
     bool found = jit_map_bcpc_at(jit_method_map(jm), (uint32_t)((uint8_t *)saved - (uint8_t *)jm), &e);
@@ -595,14 +591,14 @@ void vm_jit_visit_roots(GcVisitFn visit, void *ctx)
     /* methods' heap methods and PICs' selectors; in a full GC every
      * literal in machine code, in a scavenge those of the young referrers
      * (no other code holds a young object) */
-    for (JitMethod *m = jit_zone_first(&zone); m; m = jit_zone_next(&zone, m)) {
+    for (JitMethod *m = jit_zone_first(&vm_jit_code_zone); m; m = jit_zone_next(&vm_jit_code_zone, m)) {
         if (m->kind == JIT_KIND_TRAMPOLINE) continue;
         if (collecting_full) jit_method_visit_oops(m, visit, ctx);
         else visit(&m->method, ctx);
     }
     if (!collecting_full)
-        for (uint32_t i = 0; i < jit_zone_young_count(&zone); i++) {
-            JitMethod *m = jit_zone_young_at(&zone, i);
+        for (uint32_t i = 0; i < jit_zone_young_count(&vm_jit_code_zone); i++) {
+            JitMethod *m = jit_zone_young_at(&vm_jit_code_zone, i);
             for (uint32_t k = 0; k < m->lit_count; k++) {
                 Oop old = jit_method_lit_get(m, k), v = old;
                 visit(&v, ctx);
@@ -624,51 +620,8 @@ void vm_jit_before_collect(bool full) { collecting_full = full; }
 void vm_jit_after_collect(bool full)
 {
     (void)full;
-    if (vm_jit_enabled) jit_zone_young_prune(&zone, holds_young, NULL);
+    if (vm_jit_enabled) jit_zone_young_prune(&vm_jit_code_zone, holds_young, NULL);
     collecting_full = false;
-}
-
-JitZone *vm_jit_zone(void) { return &zone; }
-const JitCompileRuntime *vm_jit_runtime(void) { return &runtime; }
-
-const char *vm_jit_trampoline_name(const void *addr)
-{
-    const struct {
-        const void *addr;
-        const char *name;
-    } known[] = {
-        { runtime.send, "ceSend" },
-        { runtime.method_abort, "ceMethodAbort" },
-        { runtime.entry_slow, "ceStackOverflow" }, /* Cog's name: also its interrupt check */
-        { runtime.primitive, "cePrimitive" },
-        { runtime.safepoint, "ceCheckForInterrupts" },
-        { runtime.barrier, "ceStoreCheck" },
-        { runtime.global, "ceGlobal" },
-        { runtime.push_block, "ceClosure" },
-        { runtime.outer_get, "ceOuterGet" },
-        { runtime.outer_set, "ceOuterSet" },
-        { runtime.widow, "ceWidowContext" },
-        { runtime.interpret, "ceInterpretHere" },
-        { runtime.super_send, "ceSuperSend" },
-        { runtime.block_value_miss, "ceBlockValueMiss" },
-        { pic_runtime.closed_miss, "ceClosedPICMiss" },
-        { pic_runtime.open_miss, "ceOpenPICMiss" },
-        { prim_return, "cePrimitiveAnswer" },
-        { vm_jit_enter.return_to_interpreter, "ceReturnToInterpreter" },
-        { (const void *)vm_jit_enter.enter, "enilopmart: enter" },
-        { (const void *)vm_jit_enter.return_to, "enilopmart: return to" },
-        { (const void *)&gc_collect_wanted, "&gc_collect_wanted" },
-        { (const void *)&gc_old_start, "&gc_old_start" },
-        { (const void *)&vm_page, "&vm_page" },
-        { (const void *)&vm_globals_epoch, "&vm_globals_epoch" },
-        { (const void *)&gc_eden_top, "&gc_eden_top" },
-        { (const void *)&gc_eden_soft_limit, "&gc_eden_soft_limit" },
-        { (const void *)&gc_stats.bytes_allocated, "&gc_stats.bytes_allocated" },
-        { (const void *)vm_lookup_cache, "vm_lookup_cache" },
-    };
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (known[i].addr && known[i].addr == addr) return known[i].name;
-    return NULL;
 }
 
 JitMethod *vm_jit_compile_now(Oop m, char *why, size_t whylen)
@@ -682,10 +635,10 @@ JitMethod *vm_jit_compile_now(Oop m, char *why, size_t whylen)
                      vm_prim_table[p].selector);
             return NULL;
         }
-        jm = jit_compile_primitive(&zone, &runtime, m, (int)p);
+        jm = jit_compile_primitive(&vm_jit_code_zone, &vm_jit_compile_runtime, m, (int)p);
         if (jm) obj_slots(m)[METHOD_COUNTER] = oop_from_int(-(intptr_t)jm);
     } else {
-        jm = jit_compile(&zone, &runtime, m, why, whylen);
+        jm = jit_compile(&vm_jit_code_zone, &vm_jit_compile_runtime, m, why, whylen);
         if (jm) obj_slots(m)[METHOD_COUNTER] = oop_from_int(-(intptr_t)jm);
     }
     if (!jm && p) snprintf(why, whylen, "%s", JIT_COMPILE_ZONE_FULL);

@@ -17,6 +17,7 @@
 #include "gc/heap.h"
 #include "vm/jit/compile.h"
 #include "vm/jit/jitmethod.h"
+#include "vm/jit/jitstate.h"
 #include "vm/jit/zone.h"
 
 #include <stdbool.h>
@@ -24,28 +25,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* What the runtime did, for --code-zone-stats (the zone counts the rest). */
-typedef struct VmJitStats {
-    uint64_t compiled, declined, stubs;   /* methods compiled, declined; primitive stubs */
-    uint64_t links;                       /* unlinked -> monomorphic */
-    uint64_t pics_closed, pics_open;      /* PICs made */
-    uint64_t megamorphic_links;           /* sites sent to an open PIC */
-    uint64_t unlinked_by_compaction;      /* sites whose callee was freed */
-    uint64_t young_referrers_added;       /* methods that cached a young global */
-    uint64_t osr_entries;                 /* interpreter frames continued in machine code */
-} VmJitStats;
-extern VmJitStats vm_jit_stats;
-extern bool vm_jit_verify; /* --jit-verify */
-
 /* Makes the code zone and its trampolines and sets vm/interp/jitinterface.h's
  * state and hooks. */
 bool vm_jit_init(size_t code_bytes, char *err, size_t errlen);
-JitZone *vm_jit_zone(void);
-const JitCompileRuntime *vm_jit_runtime(void);
-
-/* The name of a trampoline or of a VM variable machine code embeds; NULL
- * for anything else. */
-const char *vm_jit_trampoline_name(const void *addr);
 /* m's compiled code (a primitive method's stub), compiling it now. NULL
  * with the reason in why when the JIT declines it. */
 JitMethod *vm_jit_compile_now(Oop m, char *why, size_t whylen);
