@@ -167,14 +167,6 @@ static void init_symbols(void)
     sym_must_be_boolean = vm_symbol_from_cstr("mustBeBoolean");
 }
 
-static bool is_prim(uint32_t class_index, const char *sel, const char *cls)
-{
-    Oop m = vm_lookup(vm_class_table[class_index], vm_symbol_from_cstr(sel));
-    if (!m) return false;
-    intptr_t p = oop_int(obj_slots(m)[METHOD_PRIMITIVE]);
-    return p > 1 && strcmp(vm_prim_table[p].class_name, cls) == 0 && strcmp(vm_prim_table[p].selector, sel) == 0;
-}
-
 /* Object>>=='s primitive index, 0 when Object has no primitive == */
 static intptr_t object_identical_prim;
 static Oop sym_identical;
@@ -327,18 +319,18 @@ static Oop interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
     init_symbols();
     sym_identical = vm_symbol_from_cstr("==");
     object_identical_prim = 0;
-    if (is_prim(CLASS_INDEX_OBJECT, "==", "Object")) {
+    if (vm_special_is_own_prim(CLASS_INDEX_OBJECT, "Object", "==")) {
         Oop m = vm_lookup(vm_class_table[CLASS_INDEX_OBJECT], sym_identical);
         object_identical_prim = oop_int(obj_slots(m)[METHOD_PRIMITIVE]);
     }
-    array_at_is_prim = is_prim(CLASS_INDEX_ARRAY, "at:", "Array");
-    array_at_put_is_prim = is_prim(CLASS_INDEX_ARRAY, "at:put:", "Array");
-    array_length_is_prim = is_prim(CLASS_INDEX_ARRAY, "length", "Array");
-    string_length_is_prim = is_prim(CLASS_INDEX_STRING, "length", "String");
+    array_at_is_prim = vm_special_is_own_prim(CLASS_INDEX_ARRAY, "Array", "at:");
+    array_at_put_is_prim = vm_special_is_own_prim(CLASS_INDEX_ARRAY, "Array", "at:put:");
+    array_length_is_prim = vm_special_is_own_prim(CLASS_INDEX_ARRAY, "Array", "length");
+    string_length_is_prim = vm_special_is_own_prim(CLASS_INDEX_STRING, "String", "length");
     vm_special_init();
-    vm_double_arith_is_prim = is_prim(CLASS_INDEX_DOUBLE, "+", "Double") && is_prim(CLASS_INDEX_DOUBLE, "-", "Double") &&
-                              is_prim(CLASS_INDEX_DOUBLE, "*", "Double") && is_prim(CLASS_INDEX_DOUBLE, "<", "Double") &&
-                              is_prim(CLASS_INDEX_DOUBLE, "=", "Double");
+    vm_double_arith_is_prim = true;
+    for (const char *const *sel = (const char *const[]){ "+", "-", "*", "<", "=", NULL }; *sel; sel++)
+        vm_double_arith_is_prim = vm_double_arith_is_prim && vm_special_is_own_prim(CLASS_INDEX_DOUBLE, "Double", *sel);
 
     StackPage *first = vm_stack_first_page();
     Oop *limit = first->base + HEADROOM;

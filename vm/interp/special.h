@@ -71,6 +71,9 @@ void vm_special_note_lookup(uint32_t class_index, Oop selector, Oop m);
 
 /* Recomputes vm_int_special_prims (the core library must be loaded). */
 void vm_special_init(void);
+/* The method of class_index for sel is the VM's primitive cls>>sel (not
+ * one the image put in its place). */
+bool vm_special_is_own_prim(uint32_t class_index, const char *cls, const char *sel);
 
 /* true/false when method m only answers that constant, else 0. */
 Oop vm_special_constant(Oop m);

@@ -20,8 +20,6 @@
 /* The return address the caller of vm_jit_compact holds outside the stack pages. */
 static Oop *live_ra;
 
-#define F_ON_STACK (1u << 1) /* has an activation: compaction keeps it */
-
 static void for_each_return_address(void (*fn)(Oop *slot, void *ctx), void *ctx)
 {
     vm_stack_visit_saved_ips(vm_interp_saved_fp(), fn, ctx);
@@ -33,13 +31,13 @@ static void mark_on_stack(Oop *slot, void *ctx)
     (void)ctx;
     if (!vm_jit_is_code_address(*slot)) return;
     JitMethod *m = jit_zone_find(vm_jit_zone(), (void *)*slot);
-    if (m) m->flags |= F_ON_STACK;
+    if (m) m->flags |= JIT_METHOD_F_ON_STACK;
 }
 
 static bool can_free(const JitMethod *m, void *ctx)
 {
     (void)ctx;
-    return !(m->flags & F_ON_STACK);
+    return !(m->flags & JIT_METHOD_F_ON_STACK);
 }
 
 static void on_free(JitMethod *m, void *ctx)
@@ -80,7 +78,7 @@ static void before_slide(void *ctx)
 
 static void clear_on_stack(void)
 {
-    for (JitMethod *m = jit_zone_first(vm_jit_zone()); m; m = jit_zone_next(vm_jit_zone(), m)) m->flags &= (uint16_t)~F_ON_STACK;
+    for (JitMethod *m = jit_zone_first(vm_jit_zone()); m; m = jit_zone_next(vm_jit_zone(), m)) m->flags &= (uint16_t)~JIT_METHOD_F_ON_STACK;
 }
 
 void vm_jit_compact(Oop *held_ra)

@@ -11,19 +11,11 @@
 #include "vm/jit/compile.h"
 #include "vm/jit/map.h"
 #include "vm/jit/x64.h"
+#include "vm/jit/x64_regs.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#define RAX JIT_X64_RAX
-#define RCX JIT_X64_RCX
-#define RDX JIT_X64_RDX
-#define RSP JIT_X64_RSP
-#define RBP JIT_X64_RBP
-#define RSI JIT_X64_RSI
-#define RDI JIT_X64_RDI
-#define R11 JIT_X64_R11
 
 /* An innermost loop whose temps temp[i] live in xmm2 + i too
  * (jit/double_cache.c): bytecodes lo (its head) .. hi (its JUMP_BACK). */

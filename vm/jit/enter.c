@@ -5,18 +5,11 @@
 #include "vm/jit/enter.h"
 
 #include "vm/jit/x64.h"
+#include "vm/jit/x64_regs.h"
 #include "proto/stackabi.h"
 #include "vm/model/vm.h"
 
 #include <stdio.h>
-
-#define RAX JIT_X64_RAX
-#define RCX JIT_X64_RCX
-#define RSP JIT_X64_RSP
-#define RBP JIT_X64_RBP
-#define RSI JIT_X64_RSI
-#define RDI JIT_X64_RDI
-#define R11 JIT_X64_R11
 
 /* Room to emit one piece in; each needs well under half of it. */
 #define PIECE_MAX_CODE 256

@@ -37,8 +37,8 @@
  *            one header to the next by it, free holes included.
  *   kind     JitMethodKind; FREE marks a hole compaction reclaims.
  *   nargs    argument count of the method, block or PIC selector.
- *   flags    JIT_METHOD_F_*: bit 0 belongs to the zone, the rest to the
- *            compiler and send-site modules, which define them.
+ *   flags    JIT_METHOD_F_*, all defined below: bit 0 the zone's, bit 1
+ *            compaction's.
  *   method   the heap CompiledMethod (for a block, its home method; for a PIC,
  *            the selector; 0 for a trampoline). A GC root: the GC visits and
  *            updates it, and prologues load it rip-relative
@@ -83,6 +83,8 @@ typedef enum JitMethodKind {
 
 /* On the zone's young-referrers list (jit_zone_young_add); the zone owns it. */
 #define JIT_METHOD_F_YOUNG_REFERRER (1u << 0)
+/* Has an activation on the stack pages: compaction keeps it (vm/jit/compact.c). */
+#define JIT_METHOD_F_ON_STACK (1u << 1)
 
 typedef struct JitMethod {
     uint32_t size;

@@ -4,20 +4,13 @@
  */
 #include "vm/jit/sendsite.h"
 
+#include "vm/jit/x64_regs.h"
 #include "vm/model/class.h"
 #include "vm/model/method.h"
 #include "vm/model/universe.h"
 #include "vm/model/vm.h"
 
 #include <stdio.h>
-
-#define RAX JIT_X64_RAX
-#define RCX JIT_X64_RCX
-#define RDX JIT_X64_RDX
-#define RSP JIT_X64_RSP
-#define RSI JIT_X64_RSI
-#define RDI JIT_X64_RDI
-#define R11 JIT_X64_R11
 
 _Static_assert(sizeof(VmCacheEntry) == 24, "the open PIC indexes the lookup cache by 3 * 8 bytes");
 _Static_assert(offsetof(VmCacheEntry, selector) == 0, "open PIC: selector at 0");
