@@ -40,7 +40,7 @@ register unsigned long *vm_ifp asm("r14"); /* an Oop *; VM_INTERP_FP_PERF_REG in
                      : "=r"(vm_ifp)                                                                    \
                      : "r"(v), "m"((v)[FRAME_SAVED_FP]), "m"((v)[FRAME_SAVED_IP]), "m"((v)[FRAME_METHOD]), \
                        "m"((v)[FRAME_FLAGS]))
-/* The interpreter's anchor (jit/enter.h's prim_fp/prim_ip, proto/stackabi.h):
+/* The interpreter's anchor (vm/jit/enter.h's prim_fp/prim_ip, proto/stackabi.h):
  * around a primitive's call, where r14/r15 stop being the walker's — the
  * primitive may call a library that uses them. Volatile stores keep their
  * order: ip first, so a walker that sees prim_fp sees its ip. */

@@ -1,5 +1,5 @@
 /*
- * jit/capstone.c — Capstone, opened on first use (why: jit/capstone.h).
+ * vm/jit/capstone.c — Capstone, opened on first use (why: vm/jit/capstone.h).
  */
 #include "vm/jit/capstone.h"
 

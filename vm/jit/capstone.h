@@ -1,5 +1,5 @@
 /*
- * jit/capstone.h — Capstone, opened on first use.
+ * vm/jit/capstone.h — Capstone, opened on first use.
  *
  * stvm needs Capstone only to print a listing (--disassemble, the in-VM
  * tools), yet linking it costs every start: libcapstone.so.4 carries ~77k
@@ -10,7 +10,7 @@
  *
  * Each member has the type of the function of the same name in
  * <capstone/capstone.h>, so a header change is a compile error here, not a
- * wrong call. Callers: jit/disasm.c only. Not thread-safe on first call
+ * wrong call. Callers: vm/jit/disasm.c only. Not thread-safe on first call
  * (the VM has one thread that disassembles).
  */
 #ifndef JIT_CAPSTONE_H

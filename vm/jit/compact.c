@@ -1,8 +1,8 @@
 /*
- * vm/jitrt/compact.c — making room in a full code zone: the pieces with an
+ * vm/jit/compact.c — making room in a full code zone: the pieces with an
  * activation stay, the least recently used quarter of the rest is freed
- * (jit/zone.c), the survivors slide down with their branches rewritten
- * (jit/relocate.c), heap methods and return addresses follow them.
+ * (vm/jit/zone.c), the survivors slide down with their branches rewritten
+ * (vm/jit/relocate.c), heap methods and return addresses follow them.
  */
 #include "vm/jit/compact.h"
 

@@ -1,13 +1,13 @@
 /*
- * vm/jitrt/compact.h — compacting the code zone when a compile or a PIC
- * finds it full (jit/DESIGN.md, "Code zone").
+ * vm/jit/compact.h — compacting the code zone when a compile or a PIC
+ * finds it full (vm/jit/DESIGN.md, "Code zone").
  *
  * Machine-code addresses held anywhere but on the stack pages are stale
  * afterwards, except held_ra. The interpreter's frame must have been
  * written back (vm_interp_set_saved_frame) so the walk finds every return
  * address.
  *
- * Who may call: vm/jitrt/runtime.c.
+ * Who may call: vm/jit/runtime.c.
  */
 #ifndef VM_JITRT_COMPACT_H
 #define VM_JITRT_COMPACT_H

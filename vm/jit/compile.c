@@ -1,6 +1,6 @@
 /*
- * jit/compile.c — the template compiler (the frame and calling conventions
- * are drawn in jit/compile.h).
+ * vm/jit/compile.c — the template compiler (the frame and calling conventions
+ * are drawn in vm/jit/compile.h).
  *
  * Two passes over the bytecodes: the first checks that every bytecode can be
  * compiled, finds the jump targets and bounds the code size; the second emits
@@ -8,7 +8,7 @@
  * then shrunk to the code plus its mcpc -> bcpc map.
  *
  * The X64Buf starts at the JitMethod header, not at the code, so buffer
- * offsets are the header offsets jit/map.h's mcpcs are counted in, and the
+ * offsets are the header offsets vm/jit/map.h's mcpcs are counted in, and the
  * prologue reaches the header's method field through a label bound at 0.
  */
 #include "vm/jit/compile.h"
@@ -303,7 +303,7 @@ static X64Mem field_of_rax(int i) { return jit_x64_mem(RAX, (int32_t)(8 + 8 * i)
  * lies below their operands before their fast path, so the fast path and
  * the generic send (whose slow path pushes the operands the fast path loaded
  * into rax/rcx) meet with the same real stack and the result in rax.
- * (SimKind and SimEntry are in jit/compile_int.h.) */
+ * (SimKind and SimEntry are in vm/jit/compile_int.h.) */
 
 static bool fits_i32(int64_t v) { return v == (int64_t)(int32_t)v; }
 
@@ -519,7 +519,7 @@ static void add_lit_site(Compiler *c, size_t imm_offset)
     c->lits[c->nlits++] = (uint32_t)imm_offset;
 }
 
-/* A global's value, cached in the code (jit/compile.h, "Global sites"):
+/* A global's value, cached in the code (vm/jit/compile.h, "Global sites"):
  * valid while the VM's globals epoch is the one the site recorded. */
 static void emit_global(Compiler *c, int64_t literal, size_t bcpc)
 {
@@ -961,7 +961,7 @@ static size_t emit_special(Compiler *c, size_t pc)
                    jit_double_inline(c, op);
     /* a literal Double operand: no SmallInteger answer, straight to the Double path */
     bool ints = int_inline(c, op) && !((facts.receiver_double || facts.arg_double) && (dbl_arith || dbl_cmp));
-    /* an operand from a temp that likely holds a Double (jit/double_types.c),
+    /* an operand from a temp that likely holds a Double (vm/jit/double_types.c),
      * or a site the interpreter ran on Doubles (vm/interp/doublesites.h): the Double
      * path first, the SmallIntegers' when it is not taken */
     bool double_first = (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) && ints && dbl_arith && k == 2 &&
@@ -1624,7 +1624,7 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
     case BC_PUSH_TEMP: sim_push(c, SIM_TEMP, p[1]); break;
     case BC_STORE_TEMP: store_var(c, SIM_TEMP, p[1], false); break;
     case BC_POP_TEMP: {
-        /* a cached Double temp reads better as itself (jit/double_cache.c) */
+        /* a cached Double temp reads better as itself (vm/jit/double_cache.c) */
         bool in_rax = c->nsim && c->sim[c->nsim - 1].kind == SIM_RAX &&
                       jit_double_cached(c, &(SimEntry){ SIM_TEMP, p[1] }) < 0;
         store_var(c, SIM_TEMP, p[1], true);

@@ -1,12 +1,12 @@
 /*
- * jit/compile.h — the template compiler: one quickened heap method in, one
- * JitMethod of x86-64 in the code zone out (jit/DESIGN.md, "Integration
+ * vm/jit/compile.h — the template compiler: one quickened heap method in, one
+ * JitMethod of x86-64 in the code zone out (vm/jit/DESIGN.md, "Integration
  * notes"), or a sentence saying why it declines.
  *
  * The code keeps vm/model/frame.h's layout with rbp = fp and rsp = sp; the operand
  * stack is the machine stack wherever a call, a jump or a map entry can meet
  * it; between those, its top may live in rax, immediates and frame slots
- * only the compiler knows of (jit/DESIGN.md, "Stack-to-register mapping"):
+ * only the compiler knows of (vm/jit/DESIGN.md, "Stack-to-register mapping"):
  *
  *   [rbp + 16 + 8*nargs]  receiver (pushed by the caller)
  *   [rbp + 8*k]           argument whose quickened PUSH_ARG operand is k
@@ -20,7 +20,7 @@
  *   [rbp - 40 - 8*t]      temp t, nil on entry
  *   ...                   operand stack, rsp -> top
  *
- * Entries (jit/sendsite.h draws the send site that calls them):
+ * Entries (vm/jit/sendsite.h draws the send site that calls them):
  *   checked     ecx := receiver class index, compared with edi (the site's
  *               tag); a mismatch jumps to rt->method_abort with rsi = the
  *               header (the site's return address still on top).
@@ -31,7 +31,7 @@
  *               current page's base); either failing jumps to rt->entry_slow
  *               with rsi = the address just past the checks.
  *
- * Runtime calls (through jit/enter.h's trampolines; no Oop lives in a
+ * Runtime calls (through vm/jit/enter.h's trampolines; no Oop lives in a
  * register across one):
  *   send      (dispatch) the unlinked send: edi = jit_sendsite_unlinked_tag
  *             (selector tag, nargs). Receiver and arguments are on the stack

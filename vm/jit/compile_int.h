@@ -1,9 +1,9 @@
 /*
- * jit/compile_int.h — what jit/compile.c shares with the files that emit
- * parts of its templates (jit/double_inline.c): the compiler's state, the
+ * vm/jit/compile_int.h — what vm/jit/compile.c shares with the files that emit
+ * parts of its templates (vm/jit/double_inline.c): the compiler's state, the
  * simulated stack's descriptors and a few emit helpers.
  *
- * Who may include: jit/compile.c, jit/double_inline.c.
+ * Who may include: vm/jit/compile.c, vm/jit/double_inline.c.
  */
 #ifndef JIT_COMPILE_INT_H
 #define JIT_COMPILE_INT_H
@@ -18,11 +18,11 @@
 #include <stdint.h>
 
 /* An innermost loop whose temps temp[i] live in xmm2 + i too
- * (jit/double_cache.c): bytecodes lo (its head) .. hi (its JUMP_BACK). */
+ * (vm/jit/double_cache.c): bytecodes lo (its head) .. hi (its JUMP_BACK). */
 #define JIT_DOUBLE_CACHED_MAX 14 /* xmm2 .. xmm15 */
 #define JIT_DOUBLE_REGIONS_MAX 8
 /* Temps a region's inlined getters read, whose class r8 vouches for
- * (jit/double_cache.c, "Receiver guards"): bit i for guard_temp[i]. */
+ * (vm/jit/double_cache.c, "Receiver guards"): bit i for guard_temp[i]. */
 #define JIT_DOUBLE_GUARDS_MAX 8
 #define JIT_DOUBLE_SETTERS_MAX 16
 #define JIT_GUARD_REG JIT_X64_R8
@@ -63,7 +63,7 @@ typedef struct Compiler {
     uint32_t *lits;   /* buffer offsets of the literal sites' imm64s (global caches) */
     uint32_t nlits, lits_cap;
     bool lits_failed;
-    uint32_t *unwind; /* pairs (offset, PROF_UNWIND_* rule): jit/jitmethod.h's unwind table */
+    uint32_t *unwind; /* pairs (offset, PROF_UNWIND_* rule): vm/jit/jitmethod.h's unwind table */
     uint32_t nunwind, unwind_cap;
     struct SimEntry *sim; /* [len + 2]: the simulated stack (see "The simulated stack") */
     int nsim;
@@ -72,7 +72,7 @@ typedef struct Compiler {
     bool temps_stable;     /* no block writes an outer variable: a send cannot change a temp */
     size_t pc;                  /* the bytecode being emitted */
     size_t xmm0_pc;             /* at this pc xmm0 holds rax's value when rax is a Double */
-    bool likely_double[256]; /* temp index (PUSH_TEMP's byte) -> likely a Double (jit/double_types.c) */
+    bool likely_double[256]; /* temp index (PUSH_TEMP's byte) -> likely a Double (vm/jit/double_types.c) */
     uint8_t *region_of;         /* [len + 1]: 1 + index into regions, or 0 */
     JitDoubleRegion regions[JIT_DOUBLE_REGIONS_MAX];
     int nregions;
@@ -107,12 +107,12 @@ void jit_compile_send_call(Compiler *c, int64_t tag, int nargs, size_t bcpc);
  * must be no jump target. */
 long jit_compile_fused_branch(const Compiler *c, size_t next);
 /* Whether the SEND or SEND_W at pc is an accessor send machine code
- * inlines (jit/compile.h, site_accessor): its receiver class, kind and field. */
+ * inlines (vm/jit/compile.h, site_accessor): its receiver class, kind and field. */
 bool jit_compile_accessor(const Compiler *c, size_t pc, uint32_t *class_index, bool *setter, int *field);
 /* rax := true when cc holds after the compare, else false. */
 void jit_compile_set_boolean(Compiler *c, X64Cond cc);
 
-/* -- jit/double_cache.c ------------------------------------------------------------- */
+/* -- vm/jit/double_cache.c ------------------------------------------------------------- */
 
 /* Finds the regions (after the scan marked the jump targets). */
 void jit_double_cache_plan(Compiler *c);
@@ -153,7 +153,7 @@ int32_t jit_double_cache_setter_guard(const Compiler *c, uint32_t class_index, i
  * method probes (clobbers r11). */
 void jit_double_cache_guard_probes(Compiler *c);
 
-/* -- jit/double_types.c ------------------------------------------------------------- */
+/* -- vm/jit/double_types.c ------------------------------------------------------------- */
 
 /* Guesses which temps likely hold Doubles (after the scan marked the jump
  * targets). */
@@ -161,11 +161,11 @@ void jit_double_types_plan(Compiler *c);
 /* Whether descriptor e reads such a temp. */
 bool jit_double_likely(const Compiler *c, const SimEntry *e);
 
-/* -- jit/double_inline.c ------------------------------------------------------------ */
+/* -- vm/jit/double_inline.c ------------------------------------------------------------ */
 
 /* x := the value of the Oop in r when it is a Double, immediate or boxed
  * (taken from xmm `cached` instead when cached >= 0: a cached temp,
- * jit/double_cache.c), or a SmallInteger converted when ints_too (as C's
+ * vm/jit/double_cache.c), or a SmallInteger converted when ints_too (as C's
  * (double) in vm_int_to_double); anything else goes to other. Keeps r
  * unless it is r11; clobbers rdx, r11. */
 void jit_double_load(Compiler *c, X64Reg r, X64Xmm x, int cached, bool ints_too, X64Label *other);
@@ -203,7 +203,7 @@ JitDoubleSend jit_double_send_kind(const Compiler *c, size_t pc);
  * boxed into rax, then to done; to slow (rax, rcx intact) otherwise. */
 void jit_double_send(Compiler *c, JitDoubleSend kind, JitOperandFacts f, X64Label *slow, X64Label *done);
 
-/* A chain of Double sends computed unboxed (jit/double_inline.c,
+/* A chain of Double sends computed unboxed (vm/jit/double_inline.c,
  * "Chains"). Link 0 is the first send (+ - *); each later one (+ - * < >
  * <= >=, and // and sqrt as op JIT_DOUBLE_OP_DIVIDE, JIT_DOUBLE_OP_SQRT)
  * takes the previous answer as its receiver (its argument `other`, a

@@ -1,6 +1,6 @@
 /*
- * jit/disasm.c — decorated disassembly of one JitMethod through Capstone
- * (the listing is drawn in jit/disasm.h).
+ * vm/jit/disasm.c — decorated disassembly of one JitMethod through Capstone
+ * (the listing is drawn in vm/jit/disasm.h).
  *
  * One pass over the code with cs_disasm_iter, the map read alongside it (both
  * are in mcpc order), each line assembled in a fixed buffer and written

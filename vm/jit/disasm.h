@@ -1,5 +1,5 @@
 /*
- * jit/disasm.h — decorated disassembly of one JitMethod: Capstone's reading
+ * vm/jit/disasm.h — decorated disassembly of one JitMethod: Capstone's reading
  * of the code bytes, annotated with what the JIT knows about them — which
  * bytecode a pc stands for (the mcpc -> bcpc map), what a call or jump
  * reaches, which immediates are Oops and which of those the GC visits.
@@ -21,7 +21,7 @@
  *     0x7f0000001072 +114   06                                 .byte   0x06
  *
  *   - Offsets are from the header's first byte, as every offset in
- *     jit/jitmethod.h and every mcpc in jit/map.h.
+ *     vm/jit/jitmethod.h and every mcpc in vm/jit/map.h.
  *   - Up to JIT_DISASM_MAX_HEX_BYTES bytes are shown, then "…".
  *   - A map entry is shown on the instruction that ends at its mcpc (for a
  *     send: the call whose return address it is); an entry at the first
@@ -42,7 +42,7 @@
  *     code, a literal table outside the piece (then ignored) and a map
  *     offset outside the piece (then nothing is disassembled). The listing is a
  *     debugging aid, so it reports rather than panics (an encoded map is
- *     still trusted, as jit/map.h says).
+ *     still trusted, as vm/jit/map.h says).
  *
  * Who may call: anything holding a JitMethod that wants to read it — tests,
  * the VM's JIT glue when it traces compilations, a debugger session. It

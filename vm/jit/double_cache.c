@@ -1,6 +1,6 @@
 /*
- * jit/double_cache.c — Double temps held in xmm registers through an
- * innermost loop (jit/DESIGN.md, "Cached Double temps").
+ * vm/jit/double_cache.c — Double temps held in xmm registers through an
+ * innermost loop (vm/jit/DESIGN.md, "Cached Double temps").
  *
  * Storing a Double into a temp encodes it (immediate) or boxes it, and the
  * next read tests and decodes it again: in a loop such as Mandelbrot's that

@@ -1,7 +1,7 @@
 /*
- * jit/double_inline.c — the Double fast paths of jit/compile.c's special
+ * vm/jit/double_inline.c — the Double fast paths of vm/jit/compile.c's special
  * sends: + - * < > <= >= = on boxed Doubles, and chains of them that keep
- * their intermediate results unboxed (see "Chains" below and jit/DESIGN.md).
+ * their intermediate results unboxed (see "Chains" below and vm/jit/DESIGN.md).
  */
 #include "vm/jit/compile_int.h"
 
@@ -331,7 +331,7 @@ X64Cond jit_double_compare(Compiler *c, uint8_t op, JitOperandFacts f, X64Label 
  * eden before it starts and calls nothing, so that box cannot fail and no
  * map entry, GC or interpreter sees the unboxed value. */
 
-/* Bytecodes that push a descriptor and emit nothing (jit/compile.c's
+/* Bytecodes that push a descriptor and emit nothing (vm/jit/compile.c's
  * emit_bytecode): e, and the next pc. */
 static bool simple_push(const Compiler *c, size_t pc, SimEntry *e, size_t *next)
 {

@@ -1,6 +1,6 @@
 /*
- * jit/double_types.c — which temps of a method likely hold Doubles, so that
- * a special send on them tries the Double path first (jit/compile.c).
+ * vm/jit/double_types.c — which temps of a method likely hold Doubles, so that
+ * a special send on them tries the Double path first (vm/jit/compile.c).
  *
  * A + - * tests for two SmallIntegers first and reaches the Double path
  * after a taken branch: four instructions and a jump for every Double

@@ -1,6 +1,6 @@
 /*
- * jit/enter.c — the enilopmarts, ceReturnToInterpreter and the runtime-call
- * trampolines (the stacks they switch between are drawn in jit/enter.h).
+ * vm/jit/enter.c — the enilopmarts, ceReturnToInterpreter and the runtime-call
+ * trampolines (the stacks they switch between are drawn in vm/jit/enter.h).
  */
 #include "vm/jit/enter.h"
 
@@ -14,7 +14,7 @@
 /* Room to emit one piece in; each needs well under half of it. */
 #define PIECE_MAX_CODE 256
 
-/* The C ABI's callee-saved registers, in push order (jit/enter.h's drawing). */
+/* The C ABI's callee-saved registers, in push order (vm/jit/enter.h's drawing). */
 static const X64Reg callee_saved[] = { JIT_X64_RBP, JIT_X64_RBX, JIT_X64_R12,
                                        JIT_X64_R13, JIT_X64_R14, JIT_X64_R15 };
 #define N_CALLEE_SAVED (sizeof callee_saved / sizeof callee_saved[0])
@@ -35,7 +35,7 @@ void jit_enter_request_exit(JitStatus status)
 typedef struct Piece {
     JitMethod *m;
     X64Buf buf;
-    uint32_t unwind[2 * PIECE_MAX_UNWIND]; /* jit/jitmethod.h's unwind table */
+    uint32_t unwind[2 * PIECE_MAX_UNWIND]; /* vm/jit/jitmethod.h's unwind table */
     uint32_t nunwind;
 } Piece;
 
@@ -62,7 +62,7 @@ static bool piece_begin(Piece *p, JitZone *z)
 static uint8_t *piece_end(Piece *p, JitZone *z, uint8_t nargs)
 {
     const char *why = NULL;
-    if (!jit_x64_finish(&p->buf, &why)) vm_panic("jit/enter.c generated bad code: %s", why);
+    if (!jit_x64_finish(&p->buf, &why)) vm_panic("vm/jit/enter.c generated bad code: %s", why);
     JitMethodLayout l;
     jit_method_layout_unwind(&l, jit_x64_size(&p->buf), 0, 0, 0, p->nunwind);
     jit_method_apply_layout(p->m, &l);

@@ -1,6 +1,6 @@
 /*
- * jit/enter.h — switching between the C stack and the Smalltalk stack pages
- * (jit/DESIGN.md, "One stack, one interpreter loop"): the enilopmarts the
+ * vm/jit/enter.h — switching between the C stack and the Smalltalk stack pages
+ * (vm/jit/DESIGN.md, "One stack, one interpreter loop"): the enilopmarts the
  * interpreter calls to run machine code, the ceReturnToInterpreter
  * trampoline machine code returns through, and the trampolines through which
  * machine code calls C runtime routines.
@@ -52,7 +52,7 @@
  *   - A runtime call that returns preserves rbx, rbp and r12–r15 (the C
  *     ABI's callee-saved registers) and clobbers the others; one that exits
  *     never comes back, so only the stack page survives it. Templates keep
- *     every live value on the stack page anyway (jit/DESIGN.md).
+ *     every live value on the stack page anyway (vm/jit/DESIGN.md).
  *   - The generated code uses rax, rcx and r11 as scratch, never the
  *     argument registers before the C call.
  *   - Not compatible with CET shadow stacks (a return address is pushed,
@@ -71,7 +71,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define JIT_ENTER_MAX_RUNTIME_ARGS 3 /* rdi, rsi, rdx; chosen here: the routines planned in jit/DESIGN.md need at most three */
+#define JIT_ENTER_MAX_RUNTIME_ARGS 3 /* rdi, rsi, rdx; chosen here: the routines planned in vm/jit/DESIGN.md need at most three */
 
 /* Generates the enilopmarts and ceReturnToInterpreter into z's trampoline
  * area. false with a message in err when the area is full. */

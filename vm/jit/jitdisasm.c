@@ -1,6 +1,6 @@
 /*
- * vm/jitrt/jitdisasm.c — `stvm --disassemble 'Class>>selector'`: compiles one
- * method and prints its machine code through jit/disasm.h, with the names
+ * vm/jit/jitdisasm.c — `stvm --disassemble 'Class>>selector'`: compiles one
+ * method and prints its machine code through vm/jit/disasm.h, with the names
  * only the VM knows: trampolines, methods and PICs in the zone, the
  * bytecode each mapped pc stands for, Oops embedded in the code.
  */

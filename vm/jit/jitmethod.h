@@ -1,12 +1,12 @@
 /*
- * jit/jitmethod.h — the JitMethod header that starts every piece of machine
+ * vm/jit/jitmethod.h — the JitMethod header that starts every piece of machine
  * code in the code zone: compiled methods and blocks, closed and open PICs,
  * trampolines, and the free holes they leave.
  *
  * Its job: say how big the piece is and what it is, hold the one Oop the
  * code stands for, the LRU tick the zone's compaction sorts by, and the
  * offsets of everything that follows the header — the entries, the
- * mcpc -> bcpc map (jit/map.h) and the literal-site table the GC visits.
+ * mcpc -> bcpc map (vm/jit/map.h) and the literal-site table the GC visits.
  *
  *   JitMethod (48 bytes; starts 16-aligned, so the code after it does too)
  *   byte 0        4      5        6         8               16              24
@@ -56,7 +56,7 @@
  * return addresses, the heap method's back pointer) is the owner's to fix
  * (jit_zone_compact).
  *
- * Who may call: jit/ and the GC glue the JIT registers (through
+ * Who may call: vm/jit/ and the GC glue the JIT registers (through
  * jit_method_visit_oops; gc/ itself never includes this header).
  */
 #ifndef JIT_JITMETHOD_H
@@ -101,7 +101,7 @@ typedef struct JitMethod {
     uint32_t lit_count;
 } JitMethod;
 
-#define JIT_METHOD_ALIGN 16 /* jit/DESIGN.md; the fetch-block size Intel's optimization manual aligns hot entries to */
+#define JIT_METHOD_ALIGN 16 /* vm/jit/DESIGN.md; the fetch-block size Intel's optimization manual aligns hot entries to */
 #define JIT_METHOD_CODE 48  /* offset of the first code byte */
 #define JIT_METHOD_LIT_ALIGN 4
 
@@ -260,7 +260,7 @@ static inline void jit_method_lit_set(JitMethod *m, uint32_t i, Oop v)
     memcpy(jit_method_lit_site(m, i), &v, sizeof v);
 }
 
-/* The shape of gc/heap.h's GcVisitFn, restated so jit/ need not include it. */
+/* The shape of gc/heap.h's GcVisitFn, restated so vm/jit/ need not include it. */
 typedef void (*JitOopVisitFn)(Oop *slot, void *ctx);
 
 /* Visits the method Oop in place and each literal through an aligned copy,

@@ -1,5 +1,5 @@
 /*
- * vm/jitrt/jitpublish.c — telling profiler/codeevents' sinks what the JIT loads,
+ * vm/jit/jitpublish.c — telling profiler/codeevents' sinks what the JIT loads,
  * moves and frees: names, maps, source files and line tables come from the
  * heap methods, which only vm/ can read.
  */

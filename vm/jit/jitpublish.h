@@ -1,5 +1,5 @@
 /*
- * vm/jitrt/jitpublish.h — the JIT's code events (profiler/codeevents.h): every
+ * vm/jit/jitpublish.h — the JIT's code events (profiler/codeevents.h): every
  * piece of machine code the zone gains, moves or loses is announced, so
  * profilers resolve a sample against the zone as it was when it was taken.
  *
@@ -7,7 +7,7 @@
  * the bytes move (the event carries both addresses) but in the order the
  * zone moves them, free before the piece is reused.
  *
- * Who may call: vm/jitrt/runtime.c; vm/boot/boot.c (init); vm/boot/prim_profiler.c (names).
+ * Who may call: vm/jit/runtime.c; vm/boot/boot.c (init); vm/boot/prim_profiler.c (names).
  */
 #ifndef VM_JITPUBLISH_H
 #define VM_JITPUBLISH_H

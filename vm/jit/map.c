@@ -1,6 +1,6 @@
 /*
- * jit/map.c — building, encoding and querying mcpc -> bcpc maps (the
- * encoding is drawn in jit/map.h).
+ * vm/jit/map.c — building, encoding and querying mcpc -> bcpc maps (the
+ * encoding is drawn in vm/jit/map.h).
  */
 #include "vm/jit/map.h"
 

@@ -1,5 +1,5 @@
 /*
- * jit/map.h — the mcpc -> bcpc map of a compiled method: which bytecode a
+ * vm/jit/map.h — the mcpc -> bcpc map of a compiled method: which bytecode a
  * machine-code pc stands for.
  *
  * Its job: the template emitter records one (mcpc, bcpc, kind) entry for
@@ -15,7 +15,7 @@
  *
  * An mcpc is a byte offset, not an address, so a map survives the method
  * moving: stvm counts it from the start of the JitMethod header (as every
- * other offset in jit/jitmethod.h), and an entry's mcpc is the address *just
+ * other offset in vm/jit/jitmethod.h), and an entry's mcpc is the address *just
  * past* its instruction — for a send, the call's return address.
  *
  * Encoding (stored after the code; the count lives in the JitMethod header):
@@ -51,12 +51,12 @@
  *   - Several entries may share a bcpc (a send and its inlined fast path's
  *     branch); mcpc_for answers the first in mcpc order.
  *   - Compaction reads the instruction ending at every entry but a LOCAL
- *     one as a possible call or jump out of the method (jit/relocate.c), so
+ *     one as a possible call or jump out of the method (vm/jit/relocate.c), so
  *     an entry at an arbitrary place in the code must be LOCAL.
  *   - Encoded maps are trusted (the JIT wrote them); a malformed one is a
  *     broken invariant and panics.
  *
- * Who may call: jit/ (the emitter, the zone's owner, the disassembler) and
+ * Who may call: vm/jit/ (the emitter, the zone's owner, the disassembler) and
  * the profiler glue that copies maps into the export.
  */
 #ifndef JIT_MAP_H
@@ -71,7 +71,7 @@ typedef enum JitMapKind {
     JIT_MAP_LOCAL = 1,    /* nothing ending at mcpc leaves the method: a conditional
                            * branch (mcpc just past the jcc), or where a piece of the
                            * cold section, or what the main code keeps of its bytecode,
-                           * begins or ends (jit/DESIGN.md, "The cold section") */
+                           * begins or ends (vm/jit/DESIGN.md, "The cold section") */
     JIT_MAP_BACKJUMP = 2, /* backward jump: mcpc just past its interrupt check */
     JIT_MAP_OTHER = 3     /* anything else a template wants findable */
 } JitMapKind;

@@ -1,5 +1,5 @@
 /*
- * jit/relocate.c — rewriting rel32 branches of pieces that compaction
+ * vm/jit/relocate.c — rewriting rel32 branches of pieces that compaction
  * slides, and unlinking the send sites whose callees it frees.
  */
 #include "vm/jit/relocate.h"

@@ -1,6 +1,6 @@
 /*
- * jit/relocate.h — keeping the code zone's branches right while compaction
- * slides its pieces (jit/zone.h, JitZoneRelocate's before_slide).
+ * vm/jit/relocate.h — keeping the code zone's branches right while compaction
+ * slides its pieces (vm/jit/zone.h, JitZoneRelocate's before_slide).
  *
  * Every piece that moves by `delta` has its rel32 calls and jumps to other
  * pieces rewritten so that, after the slide, they reach where their targets

@@ -1,6 +1,6 @@
 /*
- * vm/jitrt/runtime.c — compiling hot methods and the runtime routines machine
- * code calls through jit/enter's trampolines.
+ * vm/jit/runtime.c — compiling hot methods and the runtime routines machine
+ * code calls through enter.c's trampolines.
  */
 #include "vm/jit/runtime.h"
 
@@ -34,7 +34,7 @@
 
 #define JIT_MAX_PRIM_ARGS 8 /* sends to primitives with more arguments take the interpreter's path */
 
-/* The interpreter's send-site cache as machine code's hint (jit/compile.h,
+/* The interpreter's send-site cache as machine code's hint (vm/jit/compile.h,
  * site_accessor): only entries that are still this site's. */
 static bool site_accessor(const uint8_t *site, uint32_t *class_index, bool *setter, int *field)
 {
@@ -525,7 +525,7 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     vm_jit_compile_runtime.int_prims = &vm_int_special_prims;
     vm_jit_compile_runtime.nil_answers = vm_special_nil_answers;
     vm_jit_compile_runtime.int_answers = vm_special_int_answers;
-    /* machine code tests these bits as 1 << 2k and 2 << 2k (jit/compile.c) */
+    /* machine code tests these bits as 1 << 2k and 2 << 2k (vm/jit/compile.c) */
     _Static_assert(VM_SPECIAL_NIL_KNOWN(1) == 1u << 2 && VM_SPECIAL_NIL_TRUE(1) == 2u << 2, "nil table bits");
     _Static_assert(VM_SPECIAL_IDENTITY == 0x10, "identity bit");
     vm_jit_compile_runtime.nil_table = vm_special_nil_table;

@@ -1,15 +1,15 @@
 /*
- * vm/jitrt/runtime.h — the JIT runtime: compiling hot methods, the runtime
- * routines machine code calls through jit/enter's trampolines, linking send
- * sites and PICs (compacting the zone when it is full: vm/jitrt/compact.h),
- * mapping return addresses back to bytecode pcs (jit/DESIGN.md,
+ * vm/jit/runtime.h — the JIT runtime: compiling hot methods, the runtime
+ * routines machine code calls through enter.c's trampolines, linking send
+ * sites and PICs (compacting the zone when it is full: vm/jit/compact.h),
+ * mapping return addresses back to bytecode pcs (vm/jit/DESIGN.md,
  * "Integration notes").
  *
  * It sits above the interpreter (vm/interp/jitinterface.h holds the state they
  * share and the hooks through which the interpreter calls back here) and
- * drives jit/, which knows the machine code.
+ * drives the code generator, which knows the machine code.
  *
- * Who may call: vm/boot/, the rest of vm/jitrt/.
+ * Who may call: vm/boot/, the rest of vm/jit/.
  */
 #ifndef VM_JITRT_RUNTIME_H
 #define VM_JITRT_RUNTIME_H
@@ -31,11 +31,11 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen);
 /* m's compiled code (a primitive method's stub), compiling it now. NULL
  * with the reason in why when the JIT declines it. */
 JitMethod *vm_jit_compile_now(Oop m, char *why, size_t whylen);
-/* --disassemble (vm/jitrt/jitdisasm.c): spec is 'Class>>selector' or
+/* --disassemble (vm/jit/jitdisasm.c): spec is 'Class>>selector' or
  * 'Class class>>selector'. */
 bool vm_jit_disassemble(const char *spec, FILE *out, char *err, size_t errlen);
 
-/* --code-zone-stats (vm/jitrt/zonestats.c): reference 002's Tables 1 and 2. */
+/* --code-zone-stats (vm/jit/zonestats.c): reference 002's Tables 1 and 2. */
 void vm_jit_print_zone_stats(FILE *out);
 
 /* Called when the counter reaches the threshold (the interpreter calls it

@@ -1,6 +1,6 @@
 /*
- * jit/sendsite.c — send sites and PICs (the bytes are drawn in
- * jit/sendsite.h).
+ * vm/jit/sendsite.c — send sites and PICs (the bytes are drawn in
+ * vm/jit/sendsite.h).
  */
 #include "vm/jit/sendsite.h"
 
@@ -50,7 +50,7 @@ bool jit_sendsite_write(uint8_t *ra, uint32_t tag, const void *target)
 
 void jit_sendsite_emit_compiled_or(X64Buf *b, X64Label *miss)
 {
-    /* the method's counter slot: -(JitMethod address) once compiled (vm/jitrt/runtime.h) */
+    /* the method's counter slot: -(JitMethod address) once compiled (vm/jit/runtime.h) */
     jit_x64_mov_rm(b, RAX, jit_x64_mem(RAX, (int32_t)(8 + 8 * METHOD_COUNTER)));
     jit_x64_sar_ri(b, RAX, 1);
     jit_x64_cmp_ri(b, RAX, -2);
@@ -114,7 +114,7 @@ static bool piece_begin(Piece *p, JitZone *z, JitMethodKind kind, size_t code_bo
 static JitMethod *piece_end(Piece *p, JitZone *z)
 {
     const char *why = NULL;
-    if (!jit_x64_finish(&p->b, &why)) vm_panic("jit/sendsite.c generated bad PIC code: %s", why ? why : "?");
+    if (!jit_x64_finish(&p->b, &why)) vm_panic("vm/jit/sendsite.c generated bad PIC code: %s", why ? why : "?");
     JitMethodLayout l;
     jit_method_layout(&l, jit_x64_size(&p->b) - JIT_METHOD_CODE, 0, 0, 0);
     jit_method_apply_layout(p->m, &l);

@@ -1,6 +1,6 @@
 /*
- * jit/sendsite.h — send sites, their inline caches and the PICs they link
- * to (reference 002 §5; jit/DESIGN.md, "Sends").
+ * vm/jit/sendsite.h — send sites, their inline caches and the PICs they link
+ * to (reference 002 §5; vm/jit/DESIGN.md, "Sends").
  *
  * A send site, as the templates emit it (jit_sendsite_emit):
  *
@@ -18,7 +18,7 @@
  *   polymorphic (ignored)                             a closed PIC's entry
  *   megamorphic (ignored)                             the selector's open PIC
  *
- * Unlinked tags carry the compiler's selector tag (jit/compile.h: a literal
+ * Unlinked tags carry the compiler's selector tag (vm/jit/compile.h: a literal
  * index >= 0, or a negative special tag) and the argument count, so the
  * ceSend routine needs nothing but edi. A checked entry loads the receiver's
  * class index into ecx (jit_sendsite_emit_receiver_class) and compares it
@@ -87,7 +87,7 @@ bool jit_sendsite_read(const uint8_t *ra, JitSendSite *out);
 bool jit_sendsite_write(uint8_t *ra, uint32_t tag, const void *target);
 
 /* rax := the JitMethod of the method object in rax, read through its
- * counter slot (-(JitMethod address) once compiled, vm/jitrt/runtime.h), or to
+ * counter slot (-(JitMethod address) once compiled, vm/jit/runtime.h), or to
  * miss while it has none. The one home of that read: open PICs and block
  * value stubs. */
 void jit_sendsite_emit_compiled_or(X64Buf *b, X64Label *miss);

@@ -1,7 +1,7 @@
 /*
- * jit/verify.c — reading send sites and closed PICs back from the code
+ * vm/jit/verify.c — reading send sites and closed PICs back from the code
  * zone and checking that they are in one of their valid states
- * (jit/sendsite.h draws them).
+ * (vm/jit/sendsite.h draws them).
  */
 #include "vm/jit/verify.h"
 

@@ -1,5 +1,5 @@
 /*
- * jit/verify.h — decoding the send sites and PICs of the code zone and
+ * vm/jit/verify.h — decoding the send sites and PICs of the code zone and
  * checking them (--jit-verify), and telling what state a site is in (the
  * code-zone statistics).
  *

@@ -31,7 +31,7 @@
  * "_ri" forms take an int32 sign-extended to 64 bits and choose imm8 when it
  * fits. Each emitter's comment gives its encoding as the Intel manual does.
  *
- * Who may call: jit/ only.
+ * Who may call: vm/jit/ only.
  */
 #ifndef JIT_X64_H
 #define JIT_X64_H

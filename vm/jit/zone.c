@@ -1,6 +1,6 @@
 /*
- * jit/zone.c — the machine-code zone: mapping, bump allocation, LRU
- * compaction, lookup, young referrers (the layout is drawn in jit/zone.h).
+ * vm/jit/zone.c — the machine-code zone: mapping, bump allocation, LRU
+ * compaction, lookup, young referrers (the layout is drawn in vm/jit/zone.h).
  */
 #define _GNU_SOURCE /* qsort_r, MAP_FIXED_NOREPLACE */
 

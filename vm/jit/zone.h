@@ -1,5 +1,5 @@
 /*
- * jit/zone.h — the machine-code zone: one RWX mapping holding every byte of
+ * vm/jit/zone.h — the machine-code zone: one RWX mapping holding every byte of
  * code the JIT generates, allocated by bumping and reclaimed by LRU
  * compaction.
  *
@@ -14,7 +14,7 @@
  *   CCEnd = young (the last address before the young referrers).
  *
  * Invariants:
- *   - Every piece starts with a JitMethod header (jit/jitmethod.h) and is a
+ *   - Every piece starts with a JitMethod header (vm/jit/jitmethod.h) and is a
  *     multiple of 16 bytes; walking by header sizes from `methods` reaches
  *     exactly `free`. Trampolines live in their own area and are never
  *     freed, moved or counted in the LRU.
@@ -42,7 +42,7 @@
  * Single-threaded: the VM thread owns the zone. Profilers read it through
  * the export, never directly.
  *
- * Who may call: jit/ (the compiler allocates, the send-site module and the
+ * Who may call: vm/jit/ (the compiler allocates, the send-site module and the
  * GC glue relocate and visit), the VM's startup (init with --code-size).
  */
 #ifndef JIT_ZONE_H

@@ -1,6 +1,6 @@
 /*
- * vm/jitrt/zonestats.c — --code-zone-stats: the code zone analysis of
- * reference 002 (Tables 1 and 2), the send sites' states as jit/verify.h
+ * vm/jit/zonestats.c — --code-zone-stats: the code zone analysis of
+ * reference 002 (Tables 1 and 2), the send sites' states as vm/jit/verify.h
  * decodes them.
  */
 #include "vm/jit/runtime.h"
