@@ -1,14 +1,17 @@
 /*
  * vm/jit/compile_int.h — what vm/jit/compile.c shares with the files that emit
- * parts of its templates (vm/jit/double_inline.c): the compiler's state, the
- * simulated stack's descriptors and a few emit helpers.
+ * parts of its templates (double_inline.c, double_cache.c, double_types.c):
+ * the compiler's state, the simulated stack's descriptors, a few emit
+ * helpers, and those files' entry points. It includes no compile.h, so it
+ * sits below compile.c and those files alike. (The emit helpers are still
+ * compile.c's; splitting compile.c gives them a file of their own.)
  *
- * Who may include: vm/jit/compile.c, vm/jit/double_inline.c.
+ * Who may include: vm/jit/compile.c, vm/jit/double_*.c.
  */
 #ifndef JIT_COMPILE_INT_H
 #define JIT_COMPILE_INT_H
 
-#include "vm/jit/compile.h"
+#include "gc/object.h"
 #include "vm/jit/map.h"
 #include "vm/jit/x64.h"
 #include "vm/jit/x64_regs.h"
@@ -16,6 +19,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* Below compile.h: the compiler only points at the runtime it compiles against. */
+typedef struct JitCompileRuntime JitCompileRuntime;
 
 /* An innermost loop whose temps temp[i] live in xmm2 + i too
  * (vm/jit/double_cache.c): bytecodes lo (its head) .. hi (its JUMP_BACK). */

@@ -46,6 +46,8 @@
  */
 #include "vm/jit/compile_int.h"
 
+#include "vm/jit/compile.h"
+
 #include "vm/bytecode/bytecodes.h"
 #include "vm/model/frame.h"
 #include "vm/model/method.h"

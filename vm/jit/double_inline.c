@@ -5,6 +5,8 @@
  */
 #include "vm/jit/compile_int.h"
 
+#include "vm/jit/compile.h"
+
 #include "vm/model/method.h"
 #include "vm/model/universe.h"
 #include "vm/model/vm.h"
