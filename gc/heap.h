@@ -20,8 +20,8 @@
  * gets 0 and must report out-of-memory.
  *
  * Who may call: vm/, and profiler/publish.c (the heap's counters in the
- * export). jit/ reaches eden's top and limit only through the addresses the
- * VM hands it (jit/compile.h, JitCompileRuntime). gc/ knows nothing of
+ * export). vm/jit/ reaches eden's top and limit only through the addresses the
+ * VM hands it (vm/jit/compile.h, JitCompileRuntime). gc/ knows nothing of
  * bytecodes or frames: the VM hands it roots through GcClient.
  */
 #ifndef GC_HEAP_H

@@ -3,7 +3,7 @@
  * listens: the export's code event log, the perf map, the jitdump file, the
  * in-VM profiler, the ground-truth file of tests (profiler/codetruth.h).
  *
- * The VM (vm/jitrt/jitpublish.c for machine code, vm/loader/bytecodepublish.c for the
+ * The VM (vm/jit/jitpublish.c for machine code, vm/loader/bytecodepublish.c for the
  * methods' bytecodes) calls prof_code_load / _move / _free; each registered
  * sink gets every event in the order it happened. A sink registered late
  * asks the VM to replay the loads of everything alive (prof_code_replay,

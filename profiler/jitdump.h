@@ -37,7 +37,7 @@
  *     copy, not the file.
  *   - before the LOAD of a method or block with a source file and line
  *     table, its DEBUG_INFO: one row per mcpc->bcpc map entry. A map entry's
- *     mcpc is the address just past its instruction (jit/map.h), so the
+ *     mcpc is the address just past its instruction (vm/jit/map.h), so the
  *     code *up to* it is its bytecode's: the row at the code start carries
  *     the line of the first entry's bytecode and the row at each entry's
  *     mcpc the line of the next entry's; a DWARF line row covers its

@@ -17,7 +17,7 @@ STVM_PROBE_LIST(STVM_PROBE_SEMAPHORE_DEFINE)
 
 /* The method probes' semaphores are the first two 16-bit words of one
  * aligned 64-bit word whose other half stays 0, so compiled code tests both
- * with the one OR of a quadword (profiler/usdt.h, jit/compile.h). C
+ * with the one OR of a quadword (profiler/usdt.h, vm/jit/compile.h). C
  * cannot name elements of an array as variables of their own: the
  * assembler does, as symbols at offsets 0 and 2 of it. */
 volatile unsigned short stvm_method_probe_semaphores[4] __attribute__((section(".probes"), aligned(8), used));

@@ -72,7 +72,7 @@
  * for its interrupt check; it now ORs that word (at a fixed displacement
  * from the flag) into the test instead of testing the flag alone, so either
  * semaphore raised takes the entry's slow path, which hands the activation
- * to the interpreter (vm/jitrt/runtime.c, rt_entry_slow), and the interpreter does
+ * to the interpreter (vm/jit/runtime.c, rt_entry_slow), and the interpreter does
  * not enter machine code while the word is nonzero (vm/interp/interp.c).
  * Activations running in machine code when the tracer attached finish there
  * unseen, their entries unseen too, so entries and returns stay paired; in

@@ -19,7 +19,7 @@
  * Part of the export's wire format (proto/export.h): header-only, target
  * proto_export.
  *
- * Who may include: vm/ and jit/ (the layouts they publish and pin),
+ * Who may include: vm/ (the layouts the interpreter and the JIT publish and pin),
  * profiler/ (the facts' writer, the in-VM walker), report/ and vmprofd/
  * (walkers and readers; vmprofd/bpf/ too), tests.
  *
@@ -172,7 +172,7 @@ typedef uint16_t prof_u16;
 #define PROF_WALK_F_ANCHORS (1u << 0) /* st_sp is 0 except while C called through a runtime
                                          trampoline runs, and PROF_STATE_PRIM_FP/IP are kept */
 
-/* Offsets in the JIT's C-side state (F.cstate_addr, jit/enter.h's JitCState)
+/* Offsets in the JIT's C-side state (F.cstate_addr, vm/jit/enter.h's JitCState)
  * and in the C stack frame of an enilopmart (at c_sp). */
 #define PROF_CSTATE_C_SP 0
 #define PROF_CSTATE_ST_SP 16 /* the Smalltalk sp at a runtime call (anchors: 0 when no C it called runs) */

@@ -31,7 +31,7 @@ ReportFrameKind report_frame_kind(const ReportFunctionInfo *f)
         /* PICs are named by their selector, which may itself hold ">>"
          * (">>> (closed PIC)"), so their suffix decides before the ">>" of
          * "Class>>sel" and "[] in Class>>sel"; trampolines ("ceSend…",
-         * "ceReturnToInterpreter") have neither (vm/jitrt/jitpublish.c names them). */
+         * "ceReturnToInterpreter") have neither (vm/jit/jitpublish.c names them). */
         if (ends_with(n, " (closed PIC)") || ends_with(n, " (open PIC)"))
             return REPORT_FRAME_STUB;
         return strstr(n, ">>") ? REPORT_FRAME_JIT : REPORT_FRAME_STUB;

@@ -5,7 +5,7 @@
 #include "profiler/jitdump.h"
 #include "profiler/perfmap.h"
 #include "vm/boot/boot.h"
-#include "vm/jitrt/runtime.h"
+#include "vm/jit/runtime.h"
 #include "vm/loader/loader.h"
 #include "vm/model/frame.h"
 #include "vm/model/universe.h"

@@ -1,7 +1,7 @@
 /*
  * vm/interp/doublesites.h — the special sends (+ - *) the interpreter ran on Double
  * operands: a hint for the JIT, which then tries their Double path before
- * the SmallIntegers' (jit/double_types.c says why the order matters).
+ * the SmallIntegers' (vm/jit/double_types.c says why the order matters).
  *
  * A direct-mapped table of site addresses, written on the interpreter's
  * inline Double path (one store) and read when a method is compiled. A
@@ -9,7 +9,7 @@
  * only orders two tests, never decides what they find, so the table is
  * never flushed. It is C memory, not part of a snapshot.
  *
- * Who may call: vm/interp/interp.c (note), vm/jitrt/runtime.c (read, for
+ * Who may call: vm/interp/interp.c (note), vm/jit/runtime.c (read, for
  * the JIT).
  */
 #ifndef VM_INTERP_DOUBLESITES_H

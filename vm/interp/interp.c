@@ -40,7 +40,7 @@ register unsigned long *vm_ifp asm("r14"); /* an Oop *; VM_INTERP_FP_PERF_REG in
                      : "=r"(vm_ifp)                                                                    \
                      : "r"(v), "m"((v)[FRAME_SAVED_FP]), "m"((v)[FRAME_SAVED_IP]), "m"((v)[FRAME_METHOD]), \
                        "m"((v)[FRAME_FLAGS]))
-/* The interpreter's anchor (jit/enter.h's prim_fp/prim_ip, proto/stackabi.h):
+/* The interpreter's anchor (vm/jit/enter.h's prim_fp/prim_ip, proto/stackabi.h):
  * around a primitive's call, where r14/r15 stop being the walker's — the
  * primitive may call a library that uses them. Volatile stores keep their
  * order: ip first, so a walker that sees prim_fp sees its ip. */
@@ -59,11 +59,9 @@ register unsigned long *vm_ifp asm("r14"); /* an Oop *; VM_INTERP_FP_PERF_REG in
 #include "vm/interp/interp.h"
 
 #include "base/compiler.h"
-#include "jit/enter.h"
 #include "proto/stackabi.h"
 
-#include "jit/compile.h"
-#include "vm/interp/mcode.h"
+#include "vm/interp/jitinterface.h"
 
 #include "vm/bytecode/bytecodes.h"
 #include "vm/interp/probes.h"
@@ -168,14 +166,6 @@ static void init_symbols(void)
     sym_unknown_global = vm_symbol_from_cstr("unknownGlobal:");
     sym_escaped_block = vm_symbol_from_cstr("escapedBlock:");
     sym_must_be_boolean = vm_symbol_from_cstr("mustBeBoolean");
-}
-
-static bool is_prim(uint32_t class_index, const char *sel, const char *cls)
-{
-    Oop m = vm_lookup(vm_class_table[class_index], vm_symbol_from_cstr(sel));
-    if (!m) return false;
-    intptr_t p = oop_int(obj_slots(m)[METHOD_PRIMITIVE]);
-    return p > 1 && strcmp(vm_prim_table[p].class_name, cls) == 0 && strcmp(vm_prim_table[p].selector, sel) == 0;
 }
 
 /* Object>>=='s primitive index, 0 when Object has no primitive == */
@@ -328,18 +318,18 @@ static Oop interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
     init_symbols();
     sym_identical = vm_symbol_from_cstr("==");
     object_identical_prim = 0;
-    if (is_prim(CLASS_INDEX_OBJECT, "==", "Object")) {
+    if (vm_special_is_own_prim(CLASS_INDEX_OBJECT, "Object", "==")) {
         Oop m = vm_lookup(vm_class_table[CLASS_INDEX_OBJECT], sym_identical);
         object_identical_prim = oop_int(obj_slots(m)[METHOD_PRIMITIVE]);
     }
-    array_at_is_prim = is_prim(CLASS_INDEX_ARRAY, "at:", "Array");
-    array_at_put_is_prim = is_prim(CLASS_INDEX_ARRAY, "at:put:", "Array");
-    array_length_is_prim = is_prim(CLASS_INDEX_ARRAY, "length", "Array");
-    string_length_is_prim = is_prim(CLASS_INDEX_STRING, "length", "String");
+    array_at_is_prim = vm_special_is_own_prim(CLASS_INDEX_ARRAY, "Array", "at:");
+    array_at_put_is_prim = vm_special_is_own_prim(CLASS_INDEX_ARRAY, "Array", "at:put:");
+    array_length_is_prim = vm_special_is_own_prim(CLASS_INDEX_ARRAY, "Array", "length");
+    string_length_is_prim = vm_special_is_own_prim(CLASS_INDEX_STRING, "String", "length");
     vm_special_init();
-    vm_double_arith_is_prim = is_prim(CLASS_INDEX_DOUBLE, "+", "Double") && is_prim(CLASS_INDEX_DOUBLE, "-", "Double") &&
-                              is_prim(CLASS_INDEX_DOUBLE, "*", "Double") && is_prim(CLASS_INDEX_DOUBLE, "<", "Double") &&
-                              is_prim(CLASS_INDEX_DOUBLE, "=", "Double");
+    vm_double_arith_is_prim = true;
+    for (const char *const *sel = (const char *const[]){ "+", "-", "*", "<", "=", NULL }; *sel; sel++)
+        vm_double_arith_is_prim = vm_double_arith_is_prim && vm_special_is_own_prim(CLASS_INDEX_DOUBLE, "Double", *sel);
 
     StackPage *first = vm_stack_first_page();
     Oop *limit = first->base + HEADROOM;
@@ -1024,12 +1014,12 @@ enter_machine_code:
         *--sp = mc_retaddr;
         mc_retaddr = 0;
         jregs = (JitRegs){sp, fp, 0};
-        jst = vm_jit_enter.return_to(&jregs, jit_method_unchecked_entry(jm));
+        jst = vm_jit_enter.return_to(&jregs, vm_jit_unchecked_entry(jm));
     } else {
         fp[FRAME_FLAGS] = oop_from_int(frame_flags(fp) | ((intptr_t)n << FRAME_FLAG_PENDING_SHIFT) |
                                        ((intptr_t)(ip - bytes) << FRAME_FLAG_BCPC_SHIFT));
         jregs = (JitRegs){sp, fp, 0};
-        jst = vm_jit_enter.enter(&jregs, jit_method_unchecked_entry(jm));
+        jst = vm_jit_enter.enter(&jregs, vm_jit_unchecked_entry(jm));
     }
 
 machine_code_status : {

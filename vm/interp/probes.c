@@ -12,8 +12,6 @@
 #include "vm/interp/probes.h"
 
 #include "gc/heap.h"
-#include "jit/compile.h"
-#include "jit/zone.h"
 #include "vm/model/class.h"
 #include "vm/model/frame.h"
 #include "vm/model/method.h"
@@ -150,21 +148,23 @@ void vm_probe_frame_unwound(const Oop *fp)
 
 void vm_probe_context_unwound(Oop context) { vm_probe_method_return(obj_slots(context)[CTX_METHOD], 0); }
 
-bool vm_probe_jit_init(JitCompileRuntime *rt, char *err, size_t errlen)
+bool vm_probe_method_semaphores(const volatile void *near, const volatile unsigned short **semaphores, char *err,
+                                size_t errlen)
 {
 #if STVM_PROBES
     /* the prologue reads the semaphore word at a 32-bit displacement from
-     * &gc_collect_wanted (jit/compile.h): both are in this binary's data */
-    intptr_t d = (intptr_t)stvm_method_probe_semaphores - (intptr_t)rt->collect_wanted;
+     * &gc_collect_wanted (vm/jit/compile.h): both are in this binary's data */
+    intptr_t d = (intptr_t)stvm_method_probe_semaphores - (intptr_t)near;
     if (d != (int32_t)d) {
         snprintf(err, errlen, "the method probes' semaphores lie %td bytes from gc_collect_wanted (more than 2 GiB)", d);
         return false;
     }
-    rt->method_probe_semaphores = stvm_method_probe_semaphores;
+    *semaphores = stvm_method_probe_semaphores;
 #else
+    (void)near;
     (void)err;
     (void)errlen;
-    rt->method_probe_semaphores = NULL;
+    *semaphores = NULL;
 #endif
     return true;
 }
@@ -211,11 +211,7 @@ const char *vm_probe_class_name(uint32_t class_index, char *buf, size_t len)
 
 /* -- The code zone --------------------------------------------------------------------- */
 
-void vm_probe_code_compact(const JitZone *zone, const JitZoneStats *before)
+void vm_probe_code_compact(size_t bytes_freed, uint64_t methods_moved)
 {
-    if (!STVM_CODE_COMPACT_ENABLED()) return;
-    JitZoneStats after;
-    jit_zone_stats(zone, &after);
-    size_t freed = after.bytes_free > before->bytes_free ? after.bytes_free - before->bytes_free : 0;
-    STVM_CODE_COMPACT((uint64_t)freed, after.methods_moved - before->methods_moved);
+    STVM_CODE_COMPACT((uint64_t)bytes_freed, methods_moved);
 }

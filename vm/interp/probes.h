@@ -22,10 +22,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct JitZone;
-struct JitZoneStats;
-struct JitCompileRuntime;
-
 /* Boot and shutdown: rt__init, thread__create; rt__start and the transfer
  * to the main process; the transfer back and rt__end. vm_probe_rt_end fires
  * once, however many exits the VM takes. */
@@ -62,13 +58,15 @@ VM_PROBE_COLD VmProbePrimFn vm_probe_primitive_fn(Oop method, intptr_t primitive
 VM_PROBE_COLD void vm_probe_frame_unwound(const Oop *fp);
 VM_PROBE_COLD void vm_probe_context_unwound(Oop context);
 
-/* The JIT: the method probes' semaphore word its prologues test, written
- * into rt, whose collect_wanted must be set (false with the reason in err
- * when the two lie too far apart); and code__compact, with the zone's
- * statistics from before the compaction. (jit__compile fires in
- * vm/jitrt/jitpublish.c, which names the pieces.) */
-bool vm_probe_jit_init(struct JitCompileRuntime *rt, char *err, size_t errlen);
-void vm_probe_code_compact(const struct JitZone *zone, const struct JitZoneStats *before);
+/* The JIT: the method probes' semaphore word its prologues test, which
+ * they reach at a 32-bit displacement from `near` (false with the reason in
+ * err when the two lie too far apart; NULL without probes); and
+ * code__compact, fired when VM_PROBE_CODE_COMPACT_ENABLED(). (jit__compile
+ * fires in vm/jit/jitpublish.c, which names the pieces.) */
+bool vm_probe_method_semaphores(const volatile void *near, const volatile unsigned short **semaphores, char *err,
+                                size_t errlen);
+#define VM_PROBE_CODE_COMPACT_ENABLED() STVM_CODE_COMPACT_ENABLED()
+void vm_probe_code_compact(size_t bytes_freed, uint64_t methods_moved);
 
 /* True while a tracer holds method__entry or method__return: machine code
  * must not run new activations then (profiler/usdt.h). */

@@ -30,7 +30,7 @@
  * true between flushes. The table is C memory, never part of a snapshot.
  *
  * Who may call: vm/interp/interp.c (probe and fill), vm/model/lookup.c (flush),
- * vm/jitrt/runtime.c (read, as a hint for the JIT: which accessor a site ran).
+ * vm/jit/runtime.c (read, as a hint for the JIT: which accessor a site ran).
  */
 #ifndef VM_SENDCACHE_H
 #define VM_SENDCACHE_H

@@ -38,8 +38,7 @@ void vm_special_note_lookup(uint32_t class_index, Oop selector, Oop m)
         (uint8_t)(VM_SPECIAL_NIL_KNOWN(k) | (answer == vm_true ? VM_SPECIAL_NIL_TRUE(k) : 0));
 }
 
-/* The method of class_index for sel is the VM's primitive cls>>sel. */
-static bool own_prim(uint32_t class_index, const char *cls, const char *sel)
+bool vm_special_is_own_prim(uint32_t class_index, const char *cls, const char *sel)
 {
     Oop m = vm_lookup(vm_class_table[class_index], vm_symbol_from_cstr(sel));
     if (!m) return false;
@@ -51,13 +50,13 @@ void vm_special_init(void)
 {
     uint64_t ints = 0, doubles = 0;
     for (int i = 0; i < BC_N_SPECIAL; i++) {
-        if (own_prim(CLASS_INDEX_SMALLINT, "Integer", vm_special_selector[i])) ints |= (uint64_t)1 << i;
-        if (own_prim(CLASS_INDEX_DOUBLE, "Double", vm_special_selector[i])) doubles |= (uint64_t)1 << i;
+        if (vm_special_is_own_prim(CLASS_INDEX_SMALLINT, "Integer", vm_special_selector[i])) ints |= (uint64_t)1 << i;
+        if (vm_special_is_own_prim(CLASS_INDEX_DOUBLE, "Double", vm_special_selector[i])) doubles |= (uint64_t)1 << i;
     }
     vm_int_special_prims = ints;
     vm_double_special_prims = doubles;
-    vm_double_divide_is_prim = own_prim(CLASS_INDEX_DOUBLE, "Double", "//");
-    vm_double_sqrt_is_prim = own_prim(CLASS_INDEX_DOUBLE, "Double", "sqrt");
+    vm_double_divide_is_prim = vm_special_is_own_prim(CLASS_INDEX_DOUBLE, "Double", "//");
+    vm_double_sqrt_is_prim = vm_special_is_own_prim(CLASS_INDEX_DOUBLE, "Double", "sqrt");
     static const char *const sels[2] = {"isNil", "notNil"};
     for (int k = 0; k < 2; k++) {
         Oop sel = vm_symbol_from_cstr(sels[k]);

@@ -1,6 +1,6 @@
 /*
  * vm/interp/special.h — what a special send answers without being sent, shared by
- * the interpreter (vm/interp/interp.c) and the JIT glue (vm/jitrt/runtime.c).
+ * the interpreter (vm/interp/interp.c) and the JIT glue (vm/jit/runtime.c).
  *
  * A fast path may answer only what the send would: the method the send
  * finds must be the VM's own primitive (a program may bring its own core
@@ -22,7 +22,7 @@
  * false where the primitive answers a large integer or fails (a division by
  * zero, a negative shift): the send then does it.
  *
- * Who may call: vm/interp/interp.c, vm/jitrt/runtime.c, tests.
+ * Who may call: vm/interp/interp.c, vm/jit/runtime.c, tests.
  */
 #ifndef VM_SPECIAL_H
 #define VM_SPECIAL_H
@@ -37,7 +37,7 @@ _Static_assert(BC_N_SPECIAL <= 64, "one bit per special send in vm_int_special_p
 
 extern uint64_t vm_int_special_prims;
 /* The same for Double's methods and the VM's Double primitives (a Double
- * receiver's fast paths in machine code, jit/compile.c). */
+ * receiver's fast paths in machine code, vm/jit/compile.c). */
 extern uint64_t vm_double_special_prims;
 /* Double's // and sqrt are the VM's Double primitives (plain sends that
  * machine code inlines for Doubles). */
@@ -71,6 +71,9 @@ void vm_special_note_lookup(uint32_t class_index, Oop selector, Oop m);
 
 /* Recomputes vm_int_special_prims (the core library must be loaded). */
 void vm_special_init(void);
+/* The method of class_index for sel is the VM's primitive cls>>sel (not
+ * one the image put in its place). */
+bool vm_special_is_own_prim(uint32_t class_index, const char *cls, const char *sel);
 
 /* true/false when method m only answers that constant, else 0. */
 Oop vm_special_constant(Oop m);

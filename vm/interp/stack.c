@@ -3,7 +3,7 @@
  */
 #include "vm/interp/stack.h"
 
-#include "vm/interp/mcode.h"
+#include "vm/interp/jitinterface.h"
 #include "vm/model/method.h"
 #include "vm/model/universe.h"
 #include "vm/model/vm.h"

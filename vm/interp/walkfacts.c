@@ -5,9 +5,8 @@
  */
 #include "vm/interp/walkfacts.h"
 
-#include "jit/enter.h"
 #include "vm/interp/interp.h"
-#include "vm/interp/mcode.h"
+#include "vm/interp/jitinterface.h"
 #include "vm/interp/stack.h"
 #include "vm/model/frame.h"
 #include "vm/model/method.h"
@@ -24,7 +23,7 @@ void vm_walk_facts(ProfWalkFacts *f)
 {
     memset(f, 0, sizeof *f);
     f->size = sizeof *f;
-    /* jit/enter.c clears st_sp after each runtime call, interp.c keeps prim_fp/prim_ip */
+    /* vm/jit/enter.c clears st_sp after each runtime call, interp.c keeps prim_fp/prim_ip */
     f->flags = PROF_WALK_F_ANCHORS;
     f->state_addr = (uint64_t)(uintptr_t)&jit_cstate.mode;
     f->interp_start = vm_interp_code_start();
@@ -46,7 +45,7 @@ void vm_walk_facts(ProfWalkFacts *f)
     f->page_caller_context = offsetof(StackPage, caller_context);
     f->frame_flags_offset = 8 * (uint32_t)-FRAME_FLAGS;
     f->flags_bcpc_shift = FRAME_FLAG_BCPC_SHIFT;
-    f->flags_bcpc_mask = 0x7ffff; /* vm/jitrt/runtime.h: the resume bcpc field is 19 bits */
+    f->flags_bcpc_mask = 0x7ffff; /* vm/jit/runtime.h: the resume bcpc field is 19 bits */
     f->nil = (uint64_t)vm_nil;
     f->ctx_sender_slot = CTX_SENDER;
     f->ctx_pc_slot = CTX_PC;

@@ -12,7 +12,7 @@
  * sliding compactor frees their destinations.
  *
  * Who may call: vm/loader/loader.c and vm/boot/snapshot.c (add, flush, the list),
- * vm/boot/boot.c (GC hooks), vm/jitrt/jitpublish.c (replay).
+ * vm/boot/boot.c (GC hooks), vm/jit/jitpublish.c (replay).
  */
 #ifndef VM_BYTECODEPUBLISH_H
 #define VM_BYTECODEPUBLISH_H

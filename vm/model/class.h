@@ -63,9 +63,9 @@ typedef struct VmLookupObserver {
 void vm_lookup_set_observer(const VmLookupObserver *observer);
 
 #define VM_LOOKUP_CACHE_SIZE 4096 /* power of two; Cog's method cache has 1024 entries.
-                                     Machine code probes it too (open PICs, jit/sendsite.c) */
+                                     Machine code probes it too (open PICs, vm/jit/sendsite.c) */
 /* The cache's hash, the one home of it: machine code computes the same with
- * VM_LOOKUP_HASH_MULTIPLIER (jit/sendsite.c, open PICs), the multiplier of
+ * VM_LOOKUP_HASH_MULTIPLIER (vm/jit/sendsite.c, open PICs), the multiplier of
  * base_hash_word. */
 #define VM_LOOKUP_HASH_MULTIPLIER BASE_HASH_KNUTH_MULTIPLIER
 static inline size_t vm_lookup_hash(uint32_t class_index, Oop selector)

@@ -67,10 +67,10 @@ enum {
  *   25      traced: the interpreter fired method__entry for this activation
  *           and owes it method__return (checked on return together with
  *           has-context, so an untraced return pays nothing)
- *   26      machine code: the frame runs machine code (jit/DESIGN.md)
+ *   26      machine code: the frame runs machine code (vm/jit/DESIGN.md)
  *   27..34  pending: an interpreter frame that entered machine code keeps
  *           the argument count of that send …
- *   43..61  … and its resume bcpc (vm/jitrt/runtime.c)
+ *   43..61  … and its resume bcpc (vm/jit/runtime.c)
  *   35..42  caller nargs: a frame activated by the interpreter for machine
  *           code, and every machine-code frame, keeps how many arguments its
  *           caller pushed (different when the send was rewritten: DNU,

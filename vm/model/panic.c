@@ -1,8 +1,8 @@
 /*
  * vm/model/panic.c — the VM's ways out: panics, out of memory, exits.
  *
- * They sit in the model, the lowest part of vm/, because every layer and
- * jit/ call them; what the higher layers add (the Smalltalk stack, the exit
+ * They sit in the model, the lowest part of vm/, because every layer calls
+ * them; what the higher layers add (the Smalltalk stack, the exit
  * reports) comes in through vm_set_exit_hooks.
  */
 #include "vm/model/vm.h"

@@ -27,7 +27,7 @@
  * square roots) are the caller's job: the primitives word those messages.
  *
  * Who may call: vm/ (primitives, interpreter fast paths, compiler literals)
- * and jit/ (overflow slow paths).
+ * and vm/jit/ (overflow slow paths).
  */
 #ifndef VM_BIGINT_H
 #define VM_BIGINT_H

@@ -99,7 +99,7 @@ static bool prim_as_integer(Oop *args, Oop *result)
 /* `>`, `<=` and `>=` answer what the library's definitions through `<` and
  * `=` did (`>` was `((self < x) or: [ self = x ]) not`): a NaN on either side
  * makes `>` and `>=` true and `<=` false. As primitives they cost no send of
- * their own and machine code can inline them (jit/double_inline.c). A
+ * their own and machine code can inline them (vm/jit/double_inline.c). A
  * non-number argument fails as `<` did. */
 static bool compare_with(Oop *args, int *c)
 {

@@ -1,10 +1,10 @@
 /*
  * tests/unit/jit/test_compile.c — the template compiler against a real heap:
  * heap methods built as vm/loader/loader.c's make_method builds them (already
- * quickened), compiled into a code zone and run through jit/enter.h's
+ * quickened), compiled into a code zone and run through vm/jit/enter.h's
  * enilopmart on a fake stack page, with C routines standing in for the
  * interpreter's send, safepoint and write-barrier runtime; and compiled send
- * sites kept right when compaction slides their callees (jit/relocate.h).
+ * sites kept right when compaction slides their callees (vm/jit/relocate.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,11 +17,11 @@
 #include <cmocka.h>
 
 #include "gc/heap.h"
-#include "jit/compile.h"
-#include "jit/enter.h"
-#include "jit/map.h"
-#include "jit/relocate.h"
-#include "jit/sendsite.h"
+#include "vm/jit/compile.h"
+#include "vm/jit/enter.h"
+#include "vm/jit/map.h"
+#include "vm/jit/relocate.h"
+#include "vm/jit/sendsite.h"
 #include "vm/model/frame.h"
 #include "vm/model/method.h"
 #include "vm/interp/special.h"
@@ -56,7 +56,7 @@ static struct {
     Oop last_barrier_obj;
 } seen;
 
-/* The unlinked send (jit/sendsite.h): edi = the selector tag and nargs. */
+/* The unlinked send (vm/jit/sendsite.h): edi = the selector tag and nargs. */
 static Oop rt_send(uint64_t site_tag)
 {
     int64_t tag = jit_sendsite_tag_selector((uint32_t)site_tag), nargs = jit_sendsite_tag_nargs((uint32_t)site_tag);
@@ -631,7 +631,7 @@ static void plain_send_reaches_the_runtime(void **state)
     assert_int_equal(bcpc_of_last_send(wj, &kind), 1);
 }
 
-/* The simulated stack (jit/compile.c): pushes are only described until a
+/* The simulated stack (vm/jit/compile.c): pushes are only described until a
  * consumer needs them; a store into a temp whose earlier value is still
  * only described must not change that value; a send finds every kind of
  * described operand, an earlier send's answer among them, on the real
@@ -817,7 +817,7 @@ static void declines_with_a_reason(void **state)
     assert_non_null(strstr(why, "primitive"));
 }
 
-/* -- Compaction's relocation (jit/relocate.h) ----------------------------------------- */
+/* -- Compaction's relocation (vm/jit/relocate.h) ----------------------------------------- */
 
 /* The test frees the piece it wants gone itself: the rest must stay. */
 static bool keep(const JitMethod *m, void *ctx)

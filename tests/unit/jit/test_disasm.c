@@ -20,10 +20,10 @@
 
 #include <cmocka.h>
 
-#include "jit/disasm.h"
-#include "jit/map.h"
-#include "jit/jitmethod.h"
-#include "jit/x64.h"
+#include "vm/jit/disasm.h"
+#include "vm/jit/map.h"
+#include "vm/jit/jitmethod.h"
+#include "vm/jit/x64.h"
 
 #define ARENA_BYTES 4096
 #define TRAMPOLINE_AT 2048 /* the fake send trampoline, well past the piece */

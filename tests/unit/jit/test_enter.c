@@ -19,21 +19,15 @@
 
 #include <cmocka.h>
 
-#include "jit/enter.h"
-#include "jit/x64.h"
+#include "vm/jit/enter.h"
+#include "vm/jit/x64.h"
+#include "vm/jit/x64_regs.h"
 #include "vm/model/frame.h"
 
 #define ZONE_BYTES ((size_t)64 << 10)
 #define TRAMP_BYTES ((size_t)4 << 10)
 #define METHOD_MAX_CODE 512
 #define PAGE_WORDS (VM_STACK_PAGE_BYTES / sizeof(Oop))
-
-#define RAX JIT_X64_RAX
-#define RDX JIT_X64_RDX
-#define RSI JIT_X64_RSI
-#define RDI JIT_X64_RDI
-#define RBP JIT_X64_RBP
-#define RSP JIT_X64_RSP
 
 #define TEST_NIL oop_from_int(-7) /* the context slot's "nil": no heap here */
 

@@ -18,8 +18,8 @@
 
 #include "tests/unit/jit/panics.h"
 
-#include "jit/map.h"
-#include "jit/jitmethod.h"
+#include "vm/jit/map.h"
+#include "vm/jit/jitmethod.h"
 
 #define GUARD 0xA5
 #define ROUNDS 300

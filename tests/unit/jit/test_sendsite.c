@@ -1,7 +1,7 @@
 /*
- * tests/unit/jit/test_sendsite.c — send sites and PICs (jit/sendsite.h):
+ * tests/unit/jit/test_sendsite.c — send sites and PICs (vm/jit/sendsite.h):
  * the site bytes read and patched in a buffer, and closed and open PICs
- * generated into a code zone and run through jit/enter.h's enilopmart on a
+ * generated into a code zone and run through vm/jit/enter.h's enilopmart on a
  * fake stack page, as a send would reach them.
  *
  * Every callee is a tiny piece answering a constant (`mov eax, K; ret`), so
@@ -10,7 +10,7 @@
  * (rsi) and the receiver they found on the stack (jit_cstate.st_sp), and
  * send machine code on to a piece answering MISS_K.
  *
- * A site's state is read back from what it links to (jit/verify.h), as
+ * A site's state is read back from what it links to (vm/jit/verify.h), as
  * --jit-verify and --code-zone-stats do.
  *
  * Receivers are a SmallInteger and old-space objects of made-up class
@@ -29,11 +29,11 @@
 #include <cmocka.h>
 
 #include "gc/heap.h"
-#include "jit/compile.h"
-#include "jit/enter.h"
-#include "jit/sendsite.h"
-#include "jit/verify.h"
-#include "jit/x64.h"
+#include "vm/jit/compile.h"
+#include "vm/jit/enter.h"
+#include "vm/jit/sendsite.h"
+#include "vm/jit/verify.h"
+#include "vm/jit/x64.h"
 #include "vm/bytecode/bytecodes.h"
 #include "vm/model/class.h"
 #include "vm/model/frame.h"
@@ -752,7 +752,7 @@ static void open_pic_finds_the_receiver_under_its_arguments(void **state)
     assert_int_equal(seen.last_arg, I(8));
 }
 
-/* -- A site's state, read back (jit/verify.h) ------------------------------------------- */
+/* -- A site's state, read back (vm/jit/verify.h) ------------------------------------------- */
 
 static void site_state_follows_what_the_site_links_to(void **state)
 {

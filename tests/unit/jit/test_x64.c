@@ -21,7 +21,8 @@
 
 #include <capstone/capstone.h>
 
-#include "jit/x64.h"
+#include "vm/jit/x64.h"
+#include "vm/jit/x64_regs.h"
 
 static csh cs;
 static int failures; /* mismatches in the current test; each prints itself */
@@ -205,21 +206,6 @@ static int group_teardown(void **state)
 
 #define M jit_x64_mem
 #define MI jit_x64_mem_index
-#define RAX JIT_X64_RAX
-#define RCX JIT_X64_RCX
-#define RDX JIT_X64_RDX
-#define RBX JIT_X64_RBX
-#define RSP JIT_X64_RSP
-#define RBP JIT_X64_RBP
-#define RSI JIT_X64_RSI
-#define RDI JIT_X64_RDI
-#define R8 JIT_X64_R8
-#define R9 JIT_X64_R9
-#define R10 JIT_X64_R10
-#define R11 JIT_X64_R11
-#define R12 JIT_X64_R12
-#define R13 JIT_X64_R13
-#define R15 JIT_X64_R15
 
 static void memory_operands_encode_the_special_bases_and_displacements(void **state)
 {

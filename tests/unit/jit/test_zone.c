@@ -23,7 +23,7 @@
 
 #include "tests/unit/jit/panics.h"
 
-#include "jit/zone.h"
+#include "vm/jit/zone.h"
 
 #define SMALL_ZONE ((size_t)64 << 10)
 #define TRAMP_BYTES ((size_t)4 << 10)

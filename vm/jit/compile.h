@@ -1,0 +1,189 @@
+/*
+ * vm/jit/compile.h — the template compiler: one quickened heap method in, one
+ * JitMethod of x86-64 in the code zone out (vm/jit/DESIGN.md, "Integration
+ * notes"), or a sentence saying why it declines.
+ *
+ * The code keeps vm/model/frame.h's layout with rbp = fp and rsp = sp; the operand
+ * stack is the machine stack wherever a call, a jump or a map entry can meet
+ * it; between those, its top may live in rax, immediates and frame slots
+ * only the compiler knows of (vm/jit/DESIGN.md, "Stack-to-register mapping"):
+ *
+ *   [rbp + 16 + 8*nargs]  receiver (pushed by the caller)
+ *   [rbp + 8*k]           argument whose quickened PUSH_ARG operand is k
+ *   [rbp + 8]             return address (code zone or ceReturnToInterpreter)
+ *   [rbp]                 caller's rbp
+ *   [rbp - 8]             heap method, loaded from the JitMethod header
+ *   [rbp - 16]            context: nil
+ *   [rbp - 24]            flags: FRAME_FLAGS_MAKE(nargs, ntemps, 0) |
+ *                         FRAME_FLAG_MACHINE_CODE, as a SmallInteger
+ *   [rbp - 32]            self
+ *   [rbp - 40 - 8*t]      temp t, nil on entry
+ *   ...                   operand stack, rsp -> top
+ *
+ * Entries (vm/jit/sendsite.h draws the send site that calls them):
+ *   checked     ecx := receiver class index, compared with edi (the site's
+ *               tag); a mismatch jumps to rt->method_abort with rsi = the
+ *               header (the site's return address still on top).
+ *   unchecked   where the interpreter, PICs and a freshly linked send enter:
+ *               the interrupt check (*collect_wanted, or a tracer on the
+ *               method probes: JitCompileRuntime) and the stack check
+ *               (the frame plus the interpreter's headroom must fit above the
+ *               current page's base); either failing jumps to rt->entry_slow
+ *               with rsi = the address just past the checks.
+ *
+ * Runtime calls (through vm/jit/enter.h's trampolines; no Oop lives in a
+ * register across one):
+ *   send      (dispatch) the unlinked send: edi = jit_sendsite_unlinked_tag
+ *             (selector tag, nargs). Receiver and arguments are on the stack
+ *             just above the return address (jit_cstate.st_sp[1 + nargs] is
+ *             the receiver, st_sp[1] the last argument); the callee answers
+ *             the result in rax and machine code drops receiver and arguments
+ *             itself (lea rsp, [rsp + 8*(nargs+1)]; push rax).
+ *   method_abort, entry_slow (dispatch) as above.
+ *   primitive a primitive method's stub calls it with edi = primitive index,
+ *             esi = nargs, rdx = the stub's header: the answer in rax (the
+ *             stub returns it), or the routine exits to the interpreter.
+ *   safepoint no arguments: called at a backward jump when *collect_wanted.
+ *   barrier   rdi = the old object a young pointer was just stored into
+ *             (its OBJ_GC_REMEMBERED bit was clear): remember it.
+ *   global    rdi = the literal index of a global's name: its value.
+ *
+ * Selector tags: >= 0 is the index of the selector in the method's
+ * literal frame (SEND, SEND_W); JIT_SEND_MUST_BE_BOOLEAN is #mustBeBoolean
+ * (nargs 0, the receiver the non-Boolean a conditional jump popped; its
+ * answer is tested again by the same jump); jit_send_tag_special(bc) is the
+ * generic path of special send bc (BC_SEND_ADD .. BC_SEND_LAST_SPECIAL), whose
+ * selector is vm_special_selector[bc - BC_SEND_ADD].
+ *
+ * Immediates: nil, true and false are allocated first in old space and never
+ * move, so the code embeds them; every other Oop is read through the frame's
+ * method slot (literals) or the stack. The literal-site table is empty.
+ *
+ * Declined (answer NULL, reason in why): unquickened *_VAR, HALT, malformed
+ * bytecode (a truncated operand, a jump out of the method, a literal index
+ * past the literals), a full zone. Methods and blocks with blocks, outer
+ * variables, non-local returns and super sends are compiled (the last two
+ * through runtime routines); primitive methods get a stub
+ * (jit_compile_primitive).
+ *
+ * Who may call: the VM's JIT glue (when a method's counter trips) and tests.
+ */
+#ifndef JIT_COMPILE_H
+#define JIT_COMPILE_H
+
+#include "gc/object.h"
+#include "vm/jit/jitmethod.h"
+#include "vm/jit/zone.h"
+#include "vm/bytecode/bytecodes.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+
+#define JIT_SEND_MUST_BE_BOOLEAN ((int64_t)-1)
+#define JIT_SEND_SPECIAL_BASE ((int64_t)-2) /* tag of BC_SEND_ADD's generic path; others count down */
+
+static inline int64_t jit_send_tag_special(int bc) { return JIT_SEND_SPECIAL_BASE - (bc - BC_SEND_ADD); }
+static inline bool jit_send_tag_is_special(int64_t tag) { return tag <= JIT_SEND_SPECIAL_BASE; }
+/* The special-send bytecode a tag stands for (jit_send_tag_is_special). */
+static inline int jit_send_tag_bytecode(int64_t tag) { return BC_SEND_ADD + (int)(JIT_SEND_SPECIAL_BASE - tag); }
+
+typedef struct JitCompileRuntime {
+    const uint8_t *send;         /* dispatch trampoline: fn(unlinked tag) */
+    const uint8_t *method_abort; /* dispatch trampoline: fn(_, callee header) */
+    const uint8_t *entry_slow;   /* dispatch trampoline: fn(_, address past the checks) */
+    const uint8_t *primitive;    /* trampoline: fn(index, nargs, stub header) */
+    const uint8_t *safepoint; /* trampoline: fn() collects if wanted */
+    const uint8_t *barrier;   /* trampoline: fn(object) remembers it */
+    const uint8_t *global;    /* trampoline: fn(literal index, global site) answers the global's value */
+    const uint64_t *globals_epoch;       /* changes whenever a global is (re)bound; never 0 */
+    const uint8_t *push_block;   /* trampoline: fn(literal index of the block method): a new closure */
+    const uint8_t *outer_get;    /* trampoline: fn(level << 8 | var): an outer variable's value */
+    const uint8_t *outer_set;    /* trampoline: fn(level << 8 | var, value) */
+    const uint8_t *widow;        /* trampoline: fn(): the returning frame's context outlives it */
+    const uint8_t *super_send;   /* dispatch trampoline: fn(unlinked tag) */
+    const uint8_t *interpret;    /* trampoline: fn(bcpc): the interpreter continues this frame there */
+    const uint8_t *block_value_miss; /* dispatch trampoline: fn(_, value stub header) */
+    /* Inline Array at:, at:put:, length while these say Array's own
+     * primitives answer them (NULL: never inline). */
+    const bool *array_at_inline, *array_at_put_inline, *array_length_inline;
+    /* Bit (bc - BC_SEND_ADD) set: special send bc's SmallInteger fast path
+     * answers what Integer's method would (vm/interp/special.h; NULL: never). */
+    const uint64_t *int_prims;
+    /* The constant isNil [0] and notNil [1] answer for nil, and for
+     * SmallIntegers, or 0 when their classes' methods compute it. */
+    const Oop *nil_answers, *int_answers;
+    /* Other receivers: vm/interp/special.h's table by class index (NULL: send). */
+    const uint8_t *nil_table;
+    uint32_t nil_table_classes;
+    /* The same for Double receivers: Double + - * < > <= >= = are inlined
+     * while Double's own primitives answer them (NULL: never); results are
+     * bumped into eden as gc_alloc_fast does. */
+    const uint64_t *double_prims;
+    /* Inline the plain sends Double // and sqrt while these say Double's
+     * own primitives answer them (NULL: never). */
+    const bool *double_divide_inline, *double_sqrt_inline;
+    uintptr_t *eden_top;
+    const uintptr_t *eden_limit;
+    uint64_t *bytes_allocated;
+    const volatile bool *collect_wanted; /* &gc_collect_wanted */
+    const uintptr_t *old_start;          /* &gc_old_start: young objects lie below it */
+    void *const *page;                   /* &vm_page: its first word is the page's base */
+    int headroom_words;                  /* the interpreter's stack headroom */
+    Oop nil, true_obj, false_obj;        /* never move */
+    /* The USDT method probes' two 16-bit semaphores, the first half of an
+     * aligned 64-bit word whose second half is 0 (profiler/usdt.h), within
+     * 2 GiB of *collect_wanted: the interrupt check ORs that word into its
+     * test, so that while a tracer holds either probe every entry takes
+     * entry_slow, which hands the activation to the interpreter (it fires
+     * the probes). NULL: no such test (probes compiled out, tests). */
+    const volatile unsigned short *method_probe_semaphores;
+    /* What the interpreter saw at the send at site (a hint, NULL: none):
+     * true when its sends went to receivers of class_index running an
+     * accessor of their field `field` (a getter `^field`, or when *setter a
+     * setter `field := arg`). Machine code inlines that accessor behind a
+     * class test (classes never change once loaded, so the test makes the
+     * hint always right); other receivers take the send. */
+    bool (*site_accessor)(const uint8_t *site, uint32_t *class_index, bool *setter, int *field);
+    /* Whether the interpreter ran the + - * at site on Doubles (a hint,
+     * NULL: none): machine code then tries their Double path first. */
+    bool (*site_saw_double)(const uint8_t *site);
+} JitCompileRuntime;
+
+/* -- Global sites ----------------------------------------------------------------
+ * PUSH_GLOBAL caches the global's value in the code; the cache holds while
+ * *globals_epoch equals the epoch the site recorded (0 = never filled):
+ *
+ *   byte 0   movabs rax, value      literal site (the GC visits and updates it)
+ *        10  movabs r11, &epoch
+ *        20  mov rdx, [r11]
+ *        23  cmp edx, epoch32       patchable (jit_x64_patch_cmp_imm32)
+ *            je hit
+ *            mov edi, literal ; lea rsi, [site] ; call ceGlobal   (the miss)
+ *   hit:     push rax
+ */
+#define JIT_GLOBAL_SITE_EPOCH_CMP 23
+/* The miss fills the site: value and epoch, read back. */
+bool jit_compile_global_site_fill(uint8_t *site, Oop value, uint32_t epoch);
+
+/* Compiles `method` into z: a JIT_KIND_METHOD piece whose entries are its
+ * first code byte, with the mcpc -> bcpc map after the code. NULL with the
+ * reason in why (a NUL-terminated sentence, truncated to whylen) when the
+ * method is declined or the zone is full. */
+/* The `why` of a compile that failed only for want of room. */
+#define JIT_COMPILE_ZONE_FULL "the code zone is full"
+
+JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char *why, size_t whylen);
+
+/* The stub of a block-evaluation primitive (value, value:, ...): jumps to
+ * the receiver closure's compiled block when there is one taking nargs
+ * arguments, else to rt->block_value_miss. NULL when the zone is full. */
+JitMethod *jit_compile_block_value(JitZone *z, const JitCompileRuntime *rt, Oop method);
+
+/* A stub for primitive method `method` (primitive `index`): the checked
+ * entry, then a call of rt->primitive and a return. NULL when the zone is
+ * full. */
+JitMethod *jit_compile_primitive(JitZone *z, const JitCompileRuntime *rt, Oop method, int index);
+
+#endif

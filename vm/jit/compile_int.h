@@ -1,0 +1,243 @@
+/*
+ * vm/jit/compile_int.h — what vm/jit/compile.c shares with the files that emit
+ * parts of its templates (double_inline.c, double_cache.c, double_types.c):
+ * the compiler's state, the simulated stack's descriptors, a few emit
+ * helpers, and those files' entry points. It includes no compile.h, so it
+ * sits below compile.c and those files alike. (The emit helpers are still
+ * compile.c's; splitting compile.c gives them a file of their own.)
+ *
+ * Who may include: vm/jit/compile.c, vm/jit/double_*.c.
+ */
+#ifndef JIT_COMPILE_INT_H
+#define JIT_COMPILE_INT_H
+
+#include "gc/object.h"
+#include "vm/jit/map.h"
+#include "vm/jit/x64.h"
+#include "vm/jit/x64_regs.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Below compile.h: the compiler only points at the runtime it compiles against. */
+typedef struct JitCompileRuntime JitCompileRuntime;
+
+/* An innermost loop whose temps temp[i] live in xmm2 + i too
+ * (vm/jit/double_cache.c): bytecodes lo (its head) .. hi (its JUMP_BACK). */
+#define JIT_DOUBLE_CACHED_MAX 14 /* xmm2 .. xmm15 */
+#define JIT_DOUBLE_REGIONS_MAX 8
+/* Temps a region's inlined getters read, whose class r8 vouches for
+ * (vm/jit/double_cache.c, "Receiver guards"): bit i for guard_temp[i]. */
+#define JIT_DOUBLE_GUARDS_MAX 8
+#define JIT_DOUBLE_SETTERS_MAX 16
+#define JIT_GUARD_REG JIT_X64_R8
+typedef struct JitDoubleRegion {
+    size_t lo, hi;
+    int n;
+    uint8_t temp[JIT_DOUBLE_CACHED_MAX];
+    int nguards;
+    uint8_t guard_temp[JIT_DOUBLE_GUARDS_MAX];
+    uint32_t guard_class[JIT_DOUBLE_GUARDS_MAX];
+    int nsetters; /* inlined setters whose receiver was pushed from a guarded temp */
+    uint32_t setter_pc[JIT_DOUBLE_SETTERS_MAX];
+    uint8_t setter_guard[JIT_DOUBLE_SETTERS_MAX]; /* index into guard_temp */
+    X64Label refill; /* its one copy of the loads, emitted after its JUMP_BACK */
+} JitDoubleRegion;
+
+typedef struct Compiler {
+    const JitCompileRuntime *rt;
+    Oop method;
+    const uint8_t *code;
+    size_t len;
+    int nargs, ntemps;
+    bool is_block;
+    bool makes_blocks; /* PUSH_BLOCK: its frame may get a context, widowed on return */
+    bool *target;     /* [len + 1]: some jump lands here */
+    bool *loop_head;  /* [len + 1]: a backward jump lands here */
+    X64Label *labels; /* [len + 1]: bytecode pc -> its code */
+    X64Buf b;
+    JitMapBuilder map;
+    JitMapBuilder cold_map; /* the cold section's entries until the join */
+    uint32_t cold_at;       /* where the cold section is until the join, 0: in line */
+    /* OOP_FLOAT_BIAS, 8 bytes after the method's last bytecode when used: a
+     * memory operand of the Double decodes and encodes, one instruction
+     * fewer than a movabs into a register each time */
+    X64Label float_bias;
+    bool lazy_rcx;           /* a special send's rcx is loaded where a path other than the first needs it */
+    int64_t lazy_rcx_value;
+    uint32_t *lits;   /* buffer offsets of the literal sites' imm64s (global caches) */
+    uint32_t nlits, lits_cap;
+    bool lits_failed;
+    uint32_t *unwind; /* pairs (offset, PROF_UNWIND_* rule): vm/jit/jitmethod.h's unwind table */
+    uint32_t nunwind, unwind_cap;
+    struct SimEntry *sim; /* [len + 2]: the simulated stack (see "The simulated stack") */
+    int nsim;
+    struct SimEntry *held; /* [len + 2]: descriptors below a send's operands (hold_below) */
+    int nheld;
+    bool temps_stable;     /* no block writes an outer variable: a send cannot change a temp */
+    size_t pc;                  /* the bytecode being emitted */
+    size_t xmm0_pc;             /* at this pc xmm0 holds rax's value when rax is a Double */
+    bool likely_double[256]; /* temp index (PUSH_TEMP's byte) -> likely a Double (vm/jit/double_types.c) */
+    uint8_t *region_of;         /* [len + 1]: 1 + index into regions, or 0 */
+    JitDoubleRegion regions[JIT_DOUBLE_REGIONS_MAX];
+    int nregions;
+} Compiler;
+
+typedef enum SimKind { SIM_CONST, SIM_SELF, SIM_ARG, SIM_TEMP, SIM_FIELD, SIM_LIT, SIM_RAX } SimKind;
+
+typedef struct SimEntry {
+    SimKind kind;
+    int64_t v; /* the Oop (SIM_CONST) or the index */
+} SimEntry;
+
+/* Code that rarely runs goes between these (jit/x64.h, "The cold section"):
+ * after the method's last bytecode, mapped to the bytecode at c->pc. */
+void jit_compile_cold_begin(Compiler *c);
+void jit_compile_cold_end(Compiler *c);
+/* r := the value e describes (r is its own scratch). */
+void jit_compile_sim_load(Compiler *c, SimEntry e, X64Reg r);
+/* A conditional jump for the bytecode at bcpc, mapped as its branch. */
+void jit_compile_jcc_to(Compiler *c, X64Cond cc, X64Label *l, size_t bcpc);
+/* Where a jump at pc lands, or -1 when it is not a jump. */
+long jit_compile_jump_target(const uint8_t *code, size_t pc);
+/* A send through the send trampoline, mapped (the receiver and nargs
+ * arguments on the stack; the answer replaces them). */
+void jit_compile_send_call(Compiler *c, int64_t tag, int nargs, size_t bcpc);
+/* The conditional jump (JUMP_IF_TRUE/FALSE) that a comparison whose next
+ * bytecode is at next fuses with, or -1: the next bytecode itself, or the
+ * one an unconditional forward jump there lands on (`(a < b) and: [ c <= d ]`
+ * as a loop's condition ends in a JUMP to the loop's JUMP_IF_FALSE, whose
+ * other entry pushes false): branching there on the flags skips the
+ * Boolean, its push at the merge, and its two tests. The next bytecode
+ * must be no jump target. */
+long jit_compile_fused_branch(const Compiler *c, size_t next);
+/* Whether the SEND or SEND_W at pc is an accessor send machine code
+ * inlines (vm/jit/compile.h, site_accessor): its receiver class, kind and field. */
+bool jit_compile_accessor(const Compiler *c, size_t pc, uint32_t *class_index, bool *setter, int *field);
+/* rax := true when cc holds after the compare, else false. */
+void jit_compile_set_boolean(Compiler *c, X64Cond cc);
+
+/* -- vm/jit/double_cache.c ------------------------------------------------------------- */
+
+/* Finds the regions (after the scan marked the jump targets). */
+void jit_double_cache_plan(Compiler *c);
+/* The code the regions add, at most. */
+size_t jit_double_cache_bound(const Compiler *c);
+/* The xmm register that holds descriptor e's value when it is a Double
+ * (a cached temp of the region at c->pc), or -1. */
+int jit_double_cached(const Compiler *c, const SimEntry *e);
+/* Makes the invariant at a region's head (the fall-through into it): the
+ * loads in line. Clobbers rdx, r11. */
+void jit_double_cache_enter(Compiler *c);
+/* Makes it again after a call in the region, through the region's one
+ * out-of-line copy of the loads (rsi holds the way back). Keeps rax and
+ * rcx; clobbers rdx, rsi, r11. */
+void jit_double_cache_load(Compiler *c);
+/* That copy, after the region's JUMP_BACK (nothing falls into it). */
+void jit_double_cache_refill(Compiler *c);
+/* Keeps it after temp t was stored from register r, the value descriptor
+ * `value` described (NULL: popped from the real stack): nothing for a
+ * constant that is no Double (a block's temps made nil at each iteration),
+ * a copy of the register for a cached temp's value or, when it came from
+ * rax and c->xmm0_pc == c->pc, of xmm0; else r's value when it is a Double.
+ * Keeps r unless it is r11; clobbers rdx, r11. */
+void jit_double_cache_stored(Compiler *c, int t, const SimEntry *value, X64Reg r);
+/* xmm0 := rax's value when it is a Double, after a generic send in a
+ * region, so that xmm0 follows rax at the send's merge. */
+void jit_double_cache_answer(Compiler *c);
+/* The bit of r8 that vouches that the temp descriptor e reads holds an
+ * object of class class_index while no tracer holds the method probes
+ * (an inlined getter then tests it alone), or 0. */
+int32_t jit_double_cache_guard(const Compiler *c, const SimEntry *e, uint32_t class_index);
+/* For the inlined setter at c->pc, whose receiver (in rax) was pushed from
+ * a guarded temp of class class_index: that temp, and its bit (else 0).
+ * The receiver is that temp's value unless a call between its push and the
+ * send stored into the temp, so the setter compares the two first. */
+int32_t jit_double_cache_setter_guard(const Compiler *c, uint32_t class_index, int *temp);
+/* At a region's back jump: r8 vouches for nothing once a tracer holds the
+ * method probes (clobbers r11). */
+void jit_double_cache_guard_probes(Compiler *c);
+
+/* -- vm/jit/double_types.c ------------------------------------------------------------- */
+
+/* Guesses which temps likely hold Doubles (after the scan marked the jump
+ * targets). */
+void jit_double_types_plan(Compiler *c);
+/* Whether descriptor e reads such a temp. */
+bool jit_double_likely(const Compiler *c, const SimEntry *e);
+
+/* -- vm/jit/double_inline.c ------------------------------------------------------------ */
+
+/* x := the value of the Oop in r when it is a Double, immediate or boxed
+ * (taken from xmm `cached` instead when cached >= 0: a cached temp,
+ * vm/jit/double_cache.c), or a SmallInteger converted when ints_too (as C's
+ * (double) in vm_int_to_double); anything else goes to other. Keeps r
+ * unless it is r11; clobbers rdx, r11. */
+void jit_double_load(Compiler *c, X64Reg r, X64Xmm x, int cached, bool ints_too, X64Label *other);
+
+/* Whether a Double receiver of special send op may take its fast path:
+ * Double's method for it is the VM's primitive (vm/interp/special.h). */
+bool jit_double_inline(const Compiler *c, uint8_t op);
+/* What the compiler knows of a special send's receiver (rax) and argument
+ * (rcx) from their descriptors: both read from one (`x * x`: one test
+ * covers both), or literal Doubles (no test; no SmallInteger path). */
+typedef struct JitOperandFacts {
+    bool same, receiver_double, arg_double;
+    double receiver_value, arg_value; /* of a literal Double */
+    int receiver_xmm, arg_xmm;        /* where a cached temp's value is (jit_double_cached), or -1 */
+} JitOperandFacts;
+/* The facts of receiver descriptor r and argument descriptor a (either may
+ * be NULL: on the real stack). */
+JitOperandFacts jit_double_facts(const Compiler *c, const SimEntry *r, const SimEntry *a);
+
+/* Double + - * with a Double or SmallInteger argument (rcx), receiver in
+ * rax: the primitives' arithmetic (plain IEEE), the answer boxed inline
+ * into rax, then to done; to slow (rax, rcx intact) otherwise. */
+void jit_double_arith(Compiler *c, uint8_t op, JitOperandFacts f, X64Label *slow, X64Label *done);
+/* Double < > <= >= = between two Doubles (Integer arguments compare
+ * exactly in the primitives: left to them): flags set for the returned
+ * condition, or to slow. */
+X64Cond jit_double_compare(Compiler *c, uint8_t op, JitOperandFacts f, X64Label *slow);
+
+/* The plain sends machine code inlines for Double receivers. */
+typedef enum JitDoubleSend { JIT_DOUBLE_SEND_NONE, JIT_DOUBLE_SEND_DIVIDE, JIT_DOUBLE_SEND_SQRT } JitDoubleSend;
+/* Which one the SEND or SEND_W at pc is: `//` with one argument or `sqrt`
+ * with none while Double's method is the VM's primitive. */
+JitDoubleSend jit_double_send_kind(const Compiler *c, size_t pc);
+/* Its fast path, the receiver in rax and the argument in rcx: the answer
+ * boxed into rax, then to done; to slow (rax, rcx intact) otherwise. */
+void jit_double_send(Compiler *c, JitDoubleSend kind, JitOperandFacts f, X64Label *slow, X64Label *done);
+
+/* A chain of Double sends computed unboxed (vm/jit/double_inline.c,
+ * "Chains"). Link 0 is the first send (+ - *); each later one (+ - * < >
+ * <= >=, and // and sqrt as op JIT_DOUBLE_OP_DIVIDE, JIT_DOUBLE_OP_SQRT)
+ * takes the previous answer as its receiver (its argument `other`, a
+ * descriptor pushed in between; sqrt has none) or as its argument (its
+ * receiver on the real stack). */
+#define JIT_DOUBLE_OP_DIVIDE 0xfe /* beyond the bytecodes */
+#define JIT_DOUBLE_OP_SQRT 0xff
+/* The longest chains in Mandelbrot and NBody have 3 links. Every send of
+ * a long expression starts a chain of the rest (its plain code's), so the
+ * code grows with the square of this bound; a longer chain continues as
+ * another after a box. */
+#define JIT_DOUBLE_CHAIN_MAX 4
+typedef struct JitDoubleLink {
+    uint8_t op;
+    size_t pc;
+    bool prev_is_receiver;
+    SimEntry other;
+} JitDoubleLink;
+/* The chain starting at the special send at pc (at most max links): its
+ * length, 0 or 1 when there is none to fuse. */
+int jit_double_chain_scan(const Compiler *c, size_t pc, JitDoubleLink *links, int max);
+/* A bound of the bytes jit_double_chain emits for a chain of n links (0
+ * for none). */
+size_t jit_double_chain_bound(int n);
+/* The chain's fast path, with the first send's receiver in rax and argument
+ * in rcx, s of its operands on the real stack: to fallback (all intact)
+ * unless both are numbers as jit_double_arith takes them and eden has room
+ * for one Double; then jumps to the plain code after the chain. */
+void jit_double_chain(Compiler *c, const JitDoubleLink *links, int n, int s, JitOperandFacts f, X64Label *fallback);
+
+#endif
