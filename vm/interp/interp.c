@@ -720,7 +720,7 @@ op_SUPER_SEND_W:
     n = ip[3];
     ip += 4;
 super_send : {
-    Oop super = obj_slots(obj_slots(method)[METHOD_HOLDER])[CLASS_SUPERCLASS];
+    Oop super = vm_class_superclass(obj_slots(method)[METHOD_HOLDER]);
     if (super == vm_nil) goto dnu;
     m = vm_lookup_cached(vm_class_instance_index(super), sel);
     if (UNLIKELY(!m)) goto dnu;
