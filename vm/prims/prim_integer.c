@@ -242,7 +242,7 @@ static bool prim_at_random(Oop *args, Oop *result)
  * `3 > nan` is `((3 < nan) or: [3 = nan]) not`, true — and fail where it
  * failed (< on a non-number). Being primitives lets the interpreter and the
  * JIT inline them on SmallIntegers while Integer's method is the primitive
- * (vm/interp/interp.c, int_prims). */
+ * (vm/interp/special.h, vm_int_special_prims). */
 
 static bool less(Oop a, Oop b, bool *lt)
 {
