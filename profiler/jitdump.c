@@ -238,20 +238,12 @@ static void on_move(uint64_t from, uint64_t to, uint64_t size, void *ctx)
     rec_end(PROF_JITDUMP_CODE_MOVE, prof_clock_ns());
 }
 
-static void on_free(uint64_t start, uint64_t size, void *ctx)
-{
-    (void)ctx;
-    (void)size;
-    /* no record type says it (jitdump.h); forget the piece so a later move
-     * of other code to this address is not taken for it */
-    if (fd >= 0) prof_livecode_take(&live, start);
-}
-
 static const ProfCodeSink sink = {
     .name = "jitdump",
     .load = on_load,
     .move = on_move,
-    .free = on_free,
+    .free = prof_livecode_sink_free, /* no record type says it (jitdump.h); empty while fd < 0 */
+    .ctx = &live,
 };
 
 void prof_jitdump_close(void)

@@ -542,9 +542,7 @@ int vmprofd_alloc_session_run(const VmprofdOptions *o)
     vmprofd_session_signals_restore();
     int status = wrote ? 0 : 1;
     if (wrote && o->command && as->target.have_status)
-        status = WIFEXITED(as->target.status)     ? WEXITSTATUS(as->target.status)
-               : WIFSIGNALED(as->target.status) ? 128 + WTERMSIG(as->target.status)
-                                                : 1;
+        status = vmprofd_target_exit_status(&as->target);
     report_profile_free(p);
     alloc_free(as);
     return status;

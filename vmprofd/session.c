@@ -882,9 +882,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
     restore_signals();
     int status = wrote ? 0 : 1; /* vmprofd's own failure is never hidden behind COMMAND's success */
     if (wrote && o->command && ss->target.have_status)
-        status = WIFEXITED(ss->target.status)     ? WEXITSTATUS(ss->target.status)
-               : WIFSIGNALED(ss->target.status) ? 128 + WTERMSIG(ss->target.status)
-                                                : 1;
+        status = vmprofd_target_exit_status(&ss->target);
     report_profile_free(p);
     session_free(ss);
     return status;
