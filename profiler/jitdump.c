@@ -197,8 +197,8 @@ static void on_load(const ProfCodeLoad *e, void *ctx)
 {
     (void)ctx;
     if (fd < 0 || e->kind == PROF_CODE_BYTECODES) return; /* bytecodes are data, never executed */
-    uint64_t code = e->code_start ? e->code_start : e->start;
-    uint64_t size = e->code_size ? e->code_size : e->start + e->size - code;
+    uint64_t code, size;
+    prof_code_load_instructions(e, &code, &size);
     const char *name = e->name && e->name[0] ? e->name : "?";
     /* both describe the next load: unwinding first, debug info right before it */
     write_unwinding_info(e, code, size);

@@ -53,8 +53,8 @@ static void on_load(const ProfCodeLoad *e, void *ctx)
 {
     (void)ctx;
     if (fd < 0 || e->kind == PROF_CODE_BYTECODES) return; /* bytecodes are data, never executed */
-    uint64_t code = e->code_start ? e->code_start : e->start;
-    uint64_t size = e->code_size ? e->code_size : e->start + e->size - code;
+    uint64_t code, size;
+    prof_code_load_instructions(e, &code, &size);
     const char *name = e->name && e->name[0] ? e->name : "?";
     ProfLiveEntry le = { .start = e->start, .code_offset = code - e->start, .code_size = size, .name = (char *)name };
     write_line(code, size, name);
