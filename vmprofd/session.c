@@ -474,10 +474,8 @@ void vmprofd_session_signals_install(void)
 }
 
 void vmprofd_session_signals_restore(void) { restore_signals(); }
-int vmprofd_session_stop_signal(void) { return stop_signal; }
 const volatile sig_atomic_t *vmprofd_session_stop_flag(void) { return &stop_signal; }
 void vmprofd_session_forward_signals(pid_t pid) { forward_pid = pid; }
-int vmprofd_session_forwarded_signal(void) { return forwarded_signal; }
 
 /* Starts or finds the target and opens a sampler on it; false after
  * printing why not. */
