@@ -51,6 +51,14 @@ typedef struct ProfCodeLoad {
     uint32_t unwind_count;
 } ProfCodeLoad;
 
+/* The instructions of load e: [*code, *code + *size), with code_start's and
+ * code_size's defaults (the perf map and the jitdump name only these). */
+static inline void prof_code_load_instructions(const ProfCodeLoad *e, uint64_t *code, uint64_t *size)
+{
+    *code = e->code_start ? e->code_start : e->start;
+    *size = e->code_size ? e->code_size : e->start + e->size - *code;
+}
+
 typedef struct ProfCodeSink {
     const char *name;
     void (*load)(const ProfCodeLoad *e, void *ctx);

@@ -197,8 +197,8 @@ static void on_load(const ProfCodeLoad *e, void *ctx)
 {
     (void)ctx;
     if (fd < 0 || e->kind == PROF_CODE_BYTECODES) return; /* bytecodes are data, never executed */
-    uint64_t code = e->code_start ? e->code_start : e->start;
-    uint64_t size = e->code_size ? e->code_size : e->start + e->size - code;
+    uint64_t code, size;
+    prof_code_load_instructions(e, &code, &size);
     const char *name = e->name && e->name[0] ? e->name : "?";
     /* both describe the next load: unwinding first, debug info right before it */
     write_unwinding_info(e, code, size);
@@ -238,20 +238,12 @@ static void on_move(uint64_t from, uint64_t to, uint64_t size, void *ctx)
     rec_end(PROF_JITDUMP_CODE_MOVE, prof_clock_ns());
 }
 
-static void on_free(uint64_t start, uint64_t size, void *ctx)
-{
-    (void)ctx;
-    (void)size;
-    /* no record type says it (jitdump.h); forget the piece so a later move
-     * of other code to this address is not taken for it */
-    if (fd >= 0) prof_livecode_take(&live, start);
-}
-
 static const ProfCodeSink sink = {
     .name = "jitdump",
     .load = on_load,
     .move = on_move,
-    .free = on_free,
+    .free = prof_livecode_sink_free, /* no record type says it (jitdump.h); empty while fd < 0 */
+    .ctx = &live,
 };
 
 void prof_jitdump_close(void)

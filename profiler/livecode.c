@@ -71,3 +71,9 @@ void prof_livecode_clear(ProfLiveCode *t)
     for (const ReportAddrSlot *s; (s = report_addrtable_next(&t->by_start, &cursor));) drop(entry_of(s->value));
     report_addrtable_free(&t->by_start);
 }
+
+void prof_livecode_sink_free(uint64_t start, uint64_t size, void *live)
+{
+    (void)size;
+    prof_livecode_take(live, start);
+}

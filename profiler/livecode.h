@@ -54,5 +54,10 @@ bool prof_livecode_move(ProfLiveCode *t, uint64_t from, uint64_t to);
 bool prof_livecode_take(ProfLiveCode *t, uint64_t start);
 /* Empties the table and frees its memory. */
 void prof_livecode_clear(ProfLiveCode *t);
+/* A code sink's free event (profiler/codeevents.h) for a sink whose ctx is
+ * its ProfLiveCode: neither the perf map nor the jitdump can say a piece
+ * was freed, so this only forgets it, and a later move of other code to its
+ * address is not mistaken for it. */
+void prof_livecode_sink_free(uint64_t start, uint64_t size, void *live);
 
 #endif

@@ -53,8 +53,8 @@ static void on_load(const ProfCodeLoad *e, void *ctx)
 {
     (void)ctx;
     if (fd < 0 || e->kind == PROF_CODE_BYTECODES) return; /* bytecodes are data, never executed */
-    uint64_t code = e->code_start ? e->code_start : e->start;
-    uint64_t size = e->code_size ? e->code_size : e->start + e->size - code;
+    uint64_t code, size;
+    prof_code_load_instructions(e, &code, &size);
     const char *name = e->name && e->name[0] ? e->name : "?";
     ProfLiveEntry le = { .start = e->start, .code_offset = code - e->start, .code_size = size, .name = (char *)name };
     write_line(code, size, name);
@@ -71,20 +71,12 @@ static void on_move(uint64_t from, uint64_t to, uint64_t size, void *ctx)
     write_line(to + le->code_offset, le->code_size, le->name ? le->name : "?");
 }
 
-static void on_free(uint64_t start, uint64_t size, void *ctx)
-{
-    (void)ctx;
-    (void)size;
-    /* the format cannot say it; only forget the piece, so a later move of
-     * other code to this address is not mistaken for it */
-    if (fd >= 0) prof_livecode_take(&live, start);
-}
-
 static const ProfCodeSink sink = {
     .name = "perf map",
     .load = on_load,
     .move = on_move,
-    .free = on_free,
+    .free = prof_livecode_sink_free, /* empty while fd < 0 */
+    .ctx = &live,
 };
 
 void prof_perfmap_close(void)

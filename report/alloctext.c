@@ -91,7 +91,7 @@ static void sites_free(Sites *ss)
 uint32_t report_alloc_site_frame(const Profile *p, const ReportSample *s)
 {
     const int *fr = report_profile_frames(p, s);
-    uint32_t first = p->functions[p->locations[fr[0]].function].kind == REPORT_FUNCTION_CLASS ? 1 : 0;
+    uint32_t first = report_profile_leaf_function(p, s)->kind == REPORT_FUNCTION_CLASS ? 1 : 0;
     uint32_t smalltalk = UINT32_MAX;
     for (uint32_t i = first; i < s->nframes; i++) {
         const ReportFunctionInfo *f = &p->functions[p->locations[fr[i]].function];
@@ -130,7 +130,7 @@ static void collect(const Profile *p, Sites *methods, Sites *classes)
         const ReportSample *s = &p->samples[i];
         const int *fr = report_profile_frames(p, s);
         ReportAllocValues v = report_profile_alloc_values(p, i);
-        const ReportFunctionInfo *leaf = &p->functions[p->locations[fr[0]].function];
+        const ReportFunctionInfo *leaf = report_profile_leaf_function(p, s);
         if (leaf->kind == REPORT_FUNCTION_CLASS) {
             const char *n = leaf->name;
             size_t len = strlen(n);

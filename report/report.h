@@ -3,7 +3,7 @@
  * four renderings: the VMProfiler text report (../shared/design/REPORT.md),
  * pprof's profile.proto (gzipped), folded stacks, and an SVG flame graph.
  *
- * Producers (vmprofd, and stvm's in-VM profiler: profiler/inimage.c) build
+ * Producers (vmprofd, and stvm's in-VM profiler: profiler/inimage_profile.c) build
  * a Profile with the report_profile_* functions: they intern mappings,
  * functions and locations (resolved addresses) and add samples whose
  * frames are location indices, leaf first. A Profile never resolves an

@@ -23,7 +23,7 @@
  * "[kernel]" function in the "rest" region on top of the user stack: the
  * kernel's own symbols are not ours to resolve, but the time is real.
  *
- * Who may call: vmprofd/session.c, the in-VM profiler (profiler/inimage.c),
+ * Who may call: vmprofd/session.c, the in-VM profiler (profiler/inimage_profile.c),
  * tests.
  */
 #ifndef REPORT_RESOLVE_H

@@ -11,7 +11,7 @@
  * owns pcs[first .. first + npcs).
  *
  * Who may call: vmprofd/session.c, report/resolve.c, the in-VM profiler
- * (profiler/inimage.c).
+ * (profiler/inimage_profile.c).
  */
 #ifndef REPORT_SAMPLES_H
 #define REPORT_SAMPLES_H

@@ -27,7 +27,7 @@
 #include "report/resolve.h"
 #include "report/symbolize.h"
 #include "vmprofd/export_reader.h"
-#include "vmprofd/jitcode.h"
+#include "vmprofd/codelog_poll.h"
 #include "vmprofd/output.h"
 #include "vmprofd/target.h"
 
@@ -66,8 +66,8 @@ typedef struct AllocSession {
     ProfAllocLogControl *req; /* the request, mapped */
     ReportAllocLog log;
     bool log_open;
-    JitCode jit;
-    char jit_why[512];
+    CodeLogPoll code;
+    char code_why[512];
     Symbolizer *sym;
     char exe[PROF_EXPORT_PATH_MAX];
     char cwd[4096];
@@ -121,11 +121,11 @@ static void poll_logs(AllocSession *as)
         if (warn[0]) {
             if (as->warnings++ == 0)
                 snprintf(as->first_warning, sizeof as->first_warning, "%s", warn);
-            if (as->warnings <= VMPROFD_JITCODE_MAX_PRINTED && !as->o->quiet)
+            if (as->warnings <= VMPROFD_CODELOG_MAX_PRINTED && !as->o->quiet)
                 fprintf(stderr, "vmprofd: warning: %s\n", warn);
         }
     }
-    vmprofd_jitcode_poll(&as->jit);
+    vmprofd_codelog_poll(&as->code);
 }
 
 static void ensure_symbolizer(AllocSession *as)
@@ -187,9 +187,9 @@ static bool open_export(AllocSession *as, char *why, size_t whylen)
         return false;
     }
     as->have_start = vmprofd_export_read_counters(as->exp, &as->start, err, sizeof err);
-    if (!vmprofd_jitcode_open(&as->jit, as->exp, as->o->quiet, as->jit_why, sizeof as->jit_why) &&
+    if (!vmprofd_codelog_open(&as->code, as->exp, as->o->quiet, as->code_why, sizeof as->code_why) &&
         !as->o->warnings_inside)
-        fprintf(stderr, "vmprofd: warning: %s\n", as->jit_why);
+        fprintf(stderr, "vmprofd: warning: %s\n", as->code_why);
     char link[64];
     snprintf(link, sizeof link, "/proc/%d/cwd", pid);
     ssize_t n = readlink(link, as->cwd, sizeof as->cwd - 1);
@@ -364,15 +364,15 @@ static Profile *build_profile(AllocSession *as, time_t start_wall, double second
     if (lg->stop_why == PROF_ALLOC_STOP_LAPSED)
         report_profile_add_note(p, "the VM stopped sampling once: vmprofd's request lapsed (it did not renew it in "
                                    "time)");
-    if (!as->jit.active && as->jit_why[0])
-        report_profile_add_note(p, "%s", as->jit_why);
-    vmprofd_jitcode_notes(&as->jit, p);
+    if (!as->code.active && as->code_why[0])
+        report_profile_add_note(p, "%s", as->code_why);
+    vmprofd_codelog_notes(&as->code, p);
     ResolveCode code = {
-        .map = as->jit.active ? as->jit.map : NULL,
+        .map = as->code.active ? as->code.map : NULL,
         .zone_start = eh->code_zone_start,
         .zone_end = eh->code_zone_end,
         .cwd = as->cwd[0] ? as->cwd : NULL,
-        .interp_fn = as->jit.active && as->jit.log.control.interp_ip_reg ? as->jit.log.control.interp_fn : 0,
+        .interp_fn = as->code.active && as->code.log.control.interp_ip_reg ? as->code.log.control.interp_fn : 0,
     };
     ProfWalkFacts f;
     char why[128];
@@ -401,7 +401,7 @@ static void alloc_free(AllocSession *as)
 {
     if (as->log_open)
         report_alloclog_close(&as->log);
-    vmprofd_jitcode_close(&as->jit);
+    vmprofd_codelog_close(&as->code);
     if (as->sym)
         report_symbolizer_free(as->sym);
     vmprofd_export_close(as->exp);
@@ -542,9 +542,7 @@ int vmprofd_alloc_session_run(const VmprofdOptions *o)
     vmprofd_session_signals_restore();
     int status = wrote ? 0 : 1;
     if (wrote && o->command && as->target.have_status)
-        status = WIFEXITED(as->target.status)     ? WEXITSTATUS(as->target.status)
-               : WIFSIGNALED(as->target.status) ? 128 + WTERMSIG(as->target.status)
-                                                : 1;
+        status = vmprofd_target_exit_status(&as->target);
     report_profile_free(p);
     alloc_free(as);
     return status;

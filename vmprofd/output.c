@@ -228,11 +228,3 @@ bool vmprofd_output_write_all(const VmprofdOptions *o, const Profile *p, bool fi
     }
     return all_ok;
 }
-
-bool vmprofd_output_has_stdout(const VmprofdOptions *o)
-{
-    for (size_t i = 0; i < o->noutputs; i++)
-        if (strcmp(o->outputs[i].path, "-") == 0)
-            return true;
-    return false;
-}

@@ -22,6 +22,5 @@ bool vmprofd_output_check_all(const VmprofdOptions *o);
  * on device") and the others are still written. Answers false when any
  * failed. Tells on stderr where each file went unless quiet. */
 bool vmprofd_output_write_all(const VmprofdOptions *o, const Profile *p, bool files, bool to_stdout);
-bool vmprofd_output_has_stdout(const VmprofdOptions *o);
 
 #endif

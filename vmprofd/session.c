@@ -6,7 +6,7 @@
 
 #include "report/report.h"
 #include "vmprofd/export_reader.h"
-#include "vmprofd/jitcode.h"
+#include "vmprofd/codelog_poll.h"
 #include "vmprofd/offcpu.h"
 #include "vmprofd/output.h"
 #include "vmprofd/permission.h"
@@ -98,8 +98,8 @@ typedef struct Session {
     ExportReader *exp;
     ExportStatus exp_status;
     char exp_msg[512];
-    JitCode jit;
-    char jit_why[512];      /* why there is no code event log, when there is none */
+    CodeLogPoll code;
+    char code_why[512];      /* why there is no code event log, when there is none */
     /* How to walk the VM's stacks (the samplers read it at every sample:
      * size 0 until the export has been read), and why there is none. */
     ProfWalkFacts facts;
@@ -185,7 +185,7 @@ static void store_sample(Session *ss, const RawSample *r)
             return;
         }
         /* an older VM's interpreter ip register (r12..r15, PERF_REG_X86_R12 = 20) */
-        uint32_t reg = ss->jit.active ? ss->jit.log.control.interp_ip_reg : 0;
+        uint32_t reg = ss->code.active ? ss->code.log.control.interp_ip_reg : 0;
         if (reg >= 21 && reg <= 24 && !(r->raw->flags & PROF_RAW_F_KERNEL))
             ss->store.v[ss->store.n - 1].interp_ip = r->raw->top_words[reg - 21];
         return;
@@ -215,7 +215,7 @@ static void store_sample(Session *ss, const RawSample *r)
         return;
     }
     /* the interpreter's ip, when the VM says which register holds it */
-    uint32_t reg = ss->jit.active ? ss->jit.log.control.interp_ip_reg : 0;
+    uint32_t reg = ss->code.active ? ss->code.log.control.interp_ip_reg : 0;
     uint64_t ip;
     if (reg != 0 && r->regs.ip != 0 && vmprofd_unwind_reg(&r->regs, (int)reg - 1, &ip))
         ss->store.v[ss->store.n - 1].interp_ip = ip;
@@ -242,11 +242,11 @@ static void try_export(Session *ss)
         ss->facts = f;
         __atomic_store_n(&ss->facts.size, size, __ATOMIC_RELEASE); /* samplers check size: the rest first */
     }
-    if (!vmprofd_jitcode_open(&ss->jit, ss->exp, ss->o->quiet, ss->jit_why, sizeof ss->jit_why)) {
+    if (!vmprofd_codelog_open(&ss->code, ss->exp, ss->o->quiet, ss->code_why, sizeof ss->code_why)) {
         if (!ss->o->warnings_inside)
-            fprintf(stderr, "vmprofd: warning: %s\n", ss->jit_why);
+            fprintf(stderr, "vmprofd: warning: %s\n", ss->code_why);
     } else {
-        vmprofd_jitcode_poll(&ss->jit);
+        vmprofd_codelog_poll(&ss->code);
     }
     char link[64];
     snprintf(link, sizeof link, "/proc/%d/cwd", (int)ss->target.pid);
@@ -286,9 +286,9 @@ static void ensure_symbolizer(Session *ss)
  * read twice as often from then on. */
 static void poll_code(Session *ss)
 {
-    uint64_t overruns = ss->jit.log.stats.overruns;
-    vmprofd_jitcode_poll(&ss->jit);
-    if (ss->jit.active && ss->jit.log.stats.overruns > overruns && ss->code_poll_ms > SESSION_CODE_LOG_MIN_MS) {
+    uint64_t overruns = ss->code.log.stats.overruns;
+    vmprofd_codelog_poll(&ss->code);
+    if (ss->code.active && ss->code.log.stats.overruns > overruns && ss->code_poll_ms > SESSION_CODE_LOG_MIN_MS) {
         ss->code_poll_ms /= 2;
         if (ss->code_poll_ms < SESSION_CODE_LOG_MIN_MS)
             ss->code_poll_ms = SESSION_CODE_LOG_MIN_MS;
@@ -474,10 +474,8 @@ void vmprofd_session_signals_install(void)
 }
 
 void vmprofd_session_signals_restore(void) { restore_signals(); }
-int vmprofd_session_stop_signal(void) { return stop_signal; }
 const volatile sig_atomic_t *vmprofd_session_stop_flag(void) { return &stop_signal; }
 void vmprofd_session_forward_signals(pid_t pid) { forward_pid = pid; }
-int vmprofd_session_forwarded_signal(void) { return forwarded_signal; }
 
 /* Starts or finds the target and opens a sampler on it; false after
  * printing why not. */
@@ -549,7 +547,7 @@ static void session_free(Session *ss)
     }
     if (ss->sym)
         report_symbolizer_free(ss->sym);
-    vmprofd_jitcode_close(&ss->jit);
+    vmprofd_codelog_close(&ss->code);
     vmprofd_export_close(ss->exp);
     vmprofd_target_close(&ss->target);
     report_samples_free(&ss->store);
@@ -626,7 +624,7 @@ static int session_collect(Session *ss, Profile **out)
                 vmprofd_progress_update(&ss->progress, ss->target.pid, left, ss->store.n);
         }
         int timeout = (int)(left * 1000.0) + 1;
-        int poll_ms = starting ? SESSION_START_POLL_MS : ss->jit.active || !ss->exp ? ss->code_poll_ms : SESSION_POLL_MS;
+        int poll_ms = starting ? SESSION_START_POLL_MS : ss->code.active || !ss->exp ? ss->code_poll_ms : SESSION_POLL_MS;
         if (timeout > poll_ms)
             timeout = poll_ms;
         ss->ops->poll(ss->sampler, timeout, vmprofd_target_exit_fd(&ss->target), on_sample, ss);
@@ -668,7 +666,7 @@ static int session_collect(Session *ss, Profile **out)
         vmprofd_target_check_exit(&ss->target); /* reap it for the status */
     /* The code events up to the last sample (the descriptor outlives an
      * exited VM's unlink). */
-    vmprofd_jitcode_poll(&ss->jit);
+    vmprofd_codelog_poll(&ss->code);
     /* The handlers stay until the outputs are written: a second Ctrl-C
      * must not lose the profile of the first. */
 
@@ -739,19 +737,19 @@ static int session_collect(Session *ss, Profile **out)
     if (!ss->sym)
         report_profile_add_note(p, "the target's memory map could not be read: addresses are unresolved");
 
-    if (ss->exp && !ss->jit.active && ss->jit_why[0])
-        report_profile_add_note(p, "%s", ss->jit_why);
-    vmprofd_jitcode_notes(&ss->jit, p);
+    if (ss->exp && !ss->code.active && ss->code_why[0])
+        report_profile_add_note(p, "%s", ss->code_why);
+    vmprofd_codelog_notes(&ss->code, p);
     if (ss->code_poll_ms < SESSION_CODE_LOG_MS)
         report_profile_add_note(p, "the code event log was overrun: vmprofd read it every %d ms instead of %d "
                                    "(stvm --export-log-size makes the ring bigger)",
                                 ss->code_poll_ms, SESSION_CODE_LOG_MS);
     ResolveCode code = {
-        .map = ss->jit.active ? ss->jit.map : NULL,
+        .map = ss->code.active ? ss->code.map : NULL,
         .zone_start = eh ? eh->code_zone_start : 0,
         .zone_end = eh ? eh->code_zone_end : 0,
         .cwd = ss->cwd[0] ? ss->cwd : NULL,
-        .interp_fn = ss->jit.active && ss->jit.log.control.interp_ip_reg ? ss->jit.log.control.interp_fn : 0,
+        .interp_fn = ss->code.active && ss->code.log.control.interp_ip_reg ? ss->code.log.control.interp_fn : 0,
         .return_to_interpreter = ss->facts.return_to_interpreter,
     };
     if (ss->early && ss->whole)
@@ -882,9 +880,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
     restore_signals();
     int status = wrote ? 0 : 1; /* vmprofd's own failure is never hidden behind COMMAND's success */
     if (wrote && o->command && ss->target.have_status)
-        status = WIFEXITED(ss->target.status)     ? WEXITSTATUS(ss->target.status)
-               : WIFSIGNALED(ss->target.status) ? 128 + WTERMSIG(ss->target.status)
-                                                : 1;
+        status = vmprofd_target_exit_status(&ss->target);
     report_profile_free(p);
     session_free(ss);
     return status;

@@ -44,9 +44,7 @@ Profile *vmprofd_alloc_session_collect(const VmprofdOptions *o, const volatile s
  * launched command, go to it. */
 void vmprofd_session_signals_install(void);
 void vmprofd_session_signals_restore(void);
-int vmprofd_session_stop_signal(void);
 const volatile sig_atomic_t *vmprofd_session_stop_flag(void);
 void vmprofd_session_forward_signals(pid_t pid);
-int vmprofd_session_forwarded_signal(void);
 
 #endif

@@ -302,6 +302,11 @@ void vmprofd_target_set_status(Target *t, int status)
     t->status = status;
 }
 
+int vmprofd_target_exit_status(const Target *t)
+{
+    return WIFEXITED(t->status) ? WEXITSTATUS(t->status) : WIFSIGNALED(t->status) ? 128 + WTERMSIG(t->status) : 1;
+}
+
 bool vmprofd_target_check_exit(Target *t)
 {
     if (t->exited)

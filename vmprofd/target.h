@@ -50,6 +50,9 @@ bool vmprofd_target_release(Target *t, char *err, size_t errlen);
 bool vmprofd_target_check_exit(Target *t);
 /* A sampler reaped the child (ptrace waits for its tracees): record it. */
 void vmprofd_target_set_status(Target *t, int status);
+/* What vmprofd exits with for its launched COMMAND (have_status): the
+ * command's exit status, 128 + the signal that killed it, else 1. */
+int vmprofd_target_exit_status(const Target *t);
 /* The fd to poll for exit (the pidfd), or -1. */
 int vmprofd_target_exit_fd(const Target *t);
 void vmprofd_target_close(Target *t);

@@ -5,7 +5,7 @@
  * vmprofd_export_validate runs on the header as given; then the bytes go
  * into a file of ours and the whole reader runs on it as on
  * /dev/shm/stvm-PID: open (checks), counters, walk facts, and the code
- * event log replayed through vmprofd/jitcode.c (report/codelog_reader.c into
+ * event log replayed through vmprofd/codelog_poll.c (report/codelog_reader.c into
  * report/codemap.c) as vmprofd does while sampling, with its notes.
  *
  * Two liberties, both so the fuzzer spends its time past the checks that
@@ -20,7 +20,7 @@
 #include "tests/fuzz/fuzz.h"
 #include "report/report.h"
 #include "vmprofd/export_reader.h"
-#include "vmprofd/jitcode.h"
+#include "vmprofd/codelog_poll.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -89,14 +89,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     vmprofd_export_read_counters(r, &counters, msg, sizeof msg);
     ProfWalkFacts facts;
     vmprofd_export_walk_facts(r, &facts, why, sizeof why);
-    JitCode jc;
-    if (vmprofd_jitcode_open(&jc, r, true, why, sizeof why)) {
-        vmprofd_jitcode_poll(&jc);
-        vmprofd_jitcode_poll(&jc);
+    CodeLogPoll jc;
+    if (vmprofd_codelog_open(&jc, r, true, why, sizeof why)) {
+        vmprofd_codelog_poll(&jc);
+        vmprofd_codelog_poll(&jc);
         Profile *p = report_profile_new();
-        vmprofd_jitcode_notes(&jc, p);
+        vmprofd_codelog_notes(&jc, p);
         report_profile_free(p);
-        vmprofd_jitcode_close(&jc);
+        vmprofd_codelog_close(&jc);
     }
     vmprofd_export_close(r);
     return 0;

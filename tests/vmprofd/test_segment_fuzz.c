@@ -2,7 +2,7 @@
  * tests/vmprofd/test_segment_fuzz.c — a version-2 export segment, its code
  * event log written by the VM's own writer (profiler/codelog_writer.c),
  * damaged byte by byte and at random (fixed seed), then read the way vmprofd
- * reads a live one: vmprofd_export_open_file, vmprofd_jitcode_open and _poll
+ * reads a live one: vmprofd_export_open_file, vmprofd_codelog_open and _poll
  * (pread on the file, report/codelog_reader.c, report/codemap.c), and
  * resolved at a few hundred (time, address) probes.
  *
@@ -16,7 +16,7 @@
 #include "proto/identity.h"
 #include "profiler/codelog_writer.h"
 #include "vmprofd/export_reader.h"
-#include "vmprofd/jitcode.h"
+#include "vmprofd/codelog_poll.h"
 
 #include <fcntl.h>
 #include <setjmp.h>
@@ -158,17 +158,17 @@ static bool read_segment(Answer *answers)
             answers[i].status = -1;
         return true;
     }
-    JitCode j;
+    CodeLogPoll j;
     char why[512] = "";
     bool warned = false;
-    if (!vmprofd_jitcode_open(&j, r, true, why, sizeof why)) {
+    if (!vmprofd_codelog_open(&j, r, true, why, sizeof why)) {
         assert_true(why[0] != '\0');
         warned = true;
         for (int i = 0; i < NPROBES; i++)
             answers[i].status = -1;
     } else {
-        vmprofd_jitcode_poll(&j);
-        vmprofd_jitcode_poll(&j); /* a second poll finds nothing new, or recovers */
+        vmprofd_codelog_poll(&j);
+        vmprofd_codelog_poll(&j); /* a second poll finds nothing new, or recovers */
         warned = j.warnings > 0;
         for (int i = 0; i < NPROBES; i++) {
             ReportCodeHit h;
@@ -182,7 +182,7 @@ static bool read_segment(Answer *answers)
                 snprintf(a->name, sizeof a->name, "%s", h.piece->name);
             }
         }
-        vmprofd_jitcode_close(&j);
+        vmprofd_codelog_close(&j);
     }
     vmprofd_export_close(r);
     return warned;

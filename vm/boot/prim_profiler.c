@@ -1,8 +1,8 @@
 /*
  * vm/boot/prim_profiler.c — the VMProfiler primitives (class side of
  * smalltalk/core/VMProfiler.som): the code zone's constituents (reference
- * 004, 3.1), the in-VM sampler (profiler/invm_sampler.h), the VM counters, and
- * the in-VM profile whose report is vmprofd's (profiler/inimage.h).
+ * 004, 3.1), the in-VM sampler (profiler/inimage_sampler.h), the VM counters, and
+ * the in-VM profile whose report is vmprofd's (profiler/inimage_profile.h).
  *
  * Answers (all addresses and times are SmallIntegers: user addresses and
  * CLOCK_MONOTONIC nanoseconds fit in 62 bits):
@@ -43,8 +43,8 @@
 #include "vm/jit/map.h"
 #include "vm/jit/zone.h"
 #include "profiler/allocsampler.h"
-#include "profiler/inimage.h"
-#include "profiler/invm_sampler.h"
+#include "profiler/inimage_profile.h"
+#include "profiler/inimage_sampler.h"
 #include "profiler/publish.h"
 #include "vm/interp/interp.h"
 #include "vm/interp/jitinterface.h"

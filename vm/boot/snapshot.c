@@ -99,7 +99,7 @@ _Static_assert(sizeof(SourceHead) == 32, "a source entry's fixed part is 32 byte
 static bool is_core_class(size_t index, Oop c)
 {
     return vm_is_class(c) && oop_int(obj_slots(c)[CLASS_INSTANCE_INDEX]) == (intptr_t)index &&
-           vm_is_symbol(obj_slots(c)[CLASS_NAME]) && vm_is_string(obj_slots(c)[CLASS_FILE]);
+           vm_is_symbol(vm_class_name(c)) && vm_is_string(obj_slots(c)[CLASS_FILE]);
 }
 
 static bool same_file(const struct stat *st, const SourceHead *h)
@@ -221,7 +221,7 @@ static bool put_sources(Buf *b, uint64_t *count, const char *only_from, bool *fo
         Oop c = vm_class_table[i];
         if (!is_core_class(i, c)) continue;
         char name[512], path[1100];
-        vm_string_cstr(obj_slots(c)[CLASS_NAME], name, sizeof name);
+        vm_string_cstr(vm_class_name(c), name, sizeof name);
         vm_string_cstr(obj_slots(c)[CLASS_FILE], path, sizeof path);
         struct stat st;
         if (stat(path, &st) != 0) {

@@ -80,7 +80,7 @@
     X(SEND_VALUE1,        1, -1, 1, "")    /* value: */    \
     X(SEND_LENGTH,        1, 0,  1, "")                    \
     /* SmallInteger receiver and argument, each while Integer's method is \
-       the VM's primitive (vm/interp/interp.c, int_prims) */ \
+       the VM's primitive (vm/interp/special.h, vm_int_special_prims) */ \
     X(SEND_BIT_AND,       1, -1, 1, "")    /* & */         \
     X(SEND_BIT_XOR,       1, -1, 1, "")    /* bitXor: */   \
     X(SEND_SHIFT_LEFT,    1, -1, 1, "")    /* << */        \

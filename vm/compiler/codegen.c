@@ -718,7 +718,10 @@ static void compile_inlined(Gen *g, Node *n, bool want, const int *param_slots)
     close_scope(g, &s);
 }
 
-static void inline_if(Gen *g, Node *n, bool want, int jump_op, Node *then_b, Node *else_b)
+/* ifTrue:, ifFalse:, and:, or: and the two-branch forms: jump_op skips
+ * then_b; without else_b a wanted value is the constant else_op pushes
+ * (nil, or what and:/or: answer without evaluating their block). */
+static void inline_if(Gen *g, Node *n, bool want, int jump_op, Node *then_b, Node *else_b, int else_op)
 {
     Frame *f = g->frame;
     compile_expr(g, n->u.send.recv, true);
@@ -738,28 +741,8 @@ static void inline_if(Gen *g, Node *n, bool want, int jump_op, Node *then_b, Nod
         compile_inlined(g, else_b, want, NULL);
     } else {
         set_pos(g, n->line, n->col);
-        emit0(g, BC_PUSH_NIL);
+        emit0(g, else_op);
     }
-    patch_jump(g, end, n);
-}
-
-static void inline_and_or(Gen *g, Node *n, bool want, bool is_and)
-{
-    Frame *f = g->frame;
-    compile_expr(g, n->u.send.recv, true);
-    set_pos(g, n->line, n->col);
-    size_t skip = emit_jump(g, is_and ? BC_JUMP_IF_FALSE : BC_JUMP_IF_TRUE);
-    int base = f->depth;
-    compile_inlined(g, n->u.send.args[0], want, NULL);
-    if (!want) {
-        patch_jump(g, skip, n);
-        return;
-    }
-    set_pos(g, n->line, n->col);
-    size_t end = emit_jump(g, BC_JUMP);
-    patch_jump(g, skip, n);
-    f->depth = base;
-    emit0(g, is_and ? BC_PUSH_FALSE : BC_PUSH_TRUE);
     patch_jump(g, end, n);
 }
 
@@ -936,13 +919,13 @@ static bool try_inline(Gen *g, Node *n, bool want)
     switch (n->u.send.nargs) {
     case 1:
         if (strcmp(sel, "ifTrue:") == 0 && is_block_with(a[0], 0))
-            inline_if(g, n, want, BC_JUMP_IF_FALSE, a[0], NULL);
+            inline_if(g, n, want, BC_JUMP_IF_FALSE, a[0], NULL, BC_PUSH_NIL);
         else if (strcmp(sel, "ifFalse:") == 0 && is_block_with(a[0], 0))
-            inline_if(g, n, want, BC_JUMP_IF_TRUE, a[0], NULL);
+            inline_if(g, n, want, BC_JUMP_IF_TRUE, a[0], NULL, BC_PUSH_NIL);
         else if (strcmp(sel, "and:") == 0 && is_block_with(a[0], 0))
-            inline_and_or(g, n, want, true);
+            inline_if(g, n, want, BC_JUMP_IF_FALSE, a[0], NULL, BC_PUSH_FALSE);
         else if (strcmp(sel, "or:") == 0 && is_block_with(a[0], 0))
-            inline_and_or(g, n, want, false);
+            inline_if(g, n, want, BC_JUMP_IF_TRUE, a[0], NULL, BC_PUSH_TRUE);
         else if (strcmp(sel, "ifNil:") == 0 && is_block_with(a[0], 0))
             inline_nil_test(g, n, want, a[0], NULL, false);
         else if (strcmp(sel, "ifNotNil:") == 0 && (is_block_with(a[0], 0) || is_block_with(a[0], 1)))
@@ -956,10 +939,10 @@ static bool try_inline(Gen *g, Node *n, bool want)
         return true;
     case 2:
         if (strcmp(sel, "ifTrue:ifFalse:") == 0 && is_block_with(a[0], 0) && is_block_with(a[1], 0))
-            inline_if(g, n, want, BC_JUMP_IF_FALSE, a[0], a[1]);
+            inline_if(g, n, want, BC_JUMP_IF_FALSE, a[0], a[1], BC_PUSH_NIL);
         else if (strcmp(sel, "ifFalse:ifTrue:") == 0 && is_block_with(a[0], 0) &&
                  is_block_with(a[1], 0))
-            inline_if(g, n, want, BC_JUMP_IF_TRUE, a[0], a[1]);
+            inline_if(g, n, want, BC_JUMP_IF_TRUE, a[0], a[1], BC_PUSH_NIL);
         else if (strcmp(sel, "ifNil:ifNotNil:") == 0 && is_block_with(a[0], 0) &&
                  (is_block_with(a[1], 0) || is_block_with(a[1], 1)))
             inline_nil_test(g, n, want, a[0], a[1], false);

@@ -21,7 +21,7 @@
  * unknown), r14 is set only once the new frame's header is written, and
  * both are 0 while frames are being unwound or copied (IP_CLEAR, FP_SET,
  * IP_SET, FRAMES_UNSTABLE). vm_interpret restores the caller's r14/r15. */
-register unsigned char *ip asm("r15"); /* VM_INTERP_IP_REGISTER in vm/interp/interp.h */
+register unsigned char *ip asm("r15"); /* VM_INTERP_IP_PERF_REG in vm/interp/interp.h */
 register unsigned long *vm_ifp asm("r14"); /* an Oop *; VM_INTERP_FP_PERF_REG in vm/interp/interp.h */
 
 /* Ordered register writes: an asm statement each (volatile asm statements
@@ -68,6 +68,7 @@ register unsigned long *vm_ifp asm("r14"); /* an Oop *; VM_INTERP_FP_PERF_REG in
 #include "vm/interp/doublesites.h"
 #include "vm/interp/sendcache.h"
 #include "vm/interp/traceback.h"
+#include "vm/interp/smallint.h"
 #include "vm/interp/special.h"
 #include "vm/interp/stack.h"
 #include "vm/loader/loader.h"
@@ -709,7 +710,7 @@ op_SUPER_SEND_W:
     n = ip[3];
     ip += 4;
 super_send : {
-    Oop super = obj_slots(obj_slots(method)[METHOD_HOLDER])[CLASS_SUPERCLASS];
+    Oop super = vm_class_superclass(obj_slots(method)[METHOD_HOLDER]);
     if (super == vm_nil) goto dnu;
     m = vm_lookup_cached(vm_class_instance_index(super), sel);
     if (BASE_UNLIKELY(!m)) goto dnu;

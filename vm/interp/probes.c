@@ -72,7 +72,7 @@ static const char *index_class_name(uint32_t ci, char *buf, size_t len)
     /* early in boot the table holds 0 (nil did not exist yet), later nil */
     Oop cls = ci < vm_class_table_size && vm_class_table ? vm_class_table[ci] : 0;
     bool named = cls && cls != vm_nil && oop_is_ptr(cls) && obj_num_slots(cls) > CLASS_NAME;
-    Oop name = named ? obj_slots(cls)[CLASS_NAME] : 0;
+    Oop name = named ? vm_class_name(cls) : 0;
     if (name && vm_is_symbol(name)) return vm_string_cstr(name, buf, len);
     if (ci < CLASS_INDEX_FIRST_FREE && fixed_class_names[ci]) return fixed_class_names[ci];
     (void)buf;
@@ -88,8 +88,8 @@ static void method_names(Oop method, char *cls, char *sel)
      * name is "Foo class"): either names itself in CLASS_NAME */
     Oop holder = obj_slots(method)[METHOD_HOLDER];
     bool named = holder && holder != vm_nil && oop_is_ptr(holder) && obj_num_slots(holder) > CLASS_NAME &&
-                 vm_is_symbol(obj_slots(holder)[CLASS_NAME]);
-    if (named) vm_string_cstr(obj_slots(holder)[CLASS_NAME], cls, PROBE_NAME_BYTES);
+                 vm_is_symbol(vm_class_name(holder));
+    if (named) vm_string_cstr(vm_class_name(holder), cls, PROBE_NAME_BYTES);
     else snprintf(cls, PROBE_NAME_BYTES, "?");
     /* a block's selector is cut 6 bytes earlier: "[] in " goes first */
     size_t at = 0;

@@ -56,10 +56,6 @@ Oop vm_block_new(Oop *fp, Oop m);
  * (PUSH_OUTER's operands): its slot in a live frame, or NULL with *ctx set
  * to the widowed context that holds it at CTX_FIRST_VAR + v. */
 Oop *vm_outer_var(Oop *fp, int level, int v, Oop *ctx);
-static inline bool vm_context_alive(Oop ctx, Oop nil)
-{
-    return obj_slots(ctx)[CTX_FRAME] != nil || obj_slots(ctx)[CTX_PC] != nil;
-}
 /* Copies a divorced context back onto the (empty) current page and pushes
  * result on its operand stack. Answers the new fp; *sp_out and *bcpc_out
  * say where to continue. ctx must head the chain the page's depth_below

@@ -27,14 +27,14 @@ void vm_lookup_set_observer(const VmLookupObserver *o) { observer = *o; }
 Oop vm_lookup(Oop cls, Oop selector)
 {
     while (oop_is_ptr(cls) && cls != vm_nil) {
-        Oop methods = obj_slots(cls)[CLASS_METHODS];
+        Oop methods = vm_class_methods(cls);
         if (oop_is_ptr(methods) && methods != vm_nil) {
             size_t n = obj_num_slots(methods);
             Oop *m = obj_slots(methods);
             for (size_t i = 0; i < n; i++)
                 if (obj_slots(m[i])[1] == selector) return m[i];
         }
-        cls = obj_slots(cls)[CLASS_SUPERCLASS];
+        cls = vm_class_superclass(cls);
     }
     return 0;
 }
@@ -78,7 +78,7 @@ const char *vm_class_name_cstr(Oop cls, char *buf, size_t len)
         snprintf(buf, len, "nil");
         return buf;
     }
-    Oop name = obj_slots(cls)[CLASS_NAME];
+    Oop name = vm_class_name(cls);
     if (!oop_is_ptr(name) || name == vm_nil) {
         snprintf(buf, len, "?");
         return buf;

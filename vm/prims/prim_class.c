@@ -9,7 +9,7 @@
 
 static bool p_name(Oop *a, Oop *r)
 {
-    *r = obj_slots(a[0])[CLASS_NAME];
+    *r = vm_class_name(a[0]);
     return true;
 }
 
@@ -23,7 +23,7 @@ static bool p_new(Oop *a, Oop *r)
 
 static bool p_superclass(Oop *a, Oop *r)
 {
-    *r = obj_slots(a[0])[CLASS_SUPERCLASS];
+    *r = vm_class_superclass(a[0]);
     return true;
 }
 
@@ -41,7 +41,7 @@ static bool p_fields(Oop *a, Oop *r)
 
 static bool p_methods(Oop *a, Oop *r)
 {
-    *r = obj_slots(a[0])[CLASS_METHODS];
+    *r = vm_class_methods(a[0]);
     return true;
 }
 

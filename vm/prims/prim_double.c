@@ -148,14 +148,11 @@ static bool prim_positive_infinity(Oop *args, Oop *result)
 
 static bool prim_from_string(Oop *args, Oop *result)
 {
-    Oop s = args[1];
-    if (!vm_is_string(s) && !vm_is_symbol(s))
-        return vm_prim_error("Expected object of type 'String_' but got type '%s'.", vm_num_type_name(s));
-    const char *text = (const char *)obj_bytes(s);
-    size_t len = obj_byte_length(s);
+    const char *text = NULL;
+    size_t len = 0;
+    if (!from_string_text(args[1], &text, &len)) return false;
     double d;
-    if (!vm_numfmt_parse_double(text, len, &d))
-        return vm_prim_error("'%.*s' cannot be converted to a Double.", (int)(len < QUOTE_MAX ? len : QUOTE_MAX), text);
+    if (!vm_numfmt_parse_double(text, len, &d)) return from_string_invalid(text, len, "a Double");
     return answer_double(d, result);
 }
 

@@ -242,7 +242,7 @@ static bool prim_at_random(Oop *args, Oop *result)
  * `3 > nan` is `((3 < nan) or: [3 = nan]) not`, true — and fail where it
  * failed (< on a non-number). Being primitives lets the interpreter and the
  * JIT inline them on SmallIntegers while Integer's method is the primitive
- * (vm/interp/interp.c, int_prims). */
+ * (vm/interp/special.h, vm_int_special_prims). */
 
 static bool less(Oop a, Oop b, bool *lt)
 {
@@ -341,15 +341,12 @@ static bool prim_as_double(Oop *args, Oop *result)
 /* Integer class>>fromString: — args[0] is the class. */
 static bool prim_from_string(Oop *args, Oop *result)
 {
-    Oop s = args[1];
-    if (!vm_is_string(s) && !vm_is_symbol(s))
-        return vm_prim_error("Expected object of type 'String_' but got type '%s'.", vm_num_type_name(s));
-    const char *text = (const char *)obj_bytes(s);
-    size_t len = obj_byte_length(s);
+    const char *text = NULL;
+    size_t len = 0;
+    if (!from_string_text(args[1], &text, &len)) return false;
     bool valid;
     Oop i = vm_int_from_decimal(text, len, &valid);
-    if (!valid)
-        return vm_prim_error("'%.*s' cannot be converted to an Integer.", (int)(len < QUOTE_MAX ? len : QUOTE_MAX), text);
+    if (!valid) return from_string_invalid(text, len, "an Integer");
     return answer(i, result);
 }
 

@@ -1,5 +1,5 @@
 /*
- * profiler/inimage.h — the in-VM profile behind `VMProfiler spyOn:`: the
+ * profiler/inimage_profile.h — the in-VM profile behind `VMProfiler spyOn:`: the
  * code events of the profiled interval kept as a timeline, the counters at
  * its start and end, and the report built from the sampler's samples the
  * way vmprofd builds it, so both print the same VMProfiler text.
@@ -13,7 +13,7 @@
  *                        stops taking events.
  *   prof_inimage_alloc_report  the same for the sampled allocations of a
  *                        private allocation log: "who allocates".
- *   prof_inimage_report  samples (profiler/invm_sampler.h) -> report/samples
+ *   prof_inimage_report  samples (profiler/inimage_sampler.h) -> report/samples
  *                        store -> report/resolve (code zone against the
  *                        timeline at each sample's time, the interpreter's
  *                        r15 against the methods' bytecodes, native code
@@ -27,10 +27,10 @@
  * Who may call: vm/boot/prim_profiler.c (the VMProfiler primitives), tests.
  * Single thread: the VM thread.
  */
-#ifndef PROFILER_INIMAGE_H
-#define PROFILER_INIMAGE_H
+#ifndef PROFILER_INIMAGE_PROFILE_H
+#define PROFILER_INIMAGE_PROFILE_H
 
-#include "profiler/invm_sampler.h"
+#include "profiler/inimage_sampler.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -60,7 +60,7 @@ typedef struct ProfInimageReportOptions {
     double seconds;          /* sampled time; <= 0: from begin to end */
     bool lines;              /* source lines next to bytecode ranges */
     bool folded;             /* folded stacks (one line per distinct whole stack) instead of the text */
-    bool realtime;           /* the sampler's timer thread had SCHED_FIFO (profiler/invm_sampler.h) */
+    bool realtime;           /* the sampler's timer thread had SCHED_FIFO (profiler/inimage_sampler.h) */
     bool have_sched;         /* the VM thread's CPU time and run-queue wait while sampled: */
     uint64_t sched_run_ns, sched_wait_ns;
 } ProfInimageReportOptions;

@@ -1,5 +1,5 @@
 /*
- * vm/model/vm.c — the VM-wide state of vm/model/vm.h: options, counters,
+ * vm/model/options_counters.c — the VM-wide state of vm/model/vm.h: options, counters,
  * the clock.
  */
 #include "vm/model/vm.h"

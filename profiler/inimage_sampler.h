@@ -1,5 +1,5 @@
 /*
- * profiler/invm_sampler.h — the in-VM sampler: where the VM thread is, about
+ * profiler/inimage_sampler.h — the in-VM sampler: where the VM thread is, about
  * 1400 times a second, kept in a circular buffer until Smalltalk collects
  * it (Cog's VMProfiler, reference 004 section 2.2: a separate thread
  * collecting the VM thread's pc into a large circular buffer).
@@ -51,8 +51,8 @@
  * Who may call: the VM thread (start, stop, clear, copy, stats), through
  * the VMProfiler primitives (vm/boot/prim_profiler.c), and tests.
  */
-#ifndef PROFILER_INVM_SAMPLER_H
-#define PROFILER_INVM_SAMPLER_H
+#ifndef PROFILER_INIMAGE_SAMPLER_H
+#define PROFILER_INIMAGE_SAMPLER_H
 
 #include "proto/stackabi.h"
 
@@ -88,7 +88,7 @@ typedef struct ProfSamplerStats {
      * between the last start and stop (or now), from schedstat. */
     bool have_sched;
     uint64_t sched_run_ns, sched_wait_ns;
-    bool realtime;        /* the timer thread ran at SCHED_FIFO (see invm_sampler.c) */
+    bool realtime;        /* the timer thread ran at SCHED_FIFO (see inimage_sampler.c) */
 } ProfSamplerStats;
 
 /* Starts sampling the calling thread at hz (1..PROF_SAMPLER_MAX_HZ) into

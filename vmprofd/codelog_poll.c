@@ -1,14 +1,14 @@
 /*
- * vmprofd/jitcode.c — reading the target's code event log while sampling
- * (see jitcode.h).
+ * vmprofd/codelog_poll.c — reading the target's code event log while sampling
+ * (see codelog_poll.h).
  */
-#include "vmprofd/jitcode.h"
+#include "vmprofd/codelog_poll.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-bool vmprofd_jitcode_open(JitCode *j, ExportReader *exp, bool quiet, char *why, size_t whylen)
+bool vmprofd_codelog_open(CodeLogPoll *j, ExportReader *exp, bool quiet, char *why, size_t whylen)
 {
     memset(j, 0, sizeof *j);
     const ProfExportHeader *h = vmprofd_export_header(exp);
@@ -36,7 +36,7 @@ bool vmprofd_jitcode_open(JitCode *j, ExportReader *exp, bool quiet, char *why, 
     return true;
 }
 
-void vmprofd_jitcode_poll(JitCode *j)
+void vmprofd_codelog_poll(CodeLogPoll *j)
 {
     if (!j->active)
         return;
@@ -46,12 +46,12 @@ void vmprofd_jitcode_poll(JitCode *j)
         return;
     if (j->warnings == 0)
         snprintf(j->first_warning, sizeof j->first_warning, "%s", warn);
-    if (j->warnings < VMPROFD_JITCODE_MAX_PRINTED && !j->quiet)
+    if (j->warnings < VMPROFD_CODELOG_MAX_PRINTED && !j->quiet)
         fprintf(stderr, "vmprofd: warning: %s\n", warn);
     j->warnings++;
 }
 
-void vmprofd_jitcode_notes(const JitCode *j, Profile *p)
+void vmprofd_codelog_notes(const CodeLogPoll *j, Profile *p)
 {
     if (!j->active)
         return;
@@ -73,7 +73,7 @@ void vmprofd_jitcode_notes(const JitCode *j, Profile *p)
                                 s->truncated, s->truncated == 1 ? "" : "s");
 }
 
-void vmprofd_jitcode_close(JitCode *j)
+void vmprofd_codelog_close(CodeLogPoll *j)
 {
     if (!j->active)
         return;

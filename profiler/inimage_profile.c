@@ -1,9 +1,9 @@
 /*
- * profiler/inimage.c — the in-VM profile: a private code timeline, the
- * counters, and the report through report/ (see inimage.h).
+ * profiler/inimage_profile.c — the in-VM profile: a private code timeline, the
+ * counters, and the report through report/ (see inimage_profile.h).
  */
 #define _GNU_SOURCE /* open_memstream, gettid through syscall */
-#include "profiler/inimage.h"
+#include "profiler/inimage_profile.h"
 
 #include "profiler/allocsampler.h"
 #include "profiler/codeevents.h"
@@ -268,7 +268,7 @@ char *prof_inimage_report(const ProfSample *s, size_t n, const ProfInimageReport
         h.seconds = opt->seconds;
     h.requested_hz = opt ? opt->requested_hz : 0;
     h.lost_samples = opt ? opt->lost_samples : 0;
-    h.cpu_weighted = true; /* the sampler's ticks are wall-clock (profiler/invm_sampler.h) */
+    h.cpu_weighted = true; /* the sampler's ticks are wall-clock (profiler/inimage_sampler.h) */
     h.have_sched = opt && opt->have_sched;
     h.sched_run_ns = opt ? opt->sched_run_ns : 0;
     h.sched_wait_ns = opt ? opt->sched_wait_ns : 0;

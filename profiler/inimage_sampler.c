@@ -1,10 +1,10 @@
 /*
- * profiler/invm_sampler.c — the in-VM sampler: a timer thread, SIGPROF on
+ * profiler/inimage_sampler.c — the in-VM sampler: a timer thread, SIGPROF on
  * the VM thread, a ring of (time, pc, r15, CPU time since the last). See
- * invm_sampler.h for why.
+ * inimage_sampler.h for why.
  */
 #define _GNU_SOURCE /* gettid/tgkill through syscall, REG_RIP and REG_R15 in ucontext */
-#include "profiler/invm_sampler.h"
+#include "profiler/inimage_sampler.h"
 
 #include "profiler/codeevents.h"
 #include "profiler/ownmem.h"
@@ -209,7 +209,7 @@ static _Atomic bool timer_realtime;
 static void *timer_main(void *arg)
 {
     (void)arg;
-    /* the lowest real-time priority beats every normal task (invm_sampler.h
+    /* the lowest real-time priority beats every normal task (inimage_sampler.h
      * says why it matters); refused without CAP_SYS_NICE, and said */
     struct sched_param rt = {.sched_priority = sched_get_priority_min(SCHED_FIFO)};
     atomic_store(&timer_realtime, pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt) == 0);

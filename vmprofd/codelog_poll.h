@@ -1,5 +1,5 @@
 /*
- * vmprofd/jitcode.h — the target's code over time, read while sampling: the
+ * vmprofd/codelog_poll.h — the target's code over time, read while sampling: the
  * export's code event log (report/codelog_reader.h) replayed into a timeline
  * (report/codemap.h), so that samples, resolved only when sampling ends, meet
  * the code as it was when each was taken.
@@ -12,8 +12,8 @@
  *
  * Who may call: vmprofd/session.c, tests.
  */
-#ifndef VMPROFD_JITCODE_H
-#define VMPROFD_JITCODE_H
+#ifndef VMPROFD_CODELOG_POLL_H
+#define VMPROFD_CODELOG_POLL_H
 
 #include "report/codelog_reader.h"
 #include "report/codemap.h"
@@ -25,9 +25,9 @@
 #include <stdint.h>
 
 /* Warnings printed on stderr before vmprofd only counts them. */
-#define VMPROFD_JITCODE_MAX_PRINTED 3
+#define VMPROFD_CODELOG_MAX_PRINTED 3
 
-typedef struct JitCode {
+typedef struct CodeLogPoll {
     bool active;          /* a log is being read */
     ExportReader *exp;    /* borrowed */
     ReportCodeLog log;
@@ -35,15 +35,15 @@ typedef struct JitCode {
     bool quiet;           /* no stderr */
     uint64_t warnings;
     char first_warning[256];
-} JitCode;
+} CodeLogPoll;
 
 /* Starts on exp's log. False with the reason in why: a version-1 segment,
  * a segment without a log, a log whose control block fails its checks. */
-bool vmprofd_jitcode_open(JitCode *j, ExportReader *exp, bool quiet, char *why, size_t whylen);
+bool vmprofd_codelog_open(CodeLogPoll *j, ExportReader *exp, bool quiet, char *why, size_t whylen);
 /* Takes in what the VM logged since the last poll. */
-void vmprofd_jitcode_poll(JitCode *j);
+void vmprofd_codelog_poll(CodeLogPoll *j);
 /* Notes for the report: warnings, recoveries, truncated loads. */
-void vmprofd_jitcode_notes(const JitCode *j, Profile *p);
-void vmprofd_jitcode_close(JitCode *j);
+void vmprofd_codelog_notes(const CodeLogPoll *j, Profile *p);
+void vmprofd_codelog_close(CodeLogPoll *j);
 
 #endif
