@@ -54,23 +54,6 @@ static void say(char *why, size_t whylen, const char *fmt, ...)
     va_end(ap);
 }
 
-static unsigned operand_w(const uint8_t *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
-
-/* Where a jump at pc lands, or -1 when it is not a jump. */
-long jit_compile_jump_target(const uint8_t *code, size_t pc)
-{
-    uint8_t op = code[pc];
-    size_t next = pc + vm_bytecode_length[op];
-    switch (op) {
-    case BC_JUMP:
-    case BC_JUMP_IF_TRUE:
-    case BC_JUMP_IF_FALSE:
-    case BC_JUMP_IF_NIL:
-    case BC_JUMP_IF_NOT_NIL: return (long)(next + operand_w(code + pc + 1));
-    case BC_JUMP_BACK: return (long)next - (long)operand_w(code + pc + 1);
-    default: return -1;
-    }
-}
 
 static bool is_compare(uint8_t op) { return (op >= BC_SEND_LT && op <= BC_SEND_NE) || op == BC_SEND_NOT_EQUAL; }
 
@@ -154,7 +137,7 @@ static size_t scan(Compiler *c, char *why, size_t whylen)
         }
         bool narrow = op == BC_PUSH_LITERAL || op == BC_SEND || op == BC_SUPER_SEND || op == BC_PUSH_BLOCK;
         bool wide = op == BC_PUSH_LITERAL_W || op == BC_SEND_W || op == BC_SUPER_SEND_W || op == BC_PUSH_BLOCK_W;
-        size_t lit = narrow ? c->code[pc + 1] : wide ? operand_w(c->code + pc + 1) : 0;
+        size_t lit = narrow ? c->code[pc + 1] : wide ? jit_compile_operand_w(c->code + pc + 1) : 0;
         if (lit >= nlits && (narrow || wide)) {
             say(why, whylen, "bytecode %zu names literal %zu of %zu", pc, lit, nlits);
             return 0;
@@ -179,48 +162,6 @@ static size_t scan(Compiler *c, char *why, size_t whylen)
 
 /* -- Emit helpers --------------------------------------------------------------------- */
 
-static uint32_t mcpc(Compiler *c) { return (uint32_t)jit_x64_size(&c->b); }
-
-/* A map entry here; the cold section's go to their own builder until the
- * join appends them (the map is built in mcpc order). */
-static void map_here(Compiler *c, size_t bcpc, JitMapKind kind)
-{
-    jit_map_add(jit_x64_in_cold(&c->b) ? &c->cold_map : &c->map, mcpc(c), (uint32_t)bcpc, kind);
-}
-
-/* A mark at mcpc for the bytecode being emitted, unless the last entry
- * is at the same place. */
-static void map_mark_at(JitMapBuilder *map, size_t mcpc, size_t bcpc)
-{
-    uint32_t n = jit_map_builder_count(map);
-    /* one bytecode per mcpc (jit_map_bcpc_at answers the first); the same one is no news */
-    if (n && map->entries[n - 1].mcpc == mcpc) return;
-    jit_map_add(map, (uint32_t)mcpc, (uint32_t)bcpc, JIT_MAP_LOCAL); /* no call or jump out ends here */
-}
-
-/* The profiler reads the code before an entry as its bytecode's (report/ranges.c), so a
- * piece moved to the cold section gets entries where it starts and ends, and the main
- * code one where the piece left it: the bytecode's send entry, which marked the end of
- * its fast path, is in the cold section now. */
-void jit_compile_cold_begin(Compiler *c)
-{
-    size_t here = jit_x64_here(&c->b); /* the fast path's pending jump is dropped or comes after */
-    bool from_main = !jit_x64_in_cold(&c->b);
-    jit_x64_cold_begin(&c->b);
-    if (!from_main || !jit_x64_in_cold(&c->b)) return;
-    map_mark_at(&c->map, here, c->pc);
-    uint32_t n = jit_map_builder_count(&c->cold_map);
-    if (n && c->cold_map.entries[n - 1].mcpc == mcpc(c) && c->cold_map.entries[n - 1].bcpc != c->pc)
-        jit_x64_int3(&c->b); /* the piece before ends here with its own bytecode's entry */
-    map_mark_at(&c->cold_map, mcpc(c), c->pc);
-}
-
-void jit_compile_cold_end(Compiler *c)
-{
-    if (jit_x64_cold_ending(&c->b)) map_mark_at(&c->cold_map, mcpc(c), c->pc); /* after its jump back */
-    jit_x64_cold_end(&c->b);
-}
-
 /* The cold section after the main code (after its last bytecode, under the
  * frame's unwind rule): its map entries and literal sites move with it. */
 static void cold_join(Compiler *c)
@@ -244,7 +185,7 @@ static void cold_join(Compiler *c)
 static void unwind_from_here(Compiler *c, uint32_t rule)
 {
     VM_ASSERT(!jit_x64_in_cold(&c->b), "the cold section runs in the frame");
-    uint32_t off = mcpc(c);
+    uint32_t off = (uint32_t)jit_x64_size(&c->b);
     if (c->nunwind && c->unwind[2 * (c->nunwind - 1)] == off) {
         c->unwind[2 * (c->nunwind - 1) + 1] = rule;
         return;
@@ -271,9 +212,6 @@ static void cmp_rax_oop(Compiler *c, Oop v)
     jit_x64_cmp_rr(&c->b, RAX, R11);
 }
 
-static X64Mem self_slot(void) { return jit_x64_mem(RBP, 8 * FRAME_RECEIVER); }
-static X64Mem temp_slot(int t) { return jit_x64_mem(RBP, 8 * (FRAME_FIRST_TEMP - t)); }
-static X64Mem arg_slot(int k) { return jit_x64_mem(RBP, 8 * k); }
 static X64Mem field_of_rax(int i) { return jit_x64_mem(RAX, (int32_t)(8 + 8 * i)); }
 
 /* -- The simulated stack -------------------------------------------------------------
@@ -307,7 +245,6 @@ static X64Mem field_of_rax(int i) { return jit_x64_mem(RAX, (int32_t)(8 + 8 * i)
 
 static bool fits_i32(int64_t v) { return v == (int64_t)(int32_t)v; }
 
-static X64Mem lit_of(X64Reg method, int i) { return jit_x64_mem(method, (int32_t)(8 + 8 * (METHOD_FIXED_SLOTS + i))); }
 
 static void sim_push(Compiler *c, SimKind kind, int64_t v)
 {
@@ -331,41 +268,18 @@ static void sim_materialise(Compiler *c, SimEntry e)
             jit_x64_push_r(b, R11);
         }
         break;
-    case SIM_SELF: jit_x64_push_m(b, self_slot()); break;
-    case SIM_ARG: jit_x64_push_m(b, arg_slot((int)e.v)); break;
-    case SIM_TEMP: jit_x64_push_m(b, temp_slot((int)e.v)); break;
+    case SIM_SELF: jit_x64_push_m(b, jit_compile_self_slot()); break;
+    case SIM_ARG: jit_x64_push_m(b, jit_compile_arg_slot((int)e.v)); break;
+    case SIM_TEMP: jit_x64_push_m(b, jit_compile_temp_slot((int)e.v)); break;
     case SIM_FIELD:
-        jit_x64_mov_rm(b, R11, self_slot());
+        jit_x64_mov_rm(b, R11, jit_compile_self_slot());
         jit_x64_push_m(b, jit_x64_mem(R11, (int32_t)(8 + 8 * e.v)));
         break;
     case SIM_LIT:
         jit_x64_mov_rm(b, R11, jit_x64_mem(RBP, 8 * FRAME_METHOD));
-        jit_x64_push_m(b, lit_of(R11, (int)e.v));
+        jit_x64_push_m(b, jit_compile_lit_of(R11, (int)e.v));
         break;
     case SIM_RAX: jit_x64_push_r(b, RAX); break;
-    }
-}
-
-/* r := the value e describes (r is its own scratch). */
-void jit_compile_sim_load(Compiler *c, SimEntry e, X64Reg r)
-{
-    X64Buf *b = &c->b;
-    switch (e.kind) {
-    case SIM_CONST: jit_x64_mov_ri(b, r, e.v); break;
-    case SIM_SELF: jit_x64_mov_rm(b, r, self_slot()); break;
-    case SIM_ARG: jit_x64_mov_rm(b, r, arg_slot((int)e.v)); break;
-    case SIM_TEMP: jit_x64_mov_rm(b, r, temp_slot((int)e.v)); break;
-    case SIM_FIELD:
-        jit_x64_mov_rm(b, r, self_slot());
-        jit_x64_mov_rm(b, r, jit_x64_mem(r, (int32_t)(8 + 8 * e.v)));
-        break;
-    case SIM_LIT:
-        jit_x64_mov_rm(b, r, jit_x64_mem(RBP, 8 * FRAME_METHOD));
-        jit_x64_mov_rm(b, r, lit_of(r, (int)e.v));
-        break;
-    case SIM_RAX:
-        if (r != RAX) jit_x64_mov_rr(b, r, RAX);
-        break;
     }
 }
 
@@ -437,7 +351,7 @@ static bool blocks_write_outer(Oop method, int depth)
         if (depth > 0 && (op == BC_STORE_OUTER || op == BC_POP_OUTER)) return true;
         if (op == BC_PUSH_BLOCK || op == BC_PUSH_BLOCK_W) {
             if (depth > 8) return true; /* deep enough: assume it does */
-            size_t lit = op == BC_PUSH_BLOCK ? code[pc + 1] : (size_t)operand_w(code + pc + 1);
+            size_t lit = op == BC_PUSH_BLOCK ? code[pc + 1] : (size_t)jit_compile_operand_w(code + pc + 1);
             Oop block = obj_slots(method)[METHOD_FIXED_SLOTS + lit];
             if (blocks_write_outer(block, depth + 1)) return true;
         }
@@ -464,7 +378,7 @@ static void pop_into(Compiler *c, X64Reg r)
 static void store_var(Compiler *c, SimKind kind, int v, bool pop)
 {
     X64Buf *b = &c->b;
-    X64Mem dst = kind == SIM_TEMP ? temp_slot(v) : arg_slot(v);
+    X64Mem dst = kind == SIM_TEMP ? jit_compile_temp_slot(v) : jit_compile_arg_slot(v);
     if (sim_reads_below_top(c, kind, v)) flush_below(c, 1); /* they must see the old value */
     if (!c->nsim) {
         if (pop) jit_x64_pop_r(b, R11);
@@ -488,17 +402,17 @@ static void store_var(Compiler *c, SimKind kind, int v, bool pop)
 /* A send through the send trampoline; the receiver and nargs arguments are
  * on the stack, the result replaces them. The map entry is the call's
  * return address. */
-void jit_compile_send_call(Compiler *c, int64_t tag, int nargs, size_t bcpc)
+static void send_call(Compiler *c, int64_t tag, int nargs, size_t bcpc)
 {
     jit_sendsite_emit(&c->b, jit_sendsite_unlinked_tag(tag, nargs), c->rt->send);
-    map_here(c, (uint32_t)bcpc, JIT_MAP_SEND);
+    jit_compile_map_here(c, (uint32_t)bcpc, JIT_MAP_SEND);
     jit_double_cache_load(c); /* the callee used the xmm registers */
 }
 
 /* The same, the result left in rax (not pushed). */
 static void emit_send_rax(Compiler *c, int64_t tag, int nargs, size_t bcpc)
 {
-    jit_compile_send_call(c, tag, nargs, bcpc);
+    send_call(c, tag, nargs, bcpc);
     jit_x64_lea_rm(&c->b, RSP, jit_x64_mem(RSP, 8 * (nargs + 1)));
 }
 
@@ -538,7 +452,7 @@ static void emit_global(Compiler *c, int64_t literal, size_t bcpc)
     jit_x64_mov_ri(b, RDI, literal);
     jit_x64_lea_rl(b, RSI, &site);
     jit_x64_call_rel32(b, c->rt->global);
-    map_here(c, (uint32_t)bcpc, JIT_MAP_OTHER);
+    jit_compile_map_here(c, (uint32_t)bcpc, JIT_MAP_OTHER);
     jit_x64_label_bind(b, &hit); /* the value in rax */
 }
 
@@ -558,13 +472,7 @@ bool jit_compile_global_site_fill(uint8_t *site, Oop value, uint32_t epoch)
 static void runtime_call(Compiler *c, const uint8_t *trampoline, size_t bcpc)
 {
     jit_x64_call_rel32(&c->b, trampoline);
-    map_here(c, (uint32_t)bcpc, JIT_MAP_OTHER);
-}
-
-void jit_compile_jcc_to(Compiler *c, X64Cond cc, X64Label *l, size_t bcpc)
-{
-    jit_x64_jcc_label32(&c->b, cc, l);
-    map_here(c, (uint32_t)bcpc, JIT_MAP_LOCAL);
+    jit_compile_map_here(c, (uint32_t)bcpc, JIT_MAP_OTHER);
 }
 
 /* rax = the answer. A frame that made blocks may have a context, which
@@ -578,7 +486,7 @@ static void epilogue(Compiler *c)
         jit_x64_jcc_label32(&c->b, JIT_X64_CC_NC, &no_context);
         jit_x64_push_r(&c->b, RAX);
         jit_x64_call_rel32(&c->b, c->rt->widow);
-        map_here(c, 0, JIT_MAP_OTHER);
+        jit_compile_map_here(c, 0, JIT_MAP_OTHER);
         jit_x64_pop_r(&c->b, RAX);
         jit_x64_label_bind(&c->b, &no_context);
     }
@@ -590,32 +498,6 @@ static void epilogue(Compiler *c)
 }
 
 /* -- Templates -------------------------------------------------------------------------- */
-
-/* The checked entry: the receiver's class against the site's tag (edi). */
-static void emit_checked_entry(X64Buf *b, int nargs, X64Label *abort)
-{
-    jit_sendsite_emit_receiver_class(b, 8 * (1 + nargs));
-    jit_x64_cmp_rr(b, RCX, RDI);
-    jit_x64_jcc_label32(b, JIT_X64_CC_NE, abort);
-}
-
-/* Out of line: a class miss, and the entry checks' slow path. Their jumps
- * leave the piece, so they get map entries (bcpc 0): compaction finds every
- * rel32 that leaves a piece through its map. */
-static void emit_entry_exits(X64Buf *b, JitMapBuilder *map, const JitCompileRuntime *rt, X64Label *header,
-                             X64Label *abort, X64Label *slow, X64Label *checked)
-{
-    jit_x64_label_bind(b, abort);
-    jit_x64_lea_rl(b, RSI, header);
-    jit_x64_jmp_rel32(b, rt->method_abort);
-    jit_map_add(map, (uint32_t)jit_x64_size(b), 0, JIT_MAP_OTHER);
-    if (slow) {
-        jit_x64_label_bind(b, slow);
-        jit_x64_lea_rl(b, RSI, checked);
-        jit_x64_jmp_rel32(b, rt->entry_slow);
-        jit_map_add(map, (uint32_t)jit_x64_size(b), 0, JIT_MAP_OTHER);
-    }
-}
 
 /* To slow on an interrupt: a GC wanted, a tracer on the method probes.
  * Clobbers rax, r11. */
@@ -714,27 +596,6 @@ static X64Cond compare_cond(uint8_t op)
     case BC_SEND_EQ: return JIT_X64_CC_E;
     default: return JIT_X64_CC_NE;
     }
-}
-
-long jit_compile_fused_branch(const Compiler *c, size_t next)
-{
-    if (next >= c->len || c->target[next]) return -1;
-    uint8_t after = c->code[next];
-    if (after == BC_JUMP_IF_TRUE || after == BC_JUMP_IF_FALSE) return (long)next;
-    if (after != BC_JUMP) return -1;
-    long jt = jit_compile_jump_target(c->code, next);
-    if (jt <= (long)next || (size_t)jt >= c->len) return -1;
-    uint8_t there = c->code[jt];
-    return there == BC_JUMP_IF_TRUE || there == BC_JUMP_IF_FALSE ? jt : -1;
-}
-
-/* rax := true when cc holds after the compare, else false. */
-void jit_compile_set_boolean(Compiler *c, X64Cond cc)
-{
-    X64Buf *b = &c->b;
-    jit_x64_mov_ri(b, RAX, (int64_t)c->rt->false_obj);
-    jit_x64_mov_ri(b, RDX, (int64_t)c->rt->true_obj);
-    jit_x64_cmovcc_rr(b, cc, RAX, RDX);
 }
 
 /* JUMP_IF_TRUE/FALSE/NIL/NOT_NIL at pc on the condition in rax (already
@@ -862,7 +723,7 @@ static void send_and_merge(Compiler *c, X64Label *slow, X64Label *done, const X6
     VM_ASSERT(!c->nheld || !s, "held descriptors above the real stack's operands");
     for (int i = 0; i < c->nheld; i++) sim_materialise(c, c->held[i]); /* a whole frame for the send */
     for (int j = s; j < k; j++) jit_x64_push_r(b, regs[j]);
-    jit_compile_send_call(c, tag, nargs, pc);
+    send_call(c, tag, nargs, pc);
     jit_double_cache_answer(c);
     jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * (k + c->nheld)));
     jit_x64_jmp_forward(b, s ? &merged : done);
@@ -1122,7 +983,7 @@ static size_t emit_special(Compiler *c, size_t pc)
 static void emit_double_send(Compiler *c, size_t pc, JitDoubleSend kind)
 {
     const uint8_t *p = c->code + pc;
-    int64_t tag = p[0] == BC_SEND ? p[1] : operand_w(p + 1);
+    int64_t tag = p[0] == BC_SEND ? p[1] : jit_compile_operand_w(p + 1);
     int nargs = p[0] == BC_SEND ? p[2] : p[3];
     int k = nargs + 1;
     VM_ASSERT(k <= 2);
@@ -1148,20 +1009,11 @@ static void barrier_unneeded(Compiler *c, X64Label *done);
  * every activation still fires method__entry. A setter whose store would
  * need the barrier sends too (the method's own code remembers). Answers
  * false (nothing emitted) when the site has no such hint. */
-bool jit_compile_accessor(const Compiler *c, size_t pc, uint32_t *class_index, bool *setter, int *field)
-{
-    const uint8_t *p = c->code + pc;
-    VM_ASSERT(p[0] == BC_SEND || p[0] == BC_SEND_W);
-    int nargs = p[0] == BC_SEND ? p[2] : p[3];
-    return nargs <= 1 && c->rt->site_accessor && c->rt->site_accessor(p, class_index, setter, field) &&
-           *setter == (nargs == 1) && *class_index != CLASS_INDEX_SMALLINT && *class_index != CLASS_INDEX_DOUBLE;
-}
-
 static bool emit_inline_accessor(Compiler *c, size_t pc)
 {
     X64Buf *b = &c->b;
     const uint8_t *p = c->code + pc;
-    int64_t tag = p[0] == BC_SEND ? p[1] : operand_w(p + 1);
+    int64_t tag = p[0] == BC_SEND ? p[1] : jit_compile_operand_w(p + 1);
     int nargs = p[0] == BC_SEND ? p[2] : p[3];
     uint32_t class_index;
     bool setter;
@@ -1184,7 +1036,7 @@ static bool emit_inline_accessor(Compiler *c, size_t pc)
     X64Label slow = JIT_X64_LABEL("accessor send"), done = JIT_X64_LABEL("accessor done");
     if (guard) { /* the setter's receiver must still be the temp's value */
         if (setter && !receiver_is_temp) {
-            jit_x64_cmp_rm(b, RAX, temp_slot(guarded_temp));
+            jit_x64_cmp_rm(b, RAX, jit_compile_temp_slot(guarded_temp));
             jit_x64_jcc_label32(b, JIT_X64_CC_NE, &slow);
         }
         jit_x64_test_ri(b, JIT_GUARD_REG, guard);
@@ -1226,7 +1078,7 @@ static void barrier(Compiler *c, size_t bcpc)
     barrier_unneeded(c, &done);
     jit_x64_mov_rr(&c->b, RDI, RAX);
     jit_x64_call_rel32(&c->b, c->rt->barrier);
-    map_here(c, (uint32_t)bcpc, JIT_MAP_OTHER);
+    jit_compile_map_here(c, (uint32_t)bcpc, JIT_MAP_OTHER);
     jit_x64_label_bind(&c->b, &done);
 }
 
@@ -1252,7 +1104,7 @@ static void barrier_unneeded(Compiler *c, X64Label *done)
 /* Stores rcx into field i of self, with the barrier. */
 static void store_field(Compiler *c, int i, size_t bcpc)
 {
-    jit_x64_mov_rm(&c->b, RAX, self_slot());
+    jit_x64_mov_rm(&c->b, RAX, jit_compile_self_slot());
     jit_x64_mov_mr(&c->b, field_of_rax(i), RCX);
     barrier(c, bcpc);
 }
@@ -1560,7 +1412,7 @@ static void emit_back_jump(Compiler *c, size_t pc)
     jit_x64_test_rr(b, RAX, RAX);
     jit_x64_jcc_label32(b, JIT_X64_CC_Z, &go);
     jit_x64_call_rel32(b, c->rt->safepoint);
-    map_here(c, (uint32_t)pc, JIT_MAP_BACKJUMP);
+    jit_compile_map_here(c, (uint32_t)pc, JIT_MAP_BACKJUMP);
     jit_double_cache_load(c); /* after the call; and OSR enters here */
     jit_x64_label_bind(b, &go);
     jit_double_cache_guard_probes(c);
@@ -1601,7 +1453,7 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
     case BC_PUSH_1: sim_push(c, SIM_CONST, (int64_t)oop_from_int(1)); break;
     case BC_PUSH_LITERAL:
     case BC_PUSH_LITERAL_W: {
-        unsigned lit = op == BC_PUSH_LITERAL ? p[1] : operand_w(p + 1);
+        unsigned lit = op == BC_PUSH_LITERAL ? p[1] : jit_compile_operand_w(p + 1);
         Oop v = obj_slots(c->method)[METHOD_FIXED_SLOTS + lit];
         if (oop_is_int(v)) sim_push(c, SIM_CONST, (int64_t)v); /* immediates never change, nor move */
         else sim_push(c, SIM_LIT, lit);
@@ -1639,7 +1491,7 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
     case BC_PUSH_GLOBAL:
     case BC_PUSH_GLOBAL_W:
         flush(c);
-        emit_global(c, op == BC_PUSH_GLOBAL ? p[1] : operand_w(p + 1), pc);
+        emit_global(c, op == BC_PUSH_GLOBAL ? p[1] : jit_compile_operand_w(p + 1), pc);
         sim_push(c, SIM_RAX, 0);
         break;
     case BC_SEND:
@@ -1651,13 +1503,13 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
         }
         if (emit_inline_accessor(c, pc)) break;
         flush(c);
-        emit_send_rax(c, op == BC_SEND ? p[1] : operand_w(p + 1), op == BC_SEND ? p[2] : p[3], pc);
+        emit_send_rax(c, op == BC_SEND ? p[1] : jit_compile_operand_w(p + 1), op == BC_SEND ? p[2] : p[3], pc);
         sim_push(c, SIM_RAX, 0);
         break;
     }
     case BC_SUPER_SEND:
     case BC_SUPER_SEND_W: {
-        unsigned lit = op == BC_SUPER_SEND ? p[1] : operand_w(p + 1);
+        unsigned lit = op == BC_SUPER_SEND ? p[1] : jit_compile_operand_w(p + 1);
         int n = op == BC_SUPER_SEND ? p[2] : p[3];
         flush(c);
         jit_x64_mov_r32i(b, RDI, jit_sendsite_unlinked_tag(lit, n));
@@ -1669,7 +1521,7 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
     case BC_PUSH_BLOCK:
     case BC_PUSH_BLOCK_W:
         flush(c);
-        jit_x64_mov_r32i(b, RDI, op == BC_PUSH_BLOCK ? p[1] : operand_w(p + 1));
+        jit_x64_mov_r32i(b, RDI, op == BC_PUSH_BLOCK ? p[1] : jit_compile_operand_w(p + 1));
         runtime_call(c, c->rt->push_block, pc);
         sim_push(c, SIM_RAX, 0);
         break;
@@ -1692,7 +1544,7 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
         break;
     case BC_RETURN_SELF:
         c->nsim = 0;
-        jit_x64_mov_rm(b, RAX, self_slot());
+        jit_x64_mov_rm(b, RAX, jit_compile_self_slot());
         epilogue(c);
         break;
     case BC_JUMP:
@@ -1778,11 +1630,11 @@ static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *che
     jit_x64_data(&c->b, header_copy, JIT_METHOD_CODE);
     jit_x64_label_bind(&c->b, checked_entry);
     unwind_from_here(c, PROF_UNWIND_FRAMELESS); /* entry checks run before the frame exists */
-    emit_checked_entry(&c->b, c->nargs, &abort);
+    jit_compile_checked_entry(&c->b, c->nargs, &abort);
     jit_x64_label_bind(&c->b, unchecked_entry);
     if (is_getter(c)) {
         emit_getter_body(c, &slow, &checked);
-        emit_entry_exits(&c->b, &c->map, c->rt, &header, &abort, &slow, &checked);
+        jit_compile_entry_exits(&c->b, &c->map, c->rt, &header, &abort, &slow, &checked);
         return;
     }
     if (is_setter(c)) emit_setter_fast_path(c, &slow);
@@ -1819,7 +1671,7 @@ static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *che
     }
     cold_join(c);
     unwind_from_here(c, PROF_UNWIND_FRAMELESS); /* the entry checks' exits */
-    emit_entry_exits(&c->b, &c->map, c->rt, &header, &abort, &slow, &checked);
+    jit_compile_entry_exits(&c->b, &c->map, c->rt, &header, &abort, &slow, &checked);
 }
 
 static JitMethod *fail(JitZone *z, JitMethod *m, char *why, size_t whylen, const char *reason)
@@ -1919,94 +1771,4 @@ out:
     free(c.target);
     free(c.labels);
     return m;
-}
-
-/* A stub: the compiled entry of a method that has no bytecodes to compile
- * (a primitive, a block evaluation). Header, checked entry, then the
- * caller emits the body at the unchecked entry into s->b and s->map. */
-typedef struct Stub {
-    JitMethod *m;
-    int nargs;
-    X64Buf b;
-    JitMapBuilder map;
-    X64Label header, abort, checked, unchecked;
-} Stub;
-
-static bool stub_begin(Stub *s, JitZone *z, Oop method, size_t code_bound)
-{
-    s->m = jit_zone_alloc(z, JIT_KIND_METHOD, JIT_METHOD_CODE + code_bound + 2 * JIT_MAP_ENTRY_MAX_BYTES);
-    if (!s->m) return false;
-    s->nargs = vm_method_nargs(method);
-    s->m->nargs = (uint8_t)s->nargs;
-    s->m->method = method;
-    JitMethod copy = *s->m;
-    jit_x64_buf_init(&s->b, s->m, s->m->size);
-    jit_map_builder_init(&s->map);
-    s->header = JIT_X64_LABEL("header");
-    s->abort = JIT_X64_LABEL("class miss");
-    s->checked = JIT_X64_LABEL("checked entry");
-    s->unchecked = JIT_X64_LABEL("unchecked entry");
-    jit_x64_label_bind(&s->b, &s->header);
-    jit_x64_data(&s->b, &copy, JIT_METHOD_CODE);
-    jit_x64_label_bind(&s->b, &s->checked);
-    emit_checked_entry(&s->b, s->nargs, &s->abort);
-    jit_x64_label_bind(&s->b, &s->unchecked);
-    return true;
-}
-
-/* The class-miss exit, then the map after the code and the entries in the
- * header. Stubs are small and fixed: a failure here is a bug in this file. */
-static JitMethod *stub_end(Stub *s, JitZone *z, const JitCompileRuntime *rt)
-{
-    X64Buf *b = &s->b;
-    emit_entry_exits(b, &s->map, rt, &s->header, &s->abort, NULL, NULL);
-    const char *err = NULL;
-    if (!jit_x64_finish(b, &err)) vm_panic("a JIT stub did not assemble: %s", err ? err : "?");
-    JitMethodLayout l;
-    if (!jit_map_builder_ok(&s->map) ||
-        !jit_method_layout(&l, jit_x64_size(b) - JIT_METHOD_CODE, jit_map_builder_bytes(&s->map),
-                           jit_map_builder_count(&s->map), 0) ||
-        l.size > s->m->size)
-        vm_panic("a JIT stub's map does not fit its piece");
-    jit_method_apply_layout(s->m, &l);
-    jit_method_set_entries(s->m, jit_x64_label_address(b, &s->checked), jit_x64_label_address(b, &s->unchecked));
-    jit_map_encode(&s->map, jit_method_map_bytes(s->m), s->m->size - l.map_offset);
-    jit_map_builder_release(&s->map);
-    jit_zone_shrink(z, s->m, l.size);
-    return s->m;
-}
-
-JitMethod *jit_compile_primitive(JitZone *z, const JitCompileRuntime *rt, Oop method, int index)
-{
-    Stub s;
-    if (!stub_begin(&s, z, method, 128)) return NULL;
-    jit_x64_mov_r32i(&s.b, RDI, (uint32_t)index);
-    jit_x64_mov_r32i(&s.b, RSI, (uint32_t)s.nargs);
-    jit_x64_lea_rl(&s.b, RDX, &s.header);
-    jit_x64_call_rel32(&s.b, rt->primitive);
-    jit_map_add(&s.map, (uint32_t)jit_x64_size(&s.b), 0, JIT_MAP_OTHER);
-    jit_x64_ret(&s.b);
-    return stub_end(&s, z, rt);
-}
-
-JitMethod *jit_compile_block_value(JitZone *z, const JitCompileRuntime *rt, Oop method)
-{
-    Stub s;
-    if (!stub_begin(&s, z, method, 192)) return NULL;
-    X64Buf *b = &s.b;
-    int nargs = s.nargs;
-    X64Label miss = JIT_X64_LABEL("block not compiled");
-    /* closure -> block method -> its JitMethod */
-    jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 8 * (1 + nargs)));
-    jit_x64_mov_rm(b, RAX, field_of_rax(BLOCK_METHOD));
-    jit_sendsite_emit_compiled_or(b, &miss);
-    jit_x64_movzx_rm8(b, RCX, jit_x64_mem(RAX, offsetof(JitMethod, nargs)));
-    jit_x64_cmp_ri(b, RCX, nargs);
-    jit_x64_jcc_label32(b, JIT_X64_CC_NE, &miss); /* the interpreter reports the wrong count */
-    jit_sendsite_emit_jump_unchecked(b);
-    jit_x64_label_bind(b, &miss);
-    jit_x64_lea_rl(b, RSI, &s.header);
-    jit_x64_jmp_rel32(b, rt->block_value_miss);
-    jit_map_add(&s.map, (uint32_t)jit_x64_size(b), 0, JIT_MAP_OTHER);
-    return stub_end(&s, z, rt);
 }

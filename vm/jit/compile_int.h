@@ -1,12 +1,12 @@
 /*
  * vm/jit/compile_int.h — what vm/jit/compile.c shares with the files that emit
  * parts of its templates (double_inline.c, double_cache.c, double_types.c):
- * the compiler's state, the simulated stack's descriptors, a few emit
- * helpers, and those files' entry points. It includes no compile.h, so it
- * sits below compile.c and those files alike. (The emit helpers are still
- * compile.c's; splitting compile.c gives them a file of their own.)
+ * the compiler's state, the simulated stack's descriptors, the emit
+ * helpers they share (vm/jit/emit.c), and those files' entry points. It
+ * includes no compile.h, so it sits below compile.c and those files alike;
+ * they all call down into emit.c, which calls none of them.
  *
- * Who may include: vm/jit/compile.c, vm/jit/double_*.c.
+ * Who may include: vm/jit/compile.c, vm/jit/emit.c, vm/jit/double_*.c.
  */
 #ifndef JIT_COMPILE_INT_H
 #define JIT_COMPILE_INT_H
@@ -15,6 +15,8 @@
 #include "vm/jit/map.h"
 #include "vm/jit/x64.h"
 #include "vm/jit/x64_regs.h"
+#include "vm/model/frame.h"
+#include "vm/model/method.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -91,6 +93,23 @@ typedef struct SimEntry {
     int64_t v; /* the Oop (SIM_CONST) or the index */
 } SimEntry;
 
+/* -- vm/jit/emit.c --------------------------------------------------------------------- */
+
+/* A bytecode's 16-bit operand at p (little-endian). */
+static inline unsigned jit_compile_operand_w(const uint8_t *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
+/* The frame slots machine code reads (vm/model/frame.h's drawing), and
+ * literal i of the method in register `method`. */
+static inline X64Mem jit_compile_self_slot(void) { return jit_x64_mem(JIT_X64_RBP, 8 * FRAME_RECEIVER); }
+static inline X64Mem jit_compile_temp_slot(int t) { return jit_x64_mem(JIT_X64_RBP, 8 * (FRAME_FIRST_TEMP - t)); }
+static inline X64Mem jit_compile_arg_slot(int k) { return jit_x64_mem(JIT_X64_RBP, 8 * k); }
+static inline X64Mem jit_compile_lit_of(X64Reg method, int i)
+{
+    return jit_x64_mem(method, (int32_t)(8 + 8 * (METHOD_FIXED_SLOTS + i)));
+}
+
+/* A map entry here for the bytecode at bcpc; the cold section's go to
+ * their own builder until the join appends them. */
+void jit_compile_map_here(Compiler *c, size_t bcpc, JitMapKind kind);
 /* Code that rarely runs goes between these (jit/x64.h, "The cold section"):
  * after the method's last bytecode, mapped to the bytecode at c->pc. */
 void jit_compile_cold_begin(Compiler *c);
@@ -101,9 +120,6 @@ void jit_compile_sim_load(Compiler *c, SimEntry e, X64Reg r);
 void jit_compile_jcc_to(Compiler *c, X64Cond cc, X64Label *l, size_t bcpc);
 /* Where a jump at pc lands, or -1 when it is not a jump. */
 long jit_compile_jump_target(const uint8_t *code, size_t pc);
-/* A send through the send trampoline, mapped (the receiver and nargs
- * arguments on the stack; the answer replaces them). */
-void jit_compile_send_call(Compiler *c, int64_t tag, int nargs, size_t bcpc);
 /* The conditional jump (JUMP_IF_TRUE/FALSE) that a comparison whose next
  * bytecode is at next fuses with, or -1: the next bytecode itself, or the
  * one an unconditional forward jump there lands on (`(a < b) and: [ c <= d ]`
@@ -117,6 +133,14 @@ long jit_compile_fused_branch(const Compiler *c, size_t next);
 bool jit_compile_accessor(const Compiler *c, size_t pc, uint32_t *class_index, bool *setter, int *field);
 /* rax := true when cc holds after the compare, else false. */
 void jit_compile_set_boolean(Compiler *c, X64Cond cc);
+
+/* The checked entry: the receiver's class against the site's tag (edi),
+ * to abort on a miss. */
+void jit_compile_checked_entry(X64Buf *b, int nargs, X64Label *abort);
+/* Out of line: a class miss (abort) and, when slow is not NULL, the entry
+ * checks' slow path, each mapped (bcpc 0) as their jumps leave the piece. */
+void jit_compile_entry_exits(X64Buf *b, JitMapBuilder *map, const JitCompileRuntime *rt, X64Label *header,
+                             X64Label *abort, X64Label *slow, X64Label *checked);
 
 /* -- vm/jit/double_cache.c ------------------------------------------------------------- */
 

@@ -57,7 +57,7 @@
 #include <string.h>
 
 /* Bytecodes a region may hold: none calls anything but a send through
- * jit_compile_send_call (the special sends' generic send, mustBeBoolean)
+ * the send trampoline (the special sends' generic send, mustBeBoolean)
  * or the back jump's safepoint. */
 static bool region_op(const Compiler *c, size_t pc)
 {

@@ -4,6 +4,7 @@
  */
 #include "vm/jit/enter.h"
 
+#include "vm/jit/piece.h"
 #include "vm/jit/x64.h"
 #include "vm/jit/x64_regs.h"
 #include "proto/stackabi.h"
@@ -32,9 +33,9 @@ void jit_enter_request_exit(JitStatus status)
 
 #define PIECE_MAX_UNWIND 4
 
+/* A trampoline piece and the unwind rules of its code. */
 typedef struct Piece {
-    JitMethod *m;
-    X64Buf buf;
+    JitPiece p;
     uint32_t unwind[2 * PIECE_MAX_UNWIND]; /* vm/jit/jitmethod.h's unwind table */
     uint32_t nunwind;
 } Piece;
@@ -43,33 +44,21 @@ typedef struct Piece {
 static void unwind_from_here(Piece *p, uint32_t rule)
 {
     VM_ASSERT(p->nunwind < PIECE_MAX_UNWIND);
-    p->unwind[2 * p->nunwind] = JIT_METHOD_CODE + (uint32_t)jit_x64_size(&p->buf);
+    p->unwind[2 * p->nunwind] = (uint32_t)jit_x64_size(&p->p.b);
     p->unwind[2 * p->nunwind + 1] = rule;
     p->nunwind++;
 }
 
-static bool piece_begin(Piece *p, JitZone *z)
+static bool piece_begin(Piece *p, JitZone *z, int nargs)
 {
-    p->m = jit_zone_alloc(z, JIT_KIND_TRAMPOLINE, JIT_METHOD_CODE + PIECE_MAX_CODE);
-    if (!p->m) return false;
-    jit_x64_buf_init(&p->buf, jit_method_code(p->m), PIECE_MAX_CODE);
     p->nunwind = 0;
-    return true;
+    return jit_piece_begin(&p->p, z, JIT_KIND_TRAMPOLINE, PIECE_MAX_CODE, 0, nargs);
 }
 
-/* Keeps what was emitted and gives the rest of the piece back. Incomplete
- * code can only come from a bug in this file: vm_panic. */
-static uint8_t *piece_end(Piece *p, JitZone *z, uint8_t nargs)
+/* Keeps what was emitted and gives the rest of the piece back. */
+static uint8_t *piece_end(Piece *p, JitZone *z)
 {
-    const char *why = NULL;
-    if (!jit_x64_finish(&p->buf, &why)) vm_panic("vm/jit/enter.c generated bad code: %s", why);
-    JitMethodLayout l;
-    jit_method_layout_unwind(&l, jit_x64_size(&p->buf), 0, 0, 0, p->nunwind);
-    jit_method_apply_layout(p->m, &l);
-    memcpy(jit_method_unwind(p->m), p->unwind, p->nunwind * 2 * sizeof *p->unwind);
-    p->m->nargs = nargs;
-    jit_zone_shrink(z, p->m, l.size);
-    return jit_method_code(p->m);
+    return jit_method_code(jit_piece_end(&p->p, z, NULL, p->unwind, p->nunwind, "vm/jit/enter.c"));
 }
 
 /* -- Emitters ---------------------------------------------------------------------- */
@@ -135,7 +124,7 @@ static void emit_return_to(X64Buf *b)
  * stack (a send machine code makes straight into a compiled callee). */
 static void emit_runtime_call(Piece *p, const void *fn, bool dispatch)
 {
-    X64Buf *b = &p->buf;
+    X64Buf *b = &p->p.b;
     X64Label leave = JIT_X64_LABEL("leave");
     emit_load_cstate(b);
     jit_x64_mov_mr(b, cstate(offsetof(JitCState, st_sp)), RSP);
@@ -180,20 +169,20 @@ static void emit_runtime_call(Piece *p, const void *fn, bool dispatch)
 bool jit_enter_init(JitEnter *e, JitZone *z, char *err, size_t errlen)
 {
     Piece p;
-    if (!piece_begin(&p, z)) goto full;
+    if (!piece_begin(&p, z, 0)) goto full;
     unwind_from_here(&p, PROF_UNWIND_SWITCH);
-    emit_return_to_interpreter(&p.buf);
-    e->return_to_interpreter = piece_end(&p, z, 0);
+    emit_return_to_interpreter(&p.p.b);
+    e->return_to_interpreter = piece_end(&p, z);
 
-    if (!piece_begin(&p, z)) goto full;
+    if (!piece_begin(&p, z, 2)) goto full;
     unwind_from_here(&p, PROF_UNWIND_SWITCH);
-    emit_enter(&p.buf, e->return_to_interpreter);
-    e->enter = (JitEnilopmart)(void *)piece_end(&p, z, 2);
+    emit_enter(&p.p.b, e->return_to_interpreter);
+    e->enter = (JitEnilopmart)(void *)piece_end(&p, z);
 
-    if (!piece_begin(&p, z)) goto full;
+    if (!piece_begin(&p, z, 2)) goto full;
     unwind_from_here(&p, PROF_UNWIND_SWITCH);
-    emit_return_to(&p.buf);
-    e->return_to = (JitEnilopmart)(void *)piece_end(&p, z, 2);
+    emit_return_to(&p.p.b);
+    e->return_to = (JitEnilopmart)(void *)piece_end(&p, z);
     return true;
 
 full:
@@ -207,9 +196,9 @@ uint8_t *jit_enter_runtime_trampoline(JitZone *z, const void *fn, int nargs)
     VM_ASSERT(nargs >= 0 && nargs <= JIT_ENTER_MAX_RUNTIME_ARGS, "a runtime routine takes 0..%d arguments, not %d",
               JIT_ENTER_MAX_RUNTIME_ARGS, nargs);
     Piece p;
-    if (!piece_begin(&p, z)) return NULL;
+    if (!piece_begin(&p, z, nargs)) return NULL;
     emit_runtime_call(&p, fn, false);
-    return piece_end(&p, z, (uint8_t)nargs);
+    return piece_end(&p, z);
 }
 
 uint8_t *jit_enter_dispatch_trampoline(JitZone *z, const void *fn, int nargs)
@@ -217,17 +206,17 @@ uint8_t *jit_enter_dispatch_trampoline(JitZone *z, const void *fn, int nargs)
     VM_ASSERT(nargs >= 0 && nargs <= JIT_ENTER_MAX_RUNTIME_ARGS, "a runtime routine takes 0..%d arguments, not %d",
               JIT_ENTER_MAX_RUNTIME_ARGS, nargs);
     Piece p;
-    if (!piece_begin(&p, z)) return NULL;
+    if (!piece_begin(&p, z, nargs)) return NULL;
     emit_runtime_call(&p, fn, true);
-    return piece_end(&p, z, (uint8_t)nargs);
+    return piece_end(&p, z);
 }
 
 uint8_t *jit_enter_answer_trampoline(JitZone *z, const uint64_t *slot)
 {
     Piece p;
-    if (!piece_begin(&p, z)) return NULL;
-    jit_x64_mov_ri64(&p.buf, JIT_X64_RAX, (uint64_t)(uintptr_t)slot); /* mov rax, slot */
-    jit_x64_mov_rm(&p.buf, JIT_X64_RAX, jit_x64_mem(JIT_X64_RAX, 0));   /* mov rax, [rax] */
-    jit_x64_ret(&p.buf);
-    return piece_end(&p, z, 0);
+    if (!piece_begin(&p, z, 0)) return NULL;
+    jit_x64_mov_ri64(&p.p.b, JIT_X64_RAX, (uint64_t)(uintptr_t)slot); /* mov rax, slot */
+    jit_x64_mov_rm(&p.p.b, JIT_X64_RAX, jit_x64_mem(JIT_X64_RAX, 0));   /* mov rax, [rax] */
+    jit_x64_ret(&p.p.b);
+    return piece_end(&p, z);
 }

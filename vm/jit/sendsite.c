@@ -4,6 +4,7 @@
  */
 #include "vm/jit/sendsite.h"
 
+#include "vm/jit/piece.h"
 #include "vm/jit/x64_regs.h"
 #include "vm/model/class.h"
 #include "vm/model/method.h"
@@ -89,39 +90,6 @@ void jit_sendsite_emit_receiver_class(X64Buf *b, int32_t receiver_disp)
 #define CLOSED_PIC_CODE_BOUND (64 + JIT_MAX_PIC_CASES * JIT_SENDSITE_CASE_BYTES + 32)
 #define OPEN_PIC_CODE_BOUND 192
 
-typedef struct Piece {
-    JitMethod *m;
-    X64Buf b;
-    X64Label header;
-} Piece;
-
-/* The buffer starts at the header (copied in as data) so offsets are header
- * offsets and `lea rsi, [header]` is a label reference. */
-static bool piece_begin(Piece *p, JitZone *z, JitMethodKind kind, size_t code_bound, Oop selector, int nargs)
-{
-    p->m = jit_zone_alloc(z, kind, JIT_METHOD_CODE + code_bound);
-    if (!p->m) return false;
-    p->m->method = selector;
-    p->m->nargs = (uint8_t)nargs;
-    JitMethod copy = *p->m;
-    jit_x64_buf_init(&p->b, p->m, p->m->size);
-    p->header = JIT_X64_LABEL("header");
-    jit_x64_label_bind(&p->b, &p->header);
-    jit_x64_data(&p->b, &copy, JIT_METHOD_CODE);
-    return true;
-}
-
-static JitMethod *piece_end(Piece *p, JitZone *z)
-{
-    const char *why = NULL;
-    if (!jit_x64_finish(&p->b, &why)) vm_panic("vm/jit/sendsite.c generated bad PIC code: %s", why ? why : "?");
-    JitMethodLayout l;
-    jit_method_layout(&l, jit_x64_size(&p->b) - JIT_METHOD_CODE, 0, 0, 0);
-    jit_method_apply_layout(p->m, &l);
-    jit_zone_shrink(z, p->m, l.size);
-    return p->m;
-}
-
 static int32_t receiver_disp(int nargs) { return 8 * (1 + nargs); } /* above the return address */
 
 /* Offset of case 0 from the header: the receiver-class prelude's length,
@@ -148,8 +116,8 @@ static uint8_t *pic_miss(const JitMethod *pic) { return case_at(pic, JIT_MAX_PIC
 
 JitMethod *jit_sendsite_closed_pic_new(JitZone *z, const JitPicRuntime *rt, Oop selector, int nargs)
 {
-    Piece p;
-    if (!piece_begin(&p, z, JIT_KIND_CLOSED_PIC, CLOSED_PIC_CODE_BOUND, selector, nargs)) return NULL;
+    JitPiece p;
+    if (!jit_piece_begin(&p, z, JIT_KIND_CLOSED_PIC, CLOSED_PIC_CODE_BOUND, selector, nargs)) return NULL;
     X64Label miss = JIT_X64_LABEL("miss");
     jit_sendsite_emit_receiver_class(&p.b, receiver_disp(nargs));
     VM_ASSERT(jit_x64_size(&p.b) == case0_offset(nargs));
@@ -160,7 +128,7 @@ JitMethod *jit_sendsite_closed_pic_new(JitZone *z, const JitPicRuntime *rt, Oop 
     jit_x64_label_bind(&p.b, &miss);
     jit_x64_lea_rl(&p.b, RSI, &p.header);
     jit_x64_jmp_rel32(&p.b, rt->closed_miss);
-    return piece_end(&p, z);
+    return jit_piece_end(&p, z, NULL, NULL, 0, "vm/jit/sendsite.c");
 }
 
 /* Cases fill from 0 up; compaction may empty one in the middle (its callee
@@ -200,8 +168,8 @@ bool jit_sendsite_pic_case_write(JitMethod *pic, int i, uint32_t class_index, co
 
 JitMethod *jit_sendsite_open_pic_new(JitZone *z, const JitPicRuntime *rt, Oop selector, int nargs)
 {
-    Piece p;
-    if (!piece_begin(&p, z, JIT_KIND_OPEN_PIC, OPEN_PIC_CODE_BOUND, selector, nargs)) return NULL;
+    JitPiece p;
+    if (!jit_piece_begin(&p, z, JIT_KIND_OPEN_PIC, OPEN_PIC_CODE_BOUND, selector, nargs)) return NULL;
     X64Buf *b = &p.b;
     X64Label miss = JIT_X64_LABEL("miss");
     jit_sendsite_emit_receiver_class(b, receiver_disp(nargs));
@@ -228,5 +196,5 @@ JitMethod *jit_sendsite_open_pic_new(JitZone *z, const JitPicRuntime *rt, Oop se
     jit_x64_label_bind(b, &miss);
     jit_x64_lea_rl(b, RSI, &p.header);
     jit_x64_jmp_rel32(b, rt->open_miss);
-    return piece_end(&p, z);
+    return jit_piece_end(&p, z, NULL, NULL, 0, "vm/jit/sendsite.c");
 }
