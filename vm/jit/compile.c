@@ -57,13 +57,6 @@ static void say(char *why, size_t whylen, const char *fmt, ...)
 
 static bool is_compare(uint8_t op) { return (op >= BC_SEND_LT && op <= BC_SEND_NE) || op == BC_SEND_NOT_EQUAL; }
 
-/* Whether special send op may take its SmallInteger fast path: Integer's
- * method for it is the VM's primitive (vm/interp/special.h). */
-static bool int_inline(const Compiler *c, uint8_t op)
-{
-    return c->rt->int_prims && ((*c->rt->int_prims >> (op - BC_SEND_ADD)) & 1);
-}
-
 static size_t template_bound(uint8_t op)
 {
     switch (op) {
@@ -206,12 +199,6 @@ static void unwind_from_here(Compiler *c, uint32_t rule)
     c->nunwind++;
 }
 
-static void cmp_rax_oop(Compiler *c, Oop v)
-{
-    jit_x64_mov_ri(&c->b, R11, (int64_t)v);
-    jit_x64_cmp_rr(&c->b, RAX, R11);
-}
-
 static X64Mem field_of_rax(int i) { return jit_x64_mem(RAX, (int32_t)(8 + 8 * i)); }
 
 /* -- The simulated stack -------------------------------------------------------------
@@ -243,7 +230,6 @@ static X64Mem field_of_rax(int i) { return jit_x64_mem(RAX, (int32_t)(8 + 8 * i)
  * into rax/rcx) meet with the same real stack and the result in rax.
  * (SimKind and SimEntry are in vm/jit/compile_int.h.) */
 
-static bool fits_i32(int64_t v) { return v == (int64_t)(int32_t)v; }
 
 
 static void sim_push(Compiler *c, SimKind kind, int64_t v)
@@ -261,7 +247,7 @@ static void sim_materialise(Compiler *c, SimEntry e)
     X64Buf *b = &c->b;
     switch (e.kind) {
     case SIM_CONST:
-        if (fits_i32(e.v)) {
+        if (jit_compile_fits_i32(e.v)) {
             jit_x64_push_i32(b, (int32_t)e.v);
         } else {
             jit_x64_mov_ri(b, R11, e.v);
@@ -389,7 +375,7 @@ static void store_var(Compiler *c, SimKind kind, int v, bool pop)
     }
     SimEntry top = c->sim[c->nsim - 1];
     X64Reg r = top.kind == SIM_RAX ? RAX : R11;
-    if (top.kind == SIM_CONST && fits_i32(top.v)) {
+    if (top.kind == SIM_CONST && jit_compile_fits_i32(top.v)) {
         jit_x64_mov_mi32(b, dst, (int32_t)top.v);
     } else {
         jit_compile_sim_load(c, top, r);
@@ -541,7 +527,7 @@ static void emit_prologue(Compiler *c, X64Label *header, X64Label *slow, X64Labe
     int64_t flags = (int64_t)oop_from_int(FRAME_FLAGS_MAKE(c->nargs, c->ntemps, c->is_block) |
                                           FRAME_FLAG_MACHINE_CODE |
                                           (intptr_t)c->nargs << FRAME_FLAG_CALLER_NARGS_SHIFT);
-    if (fits_i32(flags)) {
+    if (jit_compile_fits_i32(flags)) {
         jit_x64_push_i32(b, (int32_t)flags); /* fp[-3] flags */
     } else {
         jit_x64_mov_ri(b, RAX, flags);
@@ -555,35 +541,6 @@ static void emit_prologue(Compiler *c, X64Label *header, X64Label *slow, X64Labe
         jit_x64_push_m(b, jit_x64_mem(RBP, 8 * (2 + c->nargs))); /* fp[-4] self */
     }
     for (int t = 0; t < c->ntemps; t++) jit_x64_push_r(b, R11);
-}
-
-/* To `slow` unless receiver (rax) and argument (rcx) are both SmallIntegers;
- * arg_int: the argument is one (a constant), only the receiver is tested. */
-static void both_ints_or(Compiler *c, bool arg_int, X64Label *slow)
-{
-    X64Buf *b = &c->b;
-    if (arg_int) {
-        jit_x64_test_ri(b, RAX, 1);
-    } else {
-        jit_x64_mov_rr(b, RDX, RAX);
-        jit_x64_and_rr(b, RDX, RCX);
-        jit_x64_test_ri(b, RDX, 1);
-    }
-    jit_x64_jcc_label32(b, JIT_X64_CC_Z, slow);
-}
-
-/* rdx := the tagged product of receiver (rax) and argument (rcx), to `slow`
- * on overflow; rax and rcx are kept (the slow path pushes them). */
-static void arith_mul(Compiler *c, X64Label *slow)
-{
-    X64Buf *b = &c->b;
-    /* a * 2b, then tag */
-    jit_x64_mov_rr(b, RDX, RAX);
-    jit_x64_sar_ri(b, RDX, 1);
-    jit_x64_lea_rm(b, R11, jit_x64_mem(RCX, -1));
-    jit_x64_imul_rr(b, RDX, R11);
-    jit_x64_jcc_label32(b, JIT_X64_CC_O, slow);
-    jit_x64_or_ri(b, RDX, 1);
 }
 
 static X64Cond compare_cond(uint8_t op)
@@ -607,17 +564,17 @@ static void emit_cond_jump_rax(Compiler *c, size_t pc)
     X64Label *taken = &c->labels[jit_compile_jump_target(c->code, pc)];
     VM_ASSERT(c->nsim == 0, "a jump with values on the simulated stack");
     if (op == BC_JUMP_IF_NIL || op == BC_JUMP_IF_NOT_NIL) {
-        cmp_rax_oop(c, c->rt->nil);
+        jit_compile_cmp_rax_oop(c, c->rt->nil);
         jit_compile_jcc_to(c, op == BC_JUMP_IF_NIL ? JIT_X64_CC_E : JIT_X64_CC_NE, taken, pc);
         return;
     }
     X64Label retry = JIT_X64_LABEL("retest"), not_taken = JIT_X64_LABEL("not taken");
     bool on_true = op == BC_JUMP_IF_TRUE;
     jit_x64_label_bind(b, &retry);
-    cmp_rax_oop(c, on_true ? c->rt->true_obj : c->rt->false_obj);
+    jit_compile_cmp_rax_oop(c, on_true ? c->rt->true_obj : c->rt->false_obj);
     jit_compile_jcc_to(c, JIT_X64_CC_E, taken, pc);
     X64Label non_boolean = JIT_X64_LABEL("not a Boolean");
-    cmp_rax_oop(c, on_true ? c->rt->false_obj : c->rt->true_obj);
+    jit_compile_cmp_rax_oop(c, on_true ? c->rt->false_obj : c->rt->true_obj);
     jit_x64_jcc_label32(b, JIT_X64_CC_NE, &non_boolean);
     jit_x64_jmp_forward(b, &not_taken); /* dropped when the next lines go to the cold section */
     jit_compile_cold_begin(c);
@@ -647,59 +604,6 @@ static void emit_cond_jump(Compiler *c, size_t pc)
 }
 
 static bool emit_array_fast_path(Compiler *c, uint8_t op, size_t pc, bool value_const, X64Label *slow, X64Label *done);
-static bool emit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label *done);
-
-/* rax := receiver (rax) op argument (rcx) as SmallIntegers, then to done;
- * to not_ints unless both are SmallIntegers, to overflow when the answer
- * is not one (rax, rcx intact on both ways). + and - compute in rax itself
- * (two instructions fewer than in a copy, for benchFib's three and every
- * loop counter): on overflow code after the fast path takes the wrapped answer
- * back, as two's complement addition can be undone exactly. */
-static void emit_int_arith(Compiler *c, uint8_t op, bool arg_int, int64_t arg_const, X64Label *not_ints,
-                           X64Label *overflow, X64Label *done)
-{
-    X64Buf *b = &c->b;
-    both_ints_or(c, arg_int, not_ints);
-    if (op == BC_SEND_MUL) {
-        arith_mul(c, overflow);
-        jit_x64_mov_rr(b, RAX, RDX);
-        jit_x64_jmp_forward(b, done);
-        return;
-    }
-    X64Label undo = JIT_X64_LABEL("overflow undone");
-    int64_t twice = arg_const - 1; /* 2b: the tagged constant less its tag */
-    bool add = op == BC_SEND_ADD;
-    if (arg_int && fits_i32(twice)) {
-        /* (2a+1) + 2b, (2a+1) - 2b: overflows exactly when the generic form would */
-        if (add) jit_x64_add_ri(b, RAX, (int32_t)twice);
-        else jit_x64_sub_ri(b, RAX, (int32_t)twice);
-        jit_x64_jcc_label32(b, JIT_X64_CC_O, &undo);
-        jit_x64_jmp_forward(b, done);
-        jit_compile_cold_begin(c);
-        jit_x64_label_bind(b, &undo);
-        if (add) jit_x64_sub_ri(b, RAX, (int32_t)twice);
-        else jit_x64_add_ri(b, RAX, (int32_t)twice);
-    } else if (add) { /* (2a+1) - 1 + (2b+1): the - 1 cannot overflow */
-        jit_x64_sub_ri(b, RAX, 1);
-        jit_x64_add_rr(b, RAX, RCX);
-        jit_x64_jcc_label32(b, JIT_X64_CC_O, &undo);
-        jit_x64_jmp_forward(b, done);
-        jit_compile_cold_begin(c);
-        jit_x64_label_bind(b, &undo);
-        jit_x64_sub_rr(b, RAX, RCX);
-        jit_x64_add_ri(b, RAX, 1);
-    } else { /* (2a+1) - (2b+1) is even and fits, so + 1 cannot overflow */
-        jit_x64_sub_rr(b, RAX, RCX);
-        jit_x64_jcc_label32(b, JIT_X64_CC_O, &undo);
-        jit_x64_add_ri(b, RAX, 1);
-        jit_x64_jmp_forward(b, done);
-        jit_compile_cold_begin(c);
-        jit_x64_label_bind(b, &undo);
-        jit_x64_add_rr(b, RAX, RCX);
-    }
-    jit_x64_jmp_label32(b, overflow);
-    jit_compile_cold_end(c);
-}
 
 /* The end of a send with fast paths (emit_special, emit_double_send): at slow,
  * in the cold section, the operands loaded from descriptors go back on the real
@@ -821,7 +725,7 @@ static size_t emit_special(Compiler *c, size_t pc)
     bool dbl_cmp = (op == BC_SEND_LT || op == BC_SEND_GT || op == BC_SEND_LE || op == BC_SEND_GE || op == BC_SEND_EQ) &&
                    jit_double_inline(c, op);
     /* a literal Double operand: no SmallInteger answer, straight to the Double path */
-    bool ints = int_inline(c, op) && !((facts.receiver_double || facts.arg_double) && (dbl_arith || dbl_cmp));
+    bool ints = jit_int_inline(c, op) && !((facts.receiver_double || facts.arg_double) && (dbl_arith || dbl_cmp));
     /* an operand from a temp that likely holds a Double (vm/jit/double_types.c),
      * or a site the interpreter ran on Doubles (vm/interp/doublesites.h): the Double
      * path first, the SmallIntegers' when it is not taken */
@@ -832,8 +736,8 @@ static size_t emit_special(Compiler *c, size_t pc)
      * first, takes as an immediate: rcx is loaded only where the other paths
      * start (load_lazy_rcx), so a counter's `i + 1` or `n < 2` costs no mov */
     c->lazy_rcx = arg_int && ints && !double_first &&
-                  (((op == BC_SEND_ADD || op == BC_SEND_SUB) && fits_i32(arg_const - 1)) ||
-                   (is_compare(op) && op != BC_SEND_NOT_EQUAL && op != BC_SEND_NE && fits_i32(arg_const)));
+                  (((op == BC_SEND_ADD || op == BC_SEND_SUB) && jit_compile_fits_i32(arg_const - 1)) ||
+                   (is_compare(op) && op != BC_SEND_NOT_EQUAL && op != BC_SEND_NE && jit_compile_fits_i32(arg_const)));
     c->lazy_rcx_value = arg_const;
     if (c->lazy_rcx) {
         jit_compile_sim_load(c, c->sim[0], RAX);
@@ -845,7 +749,7 @@ static size_t emit_special(Compiler *c, size_t pc)
     }
     c->nsim = 0;
     if (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) {
-        if (ints && !double_first) emit_int_arith(c, op, arg_int, arg_const, dbl_arith ? &not_ints : &slow, &slow, &done);
+        if (ints && !double_first) jit_int_arith(c, op, arg_int, arg_const, dbl_arith ? &not_ints : &slow, &slow, &done);
         if (dbl_arith) {
             /* the path tried second goes to the cold section */
             X64Label try_ints = JIT_X64_LABEL("SmallIntegers after all");
@@ -864,7 +768,7 @@ static size_t emit_special(Compiler *c, size_t pc)
             if (double_first) {
                 jit_compile_cold_begin(c);
                 jit_x64_label_bind(b, &try_ints);
-                emit_int_arith(c, op, arg_int, arg_const, &slow, &slow, &done);
+                jit_int_arith(c, op, arg_int, arg_const, &slow, &slow, &done);
                 jit_compile_cold_end(c);
             }
             if (second) jit_compile_cold_end(c);
@@ -878,8 +782,8 @@ static size_t emit_special(Compiler *c, size_t pc)
         /* the SmallIntegers' compare in line, the Doubles' in the cold
          * section after it; the Doubles' in line when it is the only one */
         if (ints) {
-            both_ints_or(c, arg_int, dbl ? &not_ints : &slow);
-            if (arg_int && fits_i32(arg_const)) jit_x64_cmp_ri(b, RAX, (int32_t)arg_const);
+            jit_int_both_or(c, arg_int, dbl ? &not_ints : &slow);
+            if (arg_int && jit_compile_fits_i32(arg_const)) jit_x64_cmp_ri(b, RAX, (int32_t)arg_const);
             else jit_x64_cmp_rr(b, RAX, RCX);
         }
         if (fuse) {
@@ -966,7 +870,7 @@ static size_t emit_special(Compiler *c, size_t pc)
         jit_x64_label_bind(b, &identical); /* ZF: set when identical, clear for two different SmallIntegers */
         jit_compile_set_boolean(c, JIT_X64_CC_E);
         jit_x64_jmp_forward(b, &done);
-    } else if (!emit_int_fast_path(c, op, &slow, &done)) {
+    } else if (!jit_int_fast_path(c, op, &slow, &done)) {
         emit_array_fast_path(c, op, pc, value_const, &slow, &done);
     }
     send_and_merge(c, &slow, &done, regs, s, k, jit_send_tag_special(op), nargs, pc);
@@ -1244,164 +1148,7 @@ static bool emit_array_fast_path(Compiler *c, uint8_t op, size_t pc, bool value_
 
 _Static_assert(OBJ_GC_REMEMBERED == (uint64_t)1 << OBJ_GC_SHIFT, "the barrier tests bit OBJ_GC_SHIFT");
 
-/* -- SmallInteger operations and isNil, inline ------------------------------------------ */
-
-/* rax := x (untagged receiver), r11 := y (untagged argument), to slow when
- * y is 0; then rax := x / y truncated, rdx := x rem: y (idiv). */
-static void int_divide(Compiler *c, X64Label *slow)
-{
-    X64Buf *b = &c->b;
-    jit_x64_mov_rr(b, R11, RCX);
-    jit_x64_sar_ri(b, R11, 1);
-    jit_x64_jcc_label32(b, JIT_X64_CC_Z, slow); /* sar sets ZF from its result */
-    jit_x64_sar_ri(b, RAX, 1);
-    jit_x64_cqo(b);
-    jit_x64_idiv_r(b, R11); /* |x| < 2^62: never the idiv overflow of INT64_MIN / -1 */
-}
-
-/* The SmallInteger cases of the Integer primitives vm/interp/special.h lists (the
- * same answers, tested against those functions in tests/unit/jit), to slow
- * for everything else; isNil/notNil on nil and SmallIntegers when their
- * classes' methods answer a constant. Answers false for other bytecodes. */
-static bool emit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label *done)
-{
-    X64Buf *b = &c->b;
-    if (op == BC_SEND_IS_NIL || op == BC_SEND_NOT_NIL) {
-        int k = op == BC_SEND_NOT_NIL;
-        Oop on_nil = c->rt->nil_answers ? c->rt->nil_answers[k] : 0;
-        Oop on_int = c->rt->int_answers ? c->rt->int_answers[k] : 0;
-        if (!on_nil && !on_int && !c->rt->nil_table) return false;
-        X64Label pointer = JIT_X64_LABEL("pointer receiver");
-        if (on_nil) {
-            X64Label not_nil = JIT_X64_LABEL("not nil");
-            cmp_rax_oop(c, c->rt->nil);
-            jit_x64_jcc_label32(b, JIT_X64_CC_NE, &not_nil);
-            jit_x64_mov_ri(b, RAX, (int64_t)on_nil);
-            jit_x64_jmp_forward(b, done);
-            jit_x64_label_bind(b, &not_nil);
-        }
-        jit_x64_test_ri(b, RAX, 1);
-        jit_x64_jcc_label32(b, JIT_X64_CC_Z, &pointer);
-        if (on_int) {
-            jit_x64_mov_ri(b, RAX, (int64_t)on_int);
-            jit_x64_jmp_forward(b, done);
-        } else {
-            jit_x64_jmp_label32(b, slow);
-        }
-        jit_x64_label_bind(b, &pointer);
-        if (c->rt->nil_table) { /* the class's entry, when its method answers a constant */
-            jit_x64_test_ri(b, RAX, 7);
-            jit_x64_jcc_label32(b, JIT_X64_CC_NZ, slow); /* another immediate */
-            jit_x64_mov_rm(b, RDX, jit_x64_mem(RAX, 0));
-            jit_x64_and_ri(b, RDX, (int32_t)OBJ_CLASS_MASK);
-            jit_x64_cmp_ri(b, RDX, (int32_t)c->rt->nil_table_classes);
-            jit_x64_jcc_label32(b, JIT_X64_CC_AE, slow);
-            jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->nil_table);
-            jit_x64_movzx_rm8(b, RDX, jit_x64_mem_index(R11, RDX, 1, 0));
-            jit_x64_test_ri(b, RDX, (int32_t)(1u << (2 * k))); /* VM_SPECIAL_NIL_KNOWN(k) */
-            jit_x64_jcc_label32(b, JIT_X64_CC_Z, slow);         /* the send fills it, or computes */
-            jit_x64_mov_ri(b, RAX, (int64_t)c->rt->false_obj);
-            jit_x64_mov_ri(b, RCX, (int64_t)c->rt->true_obj);
-            jit_x64_test_ri(b, RDX, (int32_t)(2u << (2 * k))); /* VM_SPECIAL_NIL_TRUE(k) */
-            jit_x64_cmovcc_rr(b, JIT_X64_CC_NZ, RAX, RCX);
-            jit_x64_jmp_forward(b, done);
-        } else {
-            jit_x64_jmp_label32(b, slow);
-        }
-        return true;
-    }
-    if (!(op >= BC_SEND_BIT_AND && op <= BC_SEND_NEGATED) || op == BC_SEND_NOT_EQUAL || !int_inline(c, op))
-        return false;
-    if (op == BC_SEND_ABS || op == BC_SEND_NEGATED) {
-        jit_x64_test_ri(b, RAX, 1);
-        jit_x64_jcc_label32(b, JIT_X64_CC_Z, slow);
-        if (op == BC_SEND_ABS) {
-            jit_x64_test_rr(b, RAX, RAX);
-            jit_x64_jcc_label32(b, JIT_X64_CC_NS, done); /* the receiver is the answer */
-        }
-        jit_x64_mov_ri(b, RDX, 2); /* 2 - (2x + 1) = 2(-x) + 1 */
-        jit_x64_sub_rr(b, RDX, RAX);
-        jit_x64_jcc_label32(b, JIT_X64_CC_O, slow); /* -x of the minimum SmallInteger is large */
-        jit_x64_mov_rr(b, RAX, RDX);
-        jit_x64_jmp_forward(b, done);
-        return true;
-    }
-    both_ints_or(c, false, slow);
-    switch (op) {
-    case BC_SEND_BIT_AND: jit_x64_and_rr(b, RAX, RCX); break; /* tag bits: 1 & 1 */
-    case BC_SEND_BIT_XOR:
-        jit_x64_xor_rr(b, RAX, RCX);
-        jit_x64_or_ri(b, RAX, 1);
-        break;
-    case BC_SEND_MAX: /* self < arg ifTrue: [arg] ifFalse: [self]; tagging keeps the order */
-        jit_x64_cmp_rr(b, RAX, RCX);
-        jit_x64_cmovcc_rr(b, JIT_X64_CC_L, RAX, RCX);
-        break;
-    case BC_SEND_MIN: /* self > arg ifTrue: [arg] ifFalse: [self] */
-        jit_x64_cmp_rr(b, RAX, RCX);
-        jit_x64_cmovcc_rr(b, JIT_X64_CC_G, RAX, RCX);
-        break;
-    case BC_SEND_SHIFT_LEFT:
-        jit_x64_sar_ri(b, RCX, 1); /* y */
-        jit_x64_cmp_ri(b, RCX, 62);
-        jit_x64_jcc_label32(b, JIT_X64_CC_A, slow); /* unsigned: a negative y too */
-        jit_x64_sub_ri(b, RAX, 1);                 /* 2x */
-        jit_x64_mov_rr(b, RDX, RAX);
-        jit_x64_shl_rcl(b, RDX);                   /* 2x << y */
-        jit_x64_mov_rr(b, R11, RDX);
-        jit_x64_sar_rcl(b, R11);
-        jit_x64_cmp_rr(b, R11, RAX);
-        jit_x64_jcc_label32(b, JIT_X64_CC_NE, slow); /* bits lost: a large integer */
-        jit_x64_or_ri(b, RDX, 1);
-        jit_x64_mov_rr(b, RAX, RDX);
-        break;
-    case BC_SEND_SHIFT_RIGHT: {
-        X64Label shift = JIT_X64_LABEL("shift"), same = JIT_X64_LABEL(">>> 0"), shift_done = JIT_X64_LABEL(">>> done");
-        jit_x64_sar_ri(b, RCX, 1); /* y */
-        jit_x64_jcc_label32(b, JIT_X64_CC_S, slow); /* a negative shift: the primitive's error */
-        jit_x64_jcc_label32(b, JIT_X64_CC_Z, &same);
-        jit_x64_test_rr(b, RAX, RAX);
-        jit_x64_jcc_label32(b, JIT_X64_CC_S, slow); /* a negative receiver is read as 64 bits */
-        jit_x64_cmp_ri(b, RCX, 63);
-        jit_x64_jcc_label32(b, JIT_X64_CC_LE, &shift);
-        jit_x64_mov_ri(b, RCX, 63); /* every bit of x >= 0 is gone */
-        jit_x64_label_bind(b, &shift);
-        jit_x64_sar_ri(b, RAX, 1);
-        jit_x64_sar_rcl(b, RAX);
-        jit_x64_lea_rm(b, RAX, jit_x64_mem_index(RAX, RAX, 1, 1));
-        jit_x64_jmp_label32(b, &shift_done);
-        jit_x64_label_bind(b, &same); /* >>> 0 answers the receiver, still in rax */
-        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 8));
-        jit_x64_label_bind(b, &shift_done);
-        break;
-    }
-    case BC_SEND_DIV:
-        int_divide(c, slow);
-        jit_x64_add_rr(b, RAX, RAX);
-        jit_x64_jcc_label32(b, JIT_X64_CC_O, slow); /* minimum / -1 is large */
-        jit_x64_or_ri(b, RAX, 1);
-        break;
-    case BC_SEND_MOD: {
-        X64Label tag = JIT_X64_LABEL("tag remainder");
-        int_divide(c, slow);
-        jit_x64_test_rr(b, RDX, RDX);
-        jit_x64_jcc_label32(b, JIT_X64_CC_Z, &tag);
-        jit_x64_mov_rr(b, RAX, RDX);
-        jit_x64_xor_rr(b, RAX, R11);
-        jit_x64_jcc_label32(b, JIT_X64_CC_NS, &tag); /* same signs: floored = truncated */
-        jit_x64_add_rr(b, RDX, R11);
-        jit_x64_label_bind(b, &tag);
-        jit_x64_lea_rm(b, RAX, jit_x64_mem_index(RDX, RDX, 1, 1));
-        break;
-    }
-    default: /* REM */
-        int_divide(c, slow);
-        jit_x64_lea_rm(b, RAX, jit_x64_mem_index(RDX, RDX, 1, 1));
-        break;
-    }
-    jit_x64_jmp_forward(b, done);
-    return true;
-}
+/* -- Back jumps and the bytecodes' templates -------------------------------------------- */
 
 static void emit_back_jump(Compiler *c, size_t pc)
 {

@@ -102,6 +102,8 @@ static inline unsigned jit_compile_operand_w(const uint8_t *p) { return (unsigne
 static inline X64Mem jit_compile_self_slot(void) { return jit_x64_mem(JIT_X64_RBP, 8 * FRAME_RECEIVER); }
 static inline X64Mem jit_compile_temp_slot(int t) { return jit_x64_mem(JIT_X64_RBP, 8 * (FRAME_FIRST_TEMP - t)); }
 static inline X64Mem jit_compile_arg_slot(int k) { return jit_x64_mem(JIT_X64_RBP, 8 * k); }
+/* Whether v fits a sign-extended imm32. */
+static inline bool jit_compile_fits_i32(int64_t v) { return v == (int64_t)(int32_t)v; }
 static inline X64Mem jit_compile_lit_of(X64Reg method, int i)
 {
     return jit_x64_mem(method, (int32_t)(8 + 8 * (METHOD_FIXED_SLOTS + i)));
@@ -141,6 +143,27 @@ void jit_compile_checked_entry(X64Buf *b, int nargs, X64Label *abort);
  * checks' slow path, each mapped (bcpc 0) as their jumps leave the piece. */
 void jit_compile_entry_exits(X64Buf *b, JitMapBuilder *map, const JitCompileRuntime *rt, X64Label *header,
                              X64Label *abort, X64Label *slow, X64Label *checked);
+
+/* Compares rax with the Oop v (clobbers r11). */
+void jit_compile_cmp_rax_oop(Compiler *c, Oop v);
+
+/* -- vm/jit/int_inline.c --------------------------------------------------------------- */
+
+/* Whether special send op may take its SmallInteger fast path: Integer's
+ * method for it is the VM's primitive (vm/interp/special.h). */
+bool jit_int_inline(const Compiler *c, uint8_t op);
+/* To slow unless receiver (rax) and argument (rcx) are both SmallIntegers;
+ * arg_int: the argument is one (a constant), only the receiver is tested. */
+void jit_int_both_or(Compiler *c, bool arg_int, X64Label *slow);
+/* rax := rax op rcx (+ - *) as SmallIntegers, then to done; to not_ints
+ * unless both are SmallIntegers, to overflow when the answer is none (rax,
+ * rcx intact either way). arg_const: the tagged argument when arg_int. */
+void jit_int_arith(Compiler *c, uint8_t op, bool arg_int, int64_t arg_const, X64Label *not_ints,
+                   X64Label *overflow, X64Label *done);
+/* The SmallInteger fast path of special send op (bit operations, shifts,
+ * // \\ rem: abs negated) and isNil/notNil, to slow otherwise and to done
+ * with the answer in rax; false (nothing emitted) for other sends. */
+bool jit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label *done);
 
 /* -- vm/jit/double_cache.c ------------------------------------------------------------- */
 

@@ -161,3 +161,10 @@ void jit_compile_entry_exits(X64Buf *b, JitMapBuilder *map, const JitCompileRunt
         jit_map_add(map, (uint32_t)jit_x64_size(b), 0, JIT_MAP_OTHER);
     }
 }
+
+void jit_compile_cmp_rax_oop(Compiler *c, Oop v)
+{
+    jit_x64_mov_ri(&c->b, R11, (int64_t)v);
+    jit_x64_cmp_rr(&c->b, RAX, R11);
+}
+
