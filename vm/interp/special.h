@@ -24,7 +24,6 @@
 
 #include "gc/object.h"
 #include "vm/bytecode/bytecodes.h"
-#include "vm/interp/smallint.h" /* the SmallInteger cases of the special sends */
 
 #include <stdbool.h>
 #include <stdint.h>

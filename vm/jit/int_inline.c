@@ -114,7 +114,7 @@ static void int_divide(Compiler *c, X64Label *slow)
     jit_x64_idiv_r(b, R11); /* |x| < 2^62: never the idiv overflow of INT64_MIN / -1 */
 }
 
-/* The SmallInteger cases of the Integer primitives vm/interp/special.h lists (the
+/* The SmallInteger cases of the Integer primitives vm/interp/smallint.h holds (the
  * same answers, tested against those functions in tests/unit/jit), to slow
  * for everything else; isNil/notNil on nil and SmallIntegers when their
  * classes' methods answer a constant. Answers false for other bytecodes. */

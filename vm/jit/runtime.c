@@ -359,7 +359,7 @@ static uint64_t rt_super_send(uint64_t tag64)
     int nargs = jit_sendsite_tag_nargs(tag);
     Oop method = jit_cstate.st_fp[FRAME_METHOD];
     Oop sel = vm_method_literals(method)[jit_sendsite_tag_selector(tag)];
-    Oop super = obj_slots(obj_slots(method)[METHOD_HOLDER])[CLASS_SUPERCLASS];
+    Oop super = vm_class_superclass(obj_slots(method)[METHOD_HOLDER]);
     Oop m = super == vm_nil ? 0 : vm_lookup_cached(vm_class_instance_index(super), sel);
     if (!m) {
         /* not understood: the interpreter re-runs the send and reports it */

@@ -24,6 +24,7 @@
 #include "vm/jit/sendsite.h"
 #include "vm/model/frame.h"
 #include "vm/model/method.h"
+#include "vm/interp/smallint.h"
 #include "vm/interp/special.h"
 
 #define ZONE_BYTES ((size_t)256 << 10)
@@ -397,7 +398,7 @@ static void comparisons_and_identity(void **state)
     assert_int_equal(seen.last_tag, jit_send_tag_special(BC_SEND_IDENTICAL));
 }
 
-/* What vm/interp/special.h's SmallInteger cases answer, -777 where they decline. */
+/* What vm/interp/smallint.h's SmallInteger cases answer, -777 where they decline. */
 static Oop int_special_in_c(int op, intptr_t x, intptr_t y)
 {
     intptr_t r = 0;
@@ -427,7 +428,7 @@ static Oop int_special_send(int64_t tag, int64_t nargs, Oop *args, Oop rcvr)
     return I(-777);
 }
 
-/* The inline SmallInteger paths answer what vm/interp/special.h does, and send
+/* The inline SmallInteger paths answer what vm/interp/smallint.h does, and send
  * (here: answer -777) exactly where it declines; with Integer's method not
  * the primitive they always send. */
 static void integer_special_sends_match_the_c_cases(void **state)

@@ -609,7 +609,7 @@ static void case_functions_refuse_bad_indices_and_other_pieces(void **state)
 /* vm/model/class.h's vm_lookup_cached hash. */
 static VmCacheEntry *cache_entry(Oop sel, uint32_t class_index)
 {
-    size_t h = ((sel >> 3) ^ (class_index * 2654435761u)) & (VM_LOOKUP_CACHE_SIZE - 1);
+    size_t h = ((sel >> 3) ^ (class_index * VM_LOOKUP_HASH_MULTIPLIER)) & (VM_LOOKUP_CACHE_SIZE - 1);
     return &vm_lookup_cache[h];
 }
 
