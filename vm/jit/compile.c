@@ -54,7 +54,6 @@ static void say(char *why, size_t whylen, const char *fmt, ...)
     va_end(ap);
 }
 
-
 static bool is_compare(uint8_t op) { return (op >= BC_SEND_LT && op <= BC_SEND_NE) || op == BC_SEND_NOT_EQUAL; }
 
 static size_t template_bound(uint8_t op)
@@ -201,130 +200,7 @@ static void unwind_from_here(Compiler *c, uint32_t rule)
 
 static X64Mem field_of_rax(int i) { return jit_x64_mem(RAX, (int32_t)(8 + 8 * i)); }
 
-/* -- The simulated stack -------------------------------------------------------------
- * Stack-to-register mapping (reference 002, StackToRegisterMappingCogit): the
- * top of the operand stack is described at compile time by descriptors; the
- * real stack (rsp) holds everything below them. Push bytecodes only push a
- * descriptor; consumers read operands straight from where the descriptors say
- * (a register, an immediate, a frame slot) and `flush` materialises them, in
- * order, onto the real stack:
- *
- *   SIM_CONST  an immediate Oop (SmallIntegers, nil, true, false; literals
- *              that are SmallIntegers): never changes
- *   SIM_SELF, SIM_ARG k   frame slots nothing writes while the method runs
- *   SIM_TEMP t, SIM_FIELD i   a temp or self's field as it is *now*: a store
- *              into the same variable first flushes every deeper descriptor
- *   SIM_LIT i  the method's literal i (read through the frame's method slot)
- *   SIM_RAX    a value in rax (a send's or inline operation's result); at
- *              most one, and no code that clobbers rax runs while it lives
- *              except code that consumes it
- *
- * The real stack must hold the whole operand stack (nsim == 0) wherever
- * another path or the VM can meet the code: at jump targets and before
- * every jump, at every call (sends, runtime calls: registers are not roots
- * for the GC, and every mcpc -> bcpc map entry must find its frame complete
- * for the interpreter, OSR and the profiler), and before bytecodes that are
- * compiled as plain templates over the real stack. Special sends flush what
- * lies below their operands before their fast path, so the fast path and
- * the generic send (whose slow path pushes the operands the fast path loaded
- * into rax/rcx) meet with the same real stack and the result in rax.
- * (SimKind and SimEntry are in vm/jit/compile_int.h.) */
-
-
-
-static void sim_push(Compiler *c, SimKind kind, int64_t v)
-{
-    VM_ASSERT(c->nsim < (int)c->len + 2, "simulated stack overflow");
-    if (kind == SIM_RAX)
-        for (int i = 0; i < c->nsim; i++) VM_ASSERT(c->sim[i].kind != SIM_RAX, "two values in rax");
-    c->sim[c->nsim++] = (SimEntry){ kind, v };
-}
-
-/* Pushes e onto the real stack; only r11 is scratch (rax may be another
- * entry's). */
-static void sim_materialise(Compiler *c, SimEntry e)
-{
-    X64Buf *b = &c->b;
-    switch (e.kind) {
-    case SIM_CONST:
-        if (jit_compile_fits_i32(e.v)) {
-            jit_x64_push_i32(b, (int32_t)e.v);
-        } else {
-            jit_x64_mov_ri(b, R11, e.v);
-            jit_x64_push_r(b, R11);
-        }
-        break;
-    case SIM_SELF: jit_x64_push_m(b, jit_compile_self_slot()); break;
-    case SIM_ARG: jit_x64_push_m(b, jit_compile_arg_slot((int)e.v)); break;
-    case SIM_TEMP: jit_x64_push_m(b, jit_compile_temp_slot((int)e.v)); break;
-    case SIM_FIELD:
-        jit_x64_mov_rm(b, R11, jit_compile_self_slot());
-        jit_x64_push_m(b, jit_x64_mem(R11, (int32_t)(8 + 8 * e.v)));
-        break;
-    case SIM_LIT:
-        jit_x64_mov_rm(b, R11, jit_x64_mem(RBP, 8 * FRAME_METHOD));
-        jit_x64_push_m(b, jit_compile_lit_of(R11, (int)e.v));
-        break;
-    case SIM_RAX: jit_x64_push_r(b, RAX); break;
-    }
-}
-
-/* Materialises all but the top `keep` descriptors (the deepest first). */
-static void flush_below(Compiler *c, int keep)
-{
-    int n = c->nsim - keep;
-    if (n <= 0) return;
-    for (int i = 0; i < n; i++) sim_materialise(c, c->sim[i]);
-    memmove(c->sim, c->sim + n, (size_t)keep * sizeof *c->sim);
-    c->nsim = keep;
-}
-
-static void flush(Compiler *c) { flush_below(c, 0); }
-
-/* Whether no send can change the value descriptor e reads: constants,
- * self, arguments, literals, and temps when no block of the method writes
- * an outer variable (c->temps_stable). Fields and rax can change. */
-static bool sim_stable(const Compiler *c, SimEntry e)
-{
-    switch (e.kind) {
-    case SIM_CONST: case SIM_SELF: case SIM_ARG: case SIM_LIT: return true;
-    case SIM_TEMP: return c->temps_stable;
-    default: return false;
-    }
-}
-
-/* Below the k operands of a special or accessor send whose fast path makes
- * no call: pushes the descriptors up to the last one a send could change
- * and holds the stable ones above it aside (c->held), so that operands met
- * later still know where their values are (a cached temp's register, a
- * constant). The send's slow path pushes them under its operands, as the
- * frame must be whole at its map entry, and drops them after the call: the
- * values did not change. hold_end puts them back under the answer. When
- * some operand is on the real stack nothing can be held (the real stack is
- * always below the simulated one). */
-static void hold_below(Compiler *c, int k)
-{
-    VM_ASSERT(c->nheld == 0, "descriptors held twice");
-    int n = c->nsim - k;
-    if (n <= 0) return;
-    int m = n; /* sim[m .. n) are stable */
-    while (m > 0 && sim_stable(c, c->sim[m - 1])) m--;
-    for (int i = 0; i < m; i++) sim_materialise(c, c->sim[i]);
-    c->nheld = n - m;
-    memcpy(c->held, c->sim + m, (size_t)c->nheld * sizeof *c->sim);
-    memmove(c->sim, c->sim + n, (size_t)k * sizeof *c->sim);
-    c->nsim = k;
-}
-
-static void hold_end(Compiler *c)
-{
-    if (!c->nheld) return;
-    VM_ASSERT(c->nsim + c->nheld <= (int)c->len + 2, "simulated stack overflow");
-    memmove(c->sim + c->nheld, c->sim, (size_t)c->nsim * sizeof *c->sim);
-    memcpy(c->sim, c->held, (size_t)c->nheld * sizeof *c->sim);
-    c->nsim += c->nheld;
-    c->nheld = 0;
-}
+/* -- Stores and sends over the simulated stack (vm/jit/simstack.c) ------------------ */
 
 /* Whether a block of the method (at any depth) writes an outer variable:
  * only then can a send change one of the method's temps. */
@@ -345,27 +221,12 @@ static bool blocks_write_outer(Oop method, int depth)
     return false;
 }
 
-/* Whether a descriptor below the top reads variable (kind, v). */
-static bool sim_reads_below_top(const Compiler *c, SimKind kind, int64_t v)
-{
-    for (int i = 0; i < c->nsim - 1; i++)
-        if (c->sim[i].kind == kind && c->sim[i].v == v) return true;
-    return false;
-}
-
-/* r := the top of the operand stack, popped. */
-static void pop_into(Compiler *c, X64Reg r)
-{
-    if (c->nsim) jit_compile_sim_load(c, c->sim[--c->nsim], r);
-    else jit_x64_pop_r(&c->b, r);
-}
-
 /* STORE_TEMP/POP_TEMP/STORE_ARG/POP_ARG: the top into a frame slot. */
 static void store_var(Compiler *c, SimKind kind, int v, bool pop)
 {
     X64Buf *b = &c->b;
     X64Mem dst = kind == SIM_TEMP ? jit_compile_temp_slot(v) : jit_compile_arg_slot(v);
-    if (sim_reads_below_top(c, kind, v)) flush_below(c, 1); /* they must see the old value */
+    if (jit_sim_reads_below_top(c, kind, v)) jit_sim_flush_below(c, 1); /* they must see the old value */
     if (!c->nsim) {
         if (pop) jit_x64_pop_r(b, R11);
         else jit_x64_mov_rm(b, R11, jit_x64_mem(RSP, 0));
@@ -378,7 +239,7 @@ static void store_var(Compiler *c, SimKind kind, int v, bool pop)
     if (top.kind == SIM_CONST && jit_compile_fits_i32(top.v)) {
         jit_x64_mov_mi32(b, dst, (int32_t)top.v);
     } else {
-        jit_compile_sim_load(c, top, r);
+        jit_sim_load(c, top, r);
         jit_x64_mov_mr(b, dst, r);
     }
     if (kind == SIM_TEMP) jit_double_cache_stored(c, v, &top, r);
@@ -590,7 +451,7 @@ static void emit_cond_jump_rax(Compiler *c, size_t pc)
  * compile time. */
 static void emit_cond_jump(Compiler *c, size_t pc)
 {
-    flush_below(c, 1);
+    jit_sim_flush_below(c, 1);
     uint8_t op = c->code[pc];
     if (c->nsim && c->sim[0].kind == SIM_CONST && (op == BC_JUMP_IF_TRUE || op == BC_JUMP_IF_FALSE) &&
         (c->sim[0].v == (int64_t)c->rt->true_obj || c->sim[0].v == (int64_t)c->rt->false_obj)) {
@@ -599,7 +460,7 @@ static void emit_cond_jump(Compiler *c, size_t pc)
         if (taken) jit_x64_jmp_label32(&c->b, &c->labels[jit_compile_jump_target(c->code, pc)]);
         return;
     }
-    pop_into(c, RAX);
+    jit_sim_pop_into(c, RAX);
     emit_cond_jump_rax(c, pc);
 }
 
@@ -625,7 +486,7 @@ static void send_and_merge(Compiler *c, X64Label *slow, X64Label *done, const X6
     load_lazy_rcx(c);
     c->lazy_rcx = false;
     VM_ASSERT(!c->nheld || !s, "held descriptors above the real stack's operands");
-    for (int i = 0; i < c->nheld; i++) sim_materialise(c, c->held[i]); /* a whole frame for the send */
+    for (int i = 0; i < c->nheld; i++) jit_sim_materialise(c, c->held[i]); /* a whole frame for the send */
     for (int j = s; j < k; j++) jit_x64_push_r(b, regs[j]);
     send_call(c, tag, nargs, pc);
     jit_double_cache_answer(c);
@@ -635,7 +496,7 @@ static void send_and_merge(Compiler *c, X64Label *slow, X64Label *done, const X6
     jit_x64_label_bind(b, done);
     if (s) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * s));
     jit_x64_label_bind(b, &merged);
-    sim_push(c, SIM_RAX, 0);
+    jit_sim_push(c, SIM_RAX, 0);
 }
 
 /* A special send at pc. Answers the bytes it consumed: its own, or with the
@@ -669,7 +530,7 @@ static void load_operands(Compiler *c, int k, const X64Reg regs[2])
     if (k == 2 && d >= 1 && c->sim[d - 1].kind == SIM_RAX) order[0] = 1, order[1] = 0; /* rcx := rax first */
     for (int i = 0; i < k; i++) {
         int j = order[i];
-        if (j >= s) jit_compile_sim_load(c, c->sim[j - s], regs[j]);
+        if (j >= s) jit_sim_load(c, c->sim[j - s], regs[j]);
         else jit_x64_mov_rm(&c->b, regs[j], jit_x64_mem(RSP, 8 * (s - 1 - j)));
     }
 }
@@ -704,9 +565,9 @@ static size_t emit_special(Compiler *c, size_t pc)
         for (int i = 1; i < n; i++)
             if (!links[i].prev_is_receiver && links[i].op != JIT_DOUBLE_OP_SQRT) hold = false;
     }
-    if (hold) hold_below(c, k);
-    else if (keeps) flush_below(c, k);
-    else flush(c);
+    if (hold) jit_sim_hold_below(c, k);
+    else if (keeps) jit_sim_flush_below(c, k);
+    else jit_sim_flush(c);
     int d = c->nsim, s = k - d;
     VM_ASSERT(d <= k && k <= 3);
     /* operand j (0 = receiver) is descriptor sim[j - s] when j >= s, else at [rsp + 8 * (s - 1 - j)] */
@@ -740,7 +601,7 @@ static size_t emit_special(Compiler *c, size_t pc)
                    (is_compare(op) && op != BC_SEND_NOT_EQUAL && op != BC_SEND_NE && jit_compile_fits_i32(arg_const)));
     c->lazy_rcx_value = arg_const;
     if (c->lazy_rcx) {
-        jit_compile_sim_load(c, c->sim[0], RAX);
+        jit_sim_load(c, c->sim[0], RAX);
     } else if (k <= 2) {
         load_operands(c, k, regs);
     } else {
@@ -874,7 +735,7 @@ static size_t emit_special(Compiler *c, size_t pc)
         emit_array_fast_path(c, op, pc, value_const, &slow, &done);
     }
     send_and_merge(c, &slow, &done, regs, s, k, jit_send_tag_special(op), nargs, pc);
-    hold_end(c);
+    jit_sim_hold_end(c);
     /* every path to here leaves xmm0 with rax's value when it is a Double: the Double
      * fast paths (a chain's too) compute it there, the send's jit_double_cache_answer */
     if (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) c->xmm0_pc = next;
@@ -891,7 +752,7 @@ static void emit_double_send(Compiler *c, size_t pc, JitDoubleSend kind)
     int nargs = p[0] == BC_SEND ? p[2] : p[3];
     int k = nargs + 1;
     VM_ASSERT(k <= 2);
-    hold_below(c, k);
+    jit_sim_hold_below(c, k);
     int d = c->nsim, s = k - d;
     X64Reg regs[2] = { RAX, RCX };
     load_operands(c, k, regs);
@@ -900,7 +761,7 @@ static void emit_double_send(Compiler *c, size_t pc, JitDoubleSend kind)
     X64Label slow = JIT_X64_LABEL("Double send"), done = JIT_X64_LABEL("Double send done");
     jit_double_send(c, kind, facts, &slow, &done);
     send_and_merge(c, &slow, &done, regs, s, k, tag, nargs, pc);
-    hold_end(c);
+    jit_sim_hold_end(c);
     c->xmm0_pc = pc + vm_bytecode_length[p[0]];
 }
 
@@ -924,7 +785,7 @@ static bool emit_inline_accessor(Compiler *c, size_t pc)
     int field;
     if (!jit_compile_accessor(c, pc, &class_index, &setter, &field)) return false;
     int k = nargs + 1;
-    hold_below(c, k);
+    jit_sim_hold_below(c, k);
     int d = c->nsim, s = k - d;
     /* a getter of a temp whose class the region's r8 vouches for, or a setter
      * of a receiver pushed from one */
@@ -969,7 +830,7 @@ static bool emit_inline_accessor(Compiler *c, size_t pc)
     }
     jit_x64_jmp_forward(b, &done);
     send_and_merge(c, &slow, &done, regs, s, k, tag, nargs, pc);
-    hold_end(c);
+    jit_sim_hold_end(c);
     return true;
 }
 
@@ -1180,47 +1041,47 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
     case BC_DUP:
         if (!c->nsim) { /* a copy of the real top, in rax (free: nothing is simulated) */
             jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 0));
-            sim_push(c, SIM_RAX, 0);
+            jit_sim_push(c, SIM_RAX, 0);
         } else if (c->sim[c->nsim - 1].kind == SIM_RAX) { /* the deeper copy goes to the real stack */
-            flush_below(c, 1);
+            jit_sim_flush_below(c, 1);
             jit_x64_push_r(b, RAX);
         } else {
-            sim_push(c, c->sim[c->nsim - 1].kind, c->sim[c->nsim - 1].v);
+            jit_sim_push(c, c->sim[c->nsim - 1].kind, c->sim[c->nsim - 1].v);
         }
         break;
     case BC_POP:
         if (c->nsim) c->nsim--;
         else jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8));
         break;
-    case BC_PUSH_SELF: sim_push(c, SIM_SELF, 0); break;
-    case BC_PUSH_NIL: sim_push(c, SIM_CONST, (int64_t)c->rt->nil); break;
-    case BC_PUSH_TRUE: sim_push(c, SIM_CONST, (int64_t)c->rt->true_obj); break;
-    case BC_PUSH_FALSE: sim_push(c, SIM_CONST, (int64_t)c->rt->false_obj); break;
-    case BC_PUSH_0: sim_push(c, SIM_CONST, (int64_t)oop_from_int(0)); break;
-    case BC_PUSH_1: sim_push(c, SIM_CONST, (int64_t)oop_from_int(1)); break;
+    case BC_PUSH_SELF: jit_sim_push(c, SIM_SELF, 0); break;
+    case BC_PUSH_NIL: jit_sim_push(c, SIM_CONST, (int64_t)c->rt->nil); break;
+    case BC_PUSH_TRUE: jit_sim_push(c, SIM_CONST, (int64_t)c->rt->true_obj); break;
+    case BC_PUSH_FALSE: jit_sim_push(c, SIM_CONST, (int64_t)c->rt->false_obj); break;
+    case BC_PUSH_0: jit_sim_push(c, SIM_CONST, (int64_t)oop_from_int(0)); break;
+    case BC_PUSH_1: jit_sim_push(c, SIM_CONST, (int64_t)oop_from_int(1)); break;
     case BC_PUSH_LITERAL:
     case BC_PUSH_LITERAL_W: {
         unsigned lit = op == BC_PUSH_LITERAL ? p[1] : jit_compile_operand_w(p + 1);
         Oop v = obj_slots(c->method)[METHOD_FIXED_SLOTS + lit];
-        if (oop_is_int(v)) sim_push(c, SIM_CONST, (int64_t)v); /* immediates never change, nor move */
-        else sim_push(c, SIM_LIT, lit);
+        if (oop_is_int(v)) jit_sim_push(c, SIM_CONST, (int64_t)v); /* immediates never change, nor move */
+        else jit_sim_push(c, SIM_LIT, lit);
         break;
     }
-    case BC_PUSH_FIELD: sim_push(c, SIM_FIELD, p[1]); break;
+    case BC_PUSH_FIELD: jit_sim_push(c, SIM_FIELD, p[1]); break;
     case BC_STORE_FIELD:
-        flush(c);
+        jit_sim_flush(c);
         jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 0));
         store_field(c, p[1], pc);
         break;
     case BC_POP_FIELD:
-        flush_below(c, 1); /* deeper descriptors (this field's too) and the barrier's call see a whole frame */
-        pop_into(c, RCX);
+        jit_sim_flush_below(c, 1); /* deeper descriptors (this field's too) and the barrier's call see a whole frame */
+        jit_sim_pop_into(c, RCX);
         store_field(c, p[1], pc);
         break;
-    case BC_PUSH_ARG: sim_push(c, SIM_ARG, p[1]); break;
+    case BC_PUSH_ARG: jit_sim_push(c, SIM_ARG, p[1]); break;
     case BC_STORE_ARG: store_var(c, SIM_ARG, p[1], false); break;
     case BC_POP_ARG: store_var(c, SIM_ARG, p[1], true); break;
-    case BC_PUSH_TEMP: sim_push(c, SIM_TEMP, p[1]); break;
+    case BC_PUSH_TEMP: jit_sim_push(c, SIM_TEMP, p[1]); break;
     case BC_STORE_TEMP: store_var(c, SIM_TEMP, p[1], false); break;
     case BC_POP_TEMP: {
         /* a cached Double temp reads better as itself (vm/jit/double_cache.c) */
@@ -1230,16 +1091,16 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
         size_t next = pc + 2;
         if (in_rax && next + 1 < c->len && c->code[next] == BC_PUSH_TEMP && c->code[next + 1] == p[1] &&
             !c->target[next]) {
-            sim_push(c, SIM_RAX, 0); /* `t := x. t ...`: rax still holds what was just stored */
+            jit_sim_push(c, SIM_RAX, 0); /* `t := x. t ...`: rax still holds what was just stored */
             return 4;
         }
         break;
     }
     case BC_PUSH_GLOBAL:
     case BC_PUSH_GLOBAL_W:
-        flush(c);
+        jit_sim_flush(c);
         emit_global(c, op == BC_PUSH_GLOBAL ? p[1] : jit_compile_operand_w(p + 1), pc);
-        sim_push(c, SIM_RAX, 0);
+        jit_sim_push(c, SIM_RAX, 0);
         break;
     case BC_SEND:
     case BC_SEND_W: {
@@ -1249,43 +1110,43 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
             break;
         }
         if (emit_inline_accessor(c, pc)) break;
-        flush(c);
+        jit_sim_flush(c);
         emit_send_rax(c, op == BC_SEND ? p[1] : jit_compile_operand_w(p + 1), op == BC_SEND ? p[2] : p[3], pc);
-        sim_push(c, SIM_RAX, 0);
+        jit_sim_push(c, SIM_RAX, 0);
         break;
     }
     case BC_SUPER_SEND:
     case BC_SUPER_SEND_W: {
         unsigned lit = op == BC_SUPER_SEND ? p[1] : jit_compile_operand_w(p + 1);
         int n = op == BC_SUPER_SEND ? p[2] : p[3];
-        flush(c);
+        jit_sim_flush(c);
         jit_x64_mov_r32i(b, RDI, jit_sendsite_unlinked_tag(lit, n));
         runtime_call(c, c->rt->super_send, pc);
         jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * (n + 1)));
-        sim_push(c, SIM_RAX, 0);
+        jit_sim_push(c, SIM_RAX, 0);
         break;
     }
     case BC_PUSH_BLOCK:
     case BC_PUSH_BLOCK_W:
-        flush(c);
+        jit_sim_flush(c);
         jit_x64_mov_r32i(b, RDI, op == BC_PUSH_BLOCK ? p[1] : jit_compile_operand_w(p + 1));
         runtime_call(c, c->rt->push_block, pc);
-        sim_push(c, SIM_RAX, 0);
+        jit_sim_push(c, SIM_RAX, 0);
         break;
     case BC_PUSH_OUTER:
     case BC_STORE_OUTER:
     case BC_POP_OUTER:
-        flush(c);
+        jit_sim_flush(c);
         emit_outer(c, p, pc);
         break;
     case BC_RETURN_NONLOCAL: /* the interpreter unwinds (and knows every case of it) */
-        flush(c);
+        jit_sim_flush(c);
         jit_x64_mov_r32i(b, RDI, (uint32_t)pc);
         runtime_call(c, c->rt->interpret, pc);
         jit_x64_ud2(b);
         break;
     case BC_RETURN_TOP:
-        pop_into(c, RAX);
+        jit_sim_pop_into(c, RAX);
         c->nsim = 0; /* the frame goes: what is below the answer is dropped with it */
         epilogue(c);
         break;
@@ -1295,11 +1156,11 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
         epilogue(c);
         break;
     case BC_JUMP:
-        flush(c);
+        jit_sim_flush(c);
         jit_x64_jmp_label32(b, &c->labels[jit_compile_jump_target(c->code, pc)]);
         break;
     case BC_JUMP_BACK:
-        flush(c); /* OSR enters at the safepoint's return address with the interpreter's stack */
+        jit_sim_flush(c); /* OSR enters at the safepoint's return address with the interpreter's stack */
         emit_back_jump(c, pc);
         break;
     case BC_JUMP_IF_TRUE:
@@ -1388,7 +1249,7 @@ static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *che
     emit_prologue(c, &header, &slow, &checked);
     for (size_t pc = 0; pc < c->len;) {
         c->pc = pc;
-        if (c->target[pc]) flush(c); /* a merge point: every path arrives with the real stack */
+        if (c->target[pc]) jit_sim_flush(c); /* a merge point: every path arrives with the real stack */
         if (c->region_of[pc] && c->regions[c->region_of[pc] - 1].lo == pc) jit_double_cache_enter(c);
         if (c->loop_head[pc]) {
             /* loop heads 16-aligned (pieces start and move 16-aligned): the
@@ -1407,7 +1268,7 @@ static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *che
         if (op == BC_JUMP || op == BC_JUMP_BACK || op == BC_RETURN_TOP || op == BC_RETURN_SELF)
             VM_ASSERT(c->nsim == 0, "values simulated after %s", vm_bytecode_name[op]);
     }
-    flush(c);
+    jit_sim_flush(c);
     jit_x64_label_bind(&c->b, &c->labels[c->len]);
     jit_x64_ud2(&c->b); /* the compiler ends every method with a return */
     if (c->float_bias.chain >= 0) {

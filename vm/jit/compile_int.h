@@ -73,7 +73,7 @@ typedef struct Compiler {
     bool lits_failed;
     uint32_t *unwind; /* pairs (offset, PROF_UNWIND_* rule): vm/jit/jitmethod.h's unwind table */
     uint32_t nunwind, unwind_cap;
-    struct SimEntry *sim; /* [len + 2]: the simulated stack (see "The simulated stack") */
+    struct SimEntry *sim; /* [len + 2]: the simulated stack (vm/jit/simstack.c) */
     int nsim;
     struct SimEntry *held; /* [len + 2]: descriptors below a send's operands (hold_below) */
     int nheld;
@@ -116,8 +116,6 @@ void jit_compile_map_here(Compiler *c, size_t bcpc, JitMapKind kind);
  * after the method's last bytecode, mapped to the bytecode at c->pc. */
 void jit_compile_cold_begin(Compiler *c);
 void jit_compile_cold_end(Compiler *c);
-/* r := the value e describes (r is its own scratch). */
-void jit_compile_sim_load(Compiler *c, SimEntry e, X64Reg r);
 /* A conditional jump for the bytecode at bcpc, mapped as its branch. */
 void jit_compile_jcc_to(Compiler *c, X64Cond cc, X64Label *l, size_t bcpc);
 /* Where a jump at pc lands, or -1 when it is not a jump. */
@@ -146,6 +144,29 @@ void jit_compile_entry_exits(X64Buf *b, JitMapBuilder *map, const JitCompileRunt
 
 /* Compares rax with the Oop v (clobbers r11). */
 void jit_compile_cmp_rax_oop(Compiler *c, Oop v);
+
+/* -- vm/jit/simstack.c ---------------------------------------------------------------- */
+
+/* Pushes a descriptor. */
+void jit_sim_push(Compiler *c, SimKind kind, int64_t v);
+/* Pushes e onto the real stack; only r11 is scratch (rax may be another
+ * entry's). */
+void jit_sim_materialise(Compiler *c, SimEntry e);
+/* r := the value e describes (r is its own scratch). */
+void jit_sim_load(Compiler *c, SimEntry e, X64Reg r);
+/* Materialises all but the top `keep` descriptors (the deepest first). */
+void jit_sim_flush_below(Compiler *c, int keep);
+/* Materialises them all. */
+void jit_sim_flush(Compiler *c);
+/* Below the k operands of a special or accessor send whose fast path makes
+ * no call: pushes the descriptors a send could change, holds the stable
+ * ones above them aside (c->held); jit_sim_hold_end puts them back. */
+void jit_sim_hold_below(Compiler *c, int k);
+void jit_sim_hold_end(Compiler *c);
+/* Whether a descriptor below the top reads variable (kind, v). */
+bool jit_sim_reads_below_top(const Compiler *c, SimKind kind, int64_t v);
+/* r := the top of the operand stack, popped. */
+void jit_sim_pop_into(Compiler *c, X64Reg r);
 
 /* -- vm/jit/int_inline.c --------------------------------------------------------------- */
 

@@ -445,7 +445,7 @@ static void other_or(Compiler *c, SimEntry e, X64Xmm x, bool ints_too, X64Label 
         jit_x64_cvtsi2sd_xr(b, x, R11);
         return;
     }
-    jit_compile_sim_load(c, e, RCX);
+    jit_sim_load(c, e, RCX);
     operand_or(c, RCX, jit_double_cached(c, &e), x, ints_too, slow);
 }
 

@@ -1,6 +1,6 @@
 /*
  * vm/jit/emit.c — the emit helpers the templates share: map entries, the
- * cold section's begin and end, a descriptor's value into a register,
+ * cold section's begin and end,
  * mapped conditional jumps, jump targets and fused branches, Booleans from
  * flags, which sends are inlined accessors, and the entry checks every
  * compiled method and stub begins with and their exits. vm/jit/compile.c and the
@@ -73,29 +73,6 @@ void jit_compile_cold_end(Compiler *c)
 {
     if (jit_x64_cold_ending(&c->b)) map_mark_at(&c->cold_map, mcpc(c), c->pc); /* after its jump back */
     jit_x64_cold_end(&c->b);
-}
-
-/* r := the value e describes (r is its own scratch). */
-void jit_compile_sim_load(Compiler *c, SimEntry e, X64Reg r)
-{
-    X64Buf *b = &c->b;
-    switch (e.kind) {
-    case SIM_CONST: jit_x64_mov_ri(b, r, e.v); break;
-    case SIM_SELF: jit_x64_mov_rm(b, r, jit_compile_self_slot()); break;
-    case SIM_ARG: jit_x64_mov_rm(b, r, jit_compile_arg_slot((int)e.v)); break;
-    case SIM_TEMP: jit_x64_mov_rm(b, r, jit_compile_temp_slot((int)e.v)); break;
-    case SIM_FIELD:
-        jit_x64_mov_rm(b, r, jit_compile_self_slot());
-        jit_x64_mov_rm(b, r, jit_x64_mem(r, (int32_t)(8 + 8 * e.v)));
-        break;
-    case SIM_LIT:
-        jit_x64_mov_rm(b, r, jit_x64_mem(RBP, 8 * FRAME_METHOD));
-        jit_x64_mov_rm(b, r, jit_compile_lit_of(r, (int)e.v));
-        break;
-    case SIM_RAX:
-        if (r != RAX) jit_x64_mov_rr(b, r, RAX);
-        break;
-    }
 }
 
 void jit_compile_jcc_to(Compiler *c, X64Cond cc, X64Label *l, size_t bcpc)
