@@ -32,7 +32,7 @@ _Static_assert(BC_N_SPECIAL <= 64, "one bit per special send in vm_int_special_p
 
 extern uint64_t vm_int_special_prims;
 /* The same for Double's methods and the VM's Double primitives (a Double
- * receiver's fast paths in machine code, vm/jit/compile.c). */
+ * receiver's fast paths in machine code, vm/jit/double_inline.c). */
 extern uint64_t vm_double_special_prims;
 /* Double's // and sqrt are the VM's Double primitives (plain sends that
  * machine code inlines for Doubles). */

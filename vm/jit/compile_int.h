@@ -1,12 +1,14 @@
 /*
  * vm/jit/compile_int.h — what vm/jit/compile.c shares with the files that emit
- * parts of its templates (double_inline.c, double_cache.c, double_types.c):
- * the compiler's state, the simulated stack's descriptors, the emit
- * helpers they share (vm/jit/emit.c), and those files' entry points. It
- * includes no compile.h, so it sits below compile.c and those files alike;
- * they all call down into emit.c, which calls none of them.
+ * parts of its templates (int_inline.c, double_inline.c, double_cache.c,
+ * double_types.c, prim_entry.c): the compiler's state, the simulated
+ * stack's descriptors and operations (vm/jit/simstack.c), the emit helpers
+ * they share (vm/jit/emit.c), and those files' entry points. It includes
+ * no compile.h, so it sits below compile.c and those files alike; they all
+ * call down into emit.c and simstack.c, which call none of them.
  *
- * Who may include: vm/jit/compile.c, vm/jit/emit.c, vm/jit/double_*.c.
+ * Who may include: vm/jit/compile.c and the files it is split into (emit.c,
+ * simstack.c, int_inline.c, double_*.c, prim_entry.c).
  */
 #ifndef JIT_COMPILE_INT_H
 #define JIT_COMPILE_INT_H

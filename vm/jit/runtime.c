@@ -525,7 +525,7 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     vm_jit_compile_runtime.int_prims = &vm_int_special_prims;
     vm_jit_compile_runtime.nil_answers = vm_special_nil_answers;
     vm_jit_compile_runtime.int_answers = vm_special_int_answers;
-    /* machine code tests these bits as 1 << 2k and 2 << 2k (vm/jit/compile.c) */
+    /* machine code tests these bits as 1 << 2k and 2 << 2k (vm/jit/int_inline.c) */
     _Static_assert(VM_SPECIAL_NIL_KNOWN(1) == 1u << 2 && VM_SPECIAL_NIL_TRUE(1) == 2u << 2, "nil table bits");
     _Static_assert(VM_SPECIAL_IDENTITY == 0x10, "identity bit");
     vm_jit_compile_runtime.nil_table = vm_special_nil_table;
