@@ -88,7 +88,7 @@ register unsigned long *vm_ifp asm("r14"); /* an Oop *; VM_INTERP_FP_PERF_REG in
 #define N_SPECIAL (BC_N_SPECIAL)
 
 static Oop special_sel[N_SPECIAL];
-static const int special_nargs[N_SPECIAL] = {BC_SPECIAL_NARGS};
+static const int special_nargs[BC_COUNT] = {BC_SPECIAL_NARGS}; /* a constant for each SPECIAL_SEND */
 static Oop sym_dnu, sym_unknown_global, sym_escaped_block, sym_must_be_boolean;
 bool vm_array_at_is_prim, vm_array_at_put_is_prim, vm_array_length_is_prim;
 bool vm_double_arith_is_prim;
@@ -100,8 +100,6 @@ static bool string_length_is_prim;
 /* Registers as of the last write-back (GC roots, backtraces). */
 static Oop *saved_sp, *saved_fp;
 static size_t saved_bcpc;
-
-_Static_assert(N_SPECIAL == 29, "special selector table matches bytecodes.h");
 
 void vm_interp_set_saved_frame(Oop *sp, Oop *fp)
 {
@@ -161,8 +159,7 @@ Oop vm_interp_symbol_must_be_boolean(void)
 
 static void init_symbols(void)
 {
-    static const char *const names[N_SPECIAL] = {BC_SPECIAL_SELECTORS};
-    for (int i = 0; i < N_SPECIAL; i++) special_sel[i] = vm_symbol_from_cstr(names[i]);
+    for (int i = 0; i < N_SPECIAL; i++) special_sel[i] = vm_symbol_from_cstr(vm_special_selector[i]);
     sym_dnu = vm_symbol_from_cstr("doesNotUnderstand:arguments:");
     sym_unknown_global = vm_symbol_from_cstr("unknownGlobal:");
     sym_escaped_block = vm_symbol_from_cstr("escapedBlock:");
@@ -320,7 +317,7 @@ static __attribute__((noinline)) Oop *overflow_page(Oop *fp, Oop *sp, int n, Oop
 static Oop interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
 {
     static const void *const dispatch[BC_COUNT] = {
-#define BC_LABEL(name, len, eff, mapped, ops) [BC_##name] = &&op_##name,
+#define BC_LABEL(name, len, eff, mapped, ops, sel, sargs) [BC_##name] = &&op_##name,
         BYTECODE_LIST(BC_LABEL)
 #undef BC_LABEL
     };
