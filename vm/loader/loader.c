@@ -216,7 +216,7 @@ static void quicken(uint8_t *code, size_t len, int nargs)
 static Oop make_method(const MethodDesc *m, Oop holder, Oop outer, const char *class_name, bool class_side)
 {
     size_t ptr_slots = METHOD_FIXED_SLOTS + m->nlits;
-    if (ptr_slots > 0xffff) vm_panic("method %s has too many literals", m->selector);
+    if (!VM_MHDR_FITS(SLOTS, ptr_slots)) vm_panic("method %s has too many literals", m->selector);
     bool prim = m->is_primitive;
     /* Every block ends in RETURN_TOP, even after a final `^ expr`: the
      * interpreter resumes there when escapedBlock: answers (vm/interp/interp.c). */
