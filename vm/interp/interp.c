@@ -1171,7 +1171,7 @@ do_return : {
     Oop *caller = (Oop *)fp[FRAME_SAVED_FP];
     Oop saved_ip = fp[FRAME_SAVED_IP];
     intptr_t rbcpc = oop_int(saved_ip);
-    int fn = (int)(rfl & 0xff);
+    int fn = (int)VM_FRAME_GET(rfl, NARGS);
     sp = fp + 2 + fn;
     /* the common case first: an interpreted caller on this page (machine
      * code exists only with the JIT on) */
