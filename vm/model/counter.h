@@ -8,10 +8,11 @@
  *                method run once gets compiled and continues in machine code)
  *   -1           the JIT declined the method (VM_COUNTER_DECLINED)
  *   <= -2        -(address of its JitMethod): compiled (or its primitive
- *                stub); JitMethods are 8-aligned, so never -1
+ *                stub; VM_COUNTER_CODE_MAX); JitMethods are 8-aligned, so
+ *                never -1
  *
- * Every reader and writer of the slot goes through these, and every
- * counting site through vm_counter_count_run. The JitMethod is a void *
+ * Readers and writers of the slot go through these, and counting sites
+ * through vm_counter_count_run (jit/ and vm/jitrt/ are converted next). The JitMethod is a void *
  * here: the model sits below jit/ (vm/interp/mcode.h gives it its type).
  *
  * Who may include: vm/ and jit/; header-only.
@@ -26,12 +27,13 @@
 #include <stdint.h>
 
 #define VM_COUNTER_DECLINED (-1)
+#define VM_COUNTER_CODE_MAX (-2) /* the counter values <= this one are code */
 
 static inline intptr_t vm_counter(Oop m) { return oop_int(obj_slots(m)[METHOD_COUNTER]); }
 static inline void vm_counter_set(Oop m, intptr_t cv) { obj_slots(m)[METHOD_COUNTER] = oop_from_int(cv); }
 /* The counter value of a method compiled to code. */
 static inline intptr_t vm_counter_of_code(const void *code) { return -(intptr_t)code; }
-static inline bool vm_counter_is_code(intptr_t cv) { return cv <= -2; }
+static inline bool vm_counter_is_code(intptr_t cv) { return cv <= VM_COUNTER_CODE_MAX; }
 /* The code a counter value says the method has, or NULL. */
 static inline void *vm_counter_code(intptr_t cv) { return vm_counter_is_code(cv) ? (void *)(-cv) : NULL; }
 

@@ -31,8 +31,8 @@
  *                          (proto/stackabi.h)
  *
  * The word is untagged here: read it with frame_flags() and store it with
- * oop_from_int(). Machine code tests bits of the tagged word: bit p of the
- * value is bit 1 + p there.
+ * oop_from_int(). Machine code tests bits of the tagged word:
+ * VM_FRAME_TAGGED_POS.
  *
  * Who may include: everyone that reads or builds a frame (through
  * vm/model/frame.h); header-only.
@@ -78,6 +78,9 @@ _Static_assert(VM_FRAME_END_POS <= 62, "the flags fit a non-negative SmallIntege
 #define VM_FRAME_GET(fl, F) VM_BITS_GET(fl, VM_FRAME_##F)
 #define VM_FRAME_PUT(F, v) VM_BITS_PUT(VM_FRAME_##F, v)
 #define VM_FRAME_SET(fl, F, v) VM_BITS_SET(fl, VM_FRAME_##F, v)
+/* Field F's lowest bit in the tagged word fp[FRAME_FLAGS] (oop_from_int
+ * shifts the value left by one). */
+#define VM_FRAME_TAGGED_POS(F) (1 + VM_FRAME_##F##_POS)
 
 /* The one-bit fields as masks. */
 #define FRAME_FLAG_BLOCK VM_FRAME_MASK(BLOCK)
