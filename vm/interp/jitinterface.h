@@ -17,8 +17,8 @@
  *
  * Who may call: vm/interp/, vm/jit/, vm/boot/.
  */
-#ifndef VM_INTERP_MCODE_H
-#define VM_INTERP_MCODE_H
+#ifndef VM_INTERP_JITINTERFACE_H
+#define VM_INTERP_JITINTERFACE_H
 
 #include "gc/object.h"
 #include "proto/stackabi.h"
