@@ -73,6 +73,7 @@ register unsigned long *vm_ifp asm("r14"); /* an Oop *; VM_INTERP_FP_PERF_REG in
 #include "vm/interp/stack.h"
 #include "vm/loader/loader.h"
 #include "vm/model/class.h"
+#include "vm/model/lookup.h"
 #include "vm/model/counter.h"
 #include "vm/model/frame.h"
 #include "vm/model/globals.h"

@@ -12,6 +12,7 @@
 #include "vm/compiler/classdesc.h"
 #include "vm/loader/bytecodepublish.h"
 #include "vm/model/class.h"
+#include "vm/model/lookup.h"
 #include "vm/model/counter.h"
 #include "vm/model/globals.h"
 #include "vm/model/method.h"
