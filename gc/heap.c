@@ -441,8 +441,9 @@ Oop gc_alloc_bytes(uint32_t class_index, size_t nbytes)
 
 Oop gc_alloc_method(uint32_t class_index, size_t pointer_slots, size_t nbytes)
 {
-    if (pointer_slots == 0 || pointer_slots > 0xffff)
-        gc_panic("gc_alloc_method: %zu pointer slots (slot 0 is the header, at most 65535 fit its field)", pointer_slots);
+    if (pointer_slots == 0 || pointer_slots > METHOD_POINTER_SLOTS_MAX)
+        gc_panic("gc_alloc_method: %zu pointer slots (slot 0 is the header, at most %zu fit its field)", pointer_slots,
+                 METHOD_POINTER_SLOTS_MAX);
     size_t bslots = byte_slots(nbytes);
     /* always the slow path (methods are few): a sample's frame is then
      * this function's, and its caller the code that asked */

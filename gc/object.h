@@ -194,7 +194,9 @@ static inline size_t obj_byte_length(Oop o)
 
 /* Number of leading Oop slots the collector must trace. Methods keep that
  * count (as a SmallInteger) in their first slot: see vm/model/method.h. */
-#define METHOD_POINTER_SLOTS(header_oop) ((size_t)((oop_int(header_oop)) & 0xffff))
+#define METHOD_POINTER_SLOTS_BITS 16
+#define METHOD_POINTER_SLOTS_MAX (((size_t)1 << METHOD_POINTER_SLOTS_BITS) - 1)
+#define METHOD_POINTER_SLOTS(header_oop) ((size_t)oop_int(header_oop) & METHOD_POINTER_SLOTS_MAX)
 
 static inline size_t obj_pointer_slots(Oop o)
 {

@@ -198,13 +198,13 @@ typedef struct ProfWalkFacts {
     prof_u32 page_caller_fp;   /* offsetof(StackPage, caller_fp) */
     prof_u32 page_caller_context; /* offsetof(StackPage, caller_context) */
     prof_u32 frame_flags_offset; /* bytes below fp of the flags word (24: fp[-3]) */
-    prof_u32 flags_bcpc_shift; /* in the untagged flags word */
+    prof_u32 flags_bcpc_shift; /* in the untagged flags word (vm/model/frameflags.h's BCPC) */
     prof_u32 flags_bcpc_mask;
     prof_u64 nil;              /* the nil object (a context's sender at the bottom) */
     prof_u32 ctx_sender_slot, ctx_pc_slot, ctx_method_slot;
     prof_u32 method_class_index; /* a method's header & class_index_mask */
     prof_u32 class_index_mask;
-    prof_u32 method_slots_mask;  /* pointer slots in the method header's value */
+    prof_u32 method_slots_mask;  /* pointer slots in the method header's value (vm/model/methodheader.h) */
     prof_u32 fp_reg;           /* perf_event register numbers (PERF_REG_X86_R14 …) */
     prof_u32 ip_reg;
     prof_u64 reserved[4];

@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE /* strsignal */
 #include "vmprofd/session.h"
+#include "vmprofd/stopsignals.h"
 
 #include "report/allocprof.h"
 #include "report/alloclog_reader.h"
@@ -219,7 +220,7 @@ static bool launch(AllocSession *as, char *why, size_t whylen)
                  strncmp(err, "cannot run the command: ", 24) == 0 ? err + 24 : err);
         return false;
     }
-    vmprofd_session_forward_signals(as->target.pid);
+    vmprofd_stopsignals_forward_to(as->target.pid);
     uint64_t deadline = now_ns() + ALLOC_EXPORT_WAIT_MS * 1000000ull;
     for (;;) {
         ExportStatus status;
@@ -512,11 +513,11 @@ int vmprofd_alloc_session_run(const VmprofdOptions *o)
 {
     if (!vmprofd_output_check_all(o))
         return 1;
-    vmprofd_session_signals_install();
-    AllocSession *as = alloc_new(o, vmprofd_session_stop_flag());
+    vmprofd_stopsignals_install();
+    AllocSession *as = alloc_new(o, vmprofd_stopsignals_flag());
     if (!as) {
         fprintf(stderr, "vmprofd: out of memory\n");
-        vmprofd_session_signals_restore();
+        vmprofd_stopsignals_restore();
         return 1;
     }
     char why[1024];
@@ -525,7 +526,7 @@ int vmprofd_alloc_session_run(const VmprofdOptions *o)
     if (code != 0) {
         fprintf(stderr, "vmprofd: %s\n", why);
         alloc_free(as);
-        vmprofd_session_signals_restore();
+        vmprofd_stopsignals_restore();
         return code;
     }
     bool runs_on = o->command && !as->target.exited;
@@ -539,7 +540,7 @@ int vmprofd_alloc_session_run(const VmprofdOptions *o)
             vmprofd_target_set_status(&as->target, status);
         wrote = vmprofd_output_write_all(o, p, false, true) && wrote;
     }
-    vmprofd_session_signals_restore();
+    vmprofd_stopsignals_restore();
     int status = wrote ? 0 : 1;
     if (wrote && o->command && as->target.have_status)
         status = vmprofd_target_exit_status(&as->target);

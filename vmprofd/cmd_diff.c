@@ -20,6 +20,7 @@
  */
 #include "report/index.h"
 #include "report/profile.h"
+#include "vmprofd/options.h"
 #include "vmprofd/commands.h"
 #include "vmprofd/pprof_read.h"
 
@@ -56,12 +57,6 @@ static void diff_usage(FILE *out)
           "Exit status: 0 written, 1 a profile unreadable or not comparable, or the\n"
           "output not writable, 2 bad usage.\n",
           out);
-}
-
-static int usage_error(const char *msg, const char *arg)
-{
-    fprintf(stderr, "vmprofd diff: %s%s\nTry 'vmprofd diff --help'.\n", msg, arg ? arg : "");
-    return 2;
 }
 
 /* -- Rows ----------------------------------------------------------------- */
@@ -530,7 +525,7 @@ int vmprofd_diff_main(int argc, char **argv)
         const char *a = argv[i];
         if (only_files || a[0] != '-' || strcmp(a, "-") == 0) {
             if (nfiles == 2)
-                return usage_error("more than two profiles: ", a);
+                return vmprofd_options_usage_error("diff", "more than two profiles: ", a);
             files[nfiles++] = a;
         } else if (strcmp(a, "--") == 0) {
             only_files = true;
@@ -540,19 +535,19 @@ int vmprofd_diff_main(int argc, char **argv)
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0 || strncmp(a, "--output=", 9) == 0) {
             const char *v = a[1] == 'o' || a[8] == '\0' ? (i + 1 < argc ? argv[++i] : NULL) : a + 9;
             if (!v || !*v)
-                return usage_error("-o needs a file name", NULL);
+                return vmprofd_options_usage_error("diff", "-o needs a file name", NULL);
             if (nout == 2)
-                return usage_error("at most two outputs (a table and a flame graph): ", v);
+                return vmprofd_options_usage_error("diff", "at most two outputs (a table and a flame graph): ", v);
             outputs[nout++] = v;
         } else if (strcmp(a, "--sample-index") == 0 || strncmp(a, "--sample-index=", 15) == 0) {
             index = a[14] == '=' ? a + 15 : (i + 1 < argc ? argv[++i] : NULL);
             if (!index || !*index)
-                return usage_error("--sample-index needs a value's name (samples, cpu, alloc_space, ...)", NULL);
+                return vmprofd_options_usage_error("diff", "--sample-index needs a value's name (samples, cpu, alloc_space, ...)", NULL);
         } else {
-            return usage_error("unknown option ", a);
+            return vmprofd_options_usage_error("diff", "unknown option ", a);
         }
     }
     if (nfiles < 2)
-        return usage_error("give two profiles: vmprofd diff BASE NEW", NULL);
+        return vmprofd_options_usage_error("diff", "give two profiles: vmprofd diff BASE NEW", NULL);
     return diff(files[0], files[1], outputs, nout, index);
 }

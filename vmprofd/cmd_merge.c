@@ -12,6 +12,7 @@
  * Time: the earliest start; duration: the sum (what was profiled, not the
  * wall time spanned).
  */
+#include "vmprofd/options.h"
 #include "vmprofd/commands.h"
 #include "vmprofd/pprof_read.h"
 
@@ -35,12 +36,6 @@ static void merge_usage(FILE *out)
           "Exit status: 0 written, 1 a profile unreadable or not mergeable, or the\n"
           "output not writable, 2 bad usage.\n",
           out);
-}
-
-static int usage_error(const char *msg, const char *arg)
-{
-    fprintf(stderr, "vmprofd merge: %s%s\nTry 'vmprofd merge --help'.\n", msg, arg ? arg : "");
-    return 2;
 }
 
 static uint64_t max_id(const PprofIdEntry *v, size_t n)
@@ -278,20 +273,20 @@ int vmprofd_merge_main(int argc, char **argv)
             status = 0;
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
             if (i + 1 >= argc)
-                status = usage_error("-o needs a file name", NULL);
+                status = vmprofd_options_usage_error("merge", "-o needs a file name", NULL);
             else
                 output = argv[++i];
         } else if (strncmp(a, "--output=", 9) == 0) {
             output = a + 9;
         } else {
-            status = usage_error("unknown option ", a);
+            status = vmprofd_options_usage_error("merge", "unknown option ", a);
         }
     }
     if (status < 0) {
         if (n < 2)
-            status = usage_error("give at least two profiles to merge", NULL);
+            status = vmprofd_options_usage_error("merge", "give at least two profiles to merge", NULL);
         else if (!output || !*output)
-            status = usage_error("say where to write the merged profile: -o MERGED.pb.gz", NULL);
+            status = vmprofd_options_usage_error("merge", "say where to write the merged profile: -o MERGED.pb.gz", NULL);
         else
             status = merge(paths, n, output);
     }

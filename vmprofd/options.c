@@ -478,3 +478,12 @@ bool vmprofd_options_parse(int argc, char **argv, VmprofdOptions *o, char *err, 
     }
     return true;
 }
+
+int vmprofd_options_usage_error(const char *command, const char *msg, const char *arg)
+{
+    if (arg)
+        fprintf(stderr, "vmprofd %s: %s'%s'\nTry 'vmprofd %s --help'.\n", command, msg, arg, command);
+    else
+        fprintf(stderr, "vmprofd %s: %s\nTry 'vmprofd %s --help'.\n", command, msg, command);
+    return 2;
+}

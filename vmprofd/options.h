@@ -118,4 +118,9 @@ bool vmprofd_options_parse_event(const char *s, VmprofdEvent *e);
  * bytes (--alloc-interval, record's --keep-size). */
 bool vmprofd_options_parse_bytes(const char *s, uint64_t *out);
 
+/* A subcommand's usage error, in one form for all of them (as git's):
+ * "vmprofd COMMAND: MSG['ARG']" and where its --help is; answers 2, the
+ * exit status of bad usage. */
+int vmprofd_options_usage_error(const char *command, const char *msg, const char *arg);
+
 #endif

@@ -625,13 +625,11 @@ int vmprofd_serve_main(int argc, char **argv)
         case 'q': sv.quiet = true; break;
         case 'h': vmprofd_serve_usage(stdout); return 0;
         default:
-            fprintf(stderr, "vmprofd serve: unknown option '%s'\nTry 'vmprofd serve --help'.\n", argv[optind - 1]);
-            return 2;
+            return vmprofd_options_usage_error("serve", "unknown option ", argv[optind - 1]);
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "vmprofd serve: unexpected argument '%s'\nTry 'vmprofd serve --help'.\n", argv[optind]);
-        return 2;
+        return vmprofd_options_usage_error("serve", "unexpected argument ", argv[optind]);
     }
     pthread_mutex_init(&sv.lock, NULL);
     sv.ends = calloc((size_t)sv.max_profiles, sizeof *sv.ends);

@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE /* process_vm_readv, ppoll, pipe2, strsignal, __WALL: Linux interfaces */
 #include "vmprofd/session.h"
+#include "vmprofd/stopsignals.h"
 
 #include "report/report.h"
 #include "vmprofd/export_reader.h"
@@ -59,26 +60,6 @@
  * --no-export) is polled at 1 ms for its first SESSION_START_WINDOW_MS. */
 #define SESSION_START_POLL_MS 1
 #define SESSION_START_WINDOW_MS 2000
-
-static volatile sig_atomic_t stop_signal;
-/* Launch mode, once COMMAND runs: signals are passed to it instead. */
-static volatile pid_t forward_pid;
-static volatile sig_atomic_t forwarded_signal;
-
-static void on_stop_signal(int sig, siginfo_t *si, void *uc)
-{
-    (void)uc;
-    if (forward_pid > 0) {
-        /* A terminal's Ctrl-C or hang-up (SI_KERNEL) reached COMMAND's
-         * process group already: passing it again would deliver it twice. */
-        if (!si || si->si_code != SI_KERNEL) {
-            kill(forward_pid, sig);
-            forwarded_signal = sig;
-        }
-        return;
-    }
-    stop_signal = sig;
-}
 
 static double now_s(void)
 {
@@ -442,41 +423,6 @@ static void wait_for_command(Target *t)
 
 /* -- The run --------------------------------------------------------------- */
 
-static void install_signals(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_stop_signal;
-    sa.sa_flags = SA_SIGINFO;
-    sigemptyset(&sa.sa_mask);
-    /* No SA_RESTART: a signal must cut a poll or waitpid short. */
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN); /* a closed stdout is reported as EPIPE */
-    signal(SIGXFSZ, SIG_IGN); /* a file size limit is a failed write (EFBIG), said, not a death */
-}
-
-static void restore_signals(void)
-{
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
-}
-
-/* The same handling for vmprofd/alloc_session.c. */
-void vmprofd_session_signals_install(void)
-{
-    stop_signal = 0;
-    forward_pid = 0;
-    forwarded_signal = 0;
-    install_signals();
-}
-
-void vmprofd_session_signals_restore(void) { restore_signals(); }
-const volatile sig_atomic_t *vmprofd_session_stop_flag(void) { return &stop_signal; }
-void vmprofd_session_forward_signals(pid_t pid) { forward_pid = pid; }
-
 /* Starts or finds the target and opens a sampler on it; false after
  * printing why not. */
 static bool attach(Session *ss)
@@ -509,7 +455,7 @@ static bool attach(Session *ss)
             return false;
         }
         /* from now on a signal for vmprofd is COMMAND's (perf and py-spy do so) */
-        forward_pid = ss->target.pid;
+        vmprofd_stopsignals_forward_to(ss->target.pid);
         ensure_symbolizer(ss);
         vmprofd_target_exe(ss->target.pid, ss->exe, sizeof ss->exe);
         for (char **a = o->command + 1; *a && strcmp(*a, "--") != 0; a++)
@@ -704,8 +650,9 @@ static int session_collect(Session *ss, Profile **out)
     }
     if (stop_note[0])
         report_profile_add_note(p, "%s", stop_note);
-    if (ss->cli && forwarded_signal)
-        report_profile_add_note(p, "%s sent to vmprofd was passed to the command", strsignal(forwarded_signal));
+    if (ss->cli && vmprofd_stopsignals_forwarded())
+        report_profile_add_note(p, "%s sent to vmprofd was passed to the command",
+                                strsignal(vmprofd_stopsignals_forwarded()));
     if (final_note[0])
         report_profile_add_note(p, "%s", final_note); /* e.g. kernel samples excluded, and why */
     if (o->event == VMPROFD_EVENT_WALL) {
@@ -826,25 +773,22 @@ int vmprofd_session_run(const VmprofdOptions *o)
 {
     if (o->event == VMPROFD_EVENT_ALLOC) /* no sampler of ours: the VM samples (alloc_session.c) */
         return vmprofd_alloc_session_run(o);
-    stop_signal = 0;
-    forward_pid = 0;
-    forwarded_signal = 0;
     /* before anything starts: no profile is lost to a path that cannot take it */
     if (!vmprofd_output_check_all(o))
         return 1;
-    Session *ss = session_new(o, &stop_signal, true);
+    Session *ss = session_new(o, vmprofd_stopsignals_flag(), true);
     if (!ss) {
         fprintf(stderr, "vmprofd: out of memory\n");
         return 1;
     }
-    install_signals();
+    vmprofd_stopsignals_install();
     /* a launched command shares the terminal: a countdown would cut into its lines */
     vmprofd_progress_init(&ss->progress, o->quiet || o->command != NULL);
     Profile *p;
     int code = session_collect(ss, &p);
     if (code != 0) {
         session_free(ss);
-        restore_signals();
+        vmprofd_stopsignals_restore();
         return code;
     }
     SamplerStats final = ss->final;
@@ -877,7 +821,7 @@ int vmprofd_session_run(const VmprofdOptions *o)
         wait_for_command(&ss->target);
         wrote = vmprofd_output_write_all(o, p, false, true) && wrote;
     }
-    restore_signals();
+    vmprofd_stopsignals_restore();
     int status = wrote ? 0 : 1; /* vmprofd's own failure is never hidden behind COMMAND's success */
     if (wrote && o->command && ss->target.have_status)
         status = vmprofd_target_exit_status(&ss->target);

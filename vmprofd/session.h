@@ -39,12 +39,5 @@ Profile *vmprofd_session_collect(const VmprofdOptions *o, const volatile sig_ato
 Profile *vmprofd_alloc_session_collect(const VmprofdOptions *o, const volatile sig_atomic_t *stop, char *err,
                                        size_t errlen);
 
-/* The session's signal handling, shared with alloc_session.c: SIGINT,
- * SIGTERM and SIGHUP stop sampling, or once forward_signals named a
- * launched command, go to it. */
-void vmprofd_session_signals_install(void);
-void vmprofd_session_signals_restore(void);
-const volatile sig_atomic_t *vmprofd_session_stop_flag(void);
-void vmprofd_session_forward_signals(pid_t pid);
 
 #endif

@@ -216,7 +216,7 @@ errors)
     echo "ok: two alloc profiles compare by alloc_space"
     expect_status 2 "give two profiles" diff "$WORK/A.pb.gz"
     expect_status 2 "more than two" diff "$WORK/A.pb.gz" "$WORK/A.pb.gz" "$WORK/A.pb.gz"
-    expect_status 2 "unknown option --bogus" diff --bogus "$WORK/A.pb.gz" "$WORK/A.pb.gz"
+    expect_status 2 "unknown option '--bogus'" diff --bogus "$WORK/A.pb.gz" "$WORK/A.pb.gz"
     expect_status 2 "needs a value" diff "$WORK/A.pb.gz" "$WORK/A.pb.gz" --sample-index
     "$VMPROFD" diff --help | grep -q "^usage: vmprofd diff" || fail "vmprofd diff --help"
     "$VMPROFD" merge --help | grep -q "^usage: vmprofd merge" || fail "vmprofd merge --help"

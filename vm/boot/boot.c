@@ -22,6 +22,7 @@
 #include "vm/loader/bytecodepublish.h"
 #include "vm/loader/loader.h"
 #include "vm/model/class.h"
+#include "vm/model/lookup.h"
 #include "vm/model/globals.h"
 #include "vm/model/universe.h"
 #include "vm/prims/prims.h"

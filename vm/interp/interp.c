@@ -73,6 +73,8 @@ register unsigned long *vm_ifp asm("r14"); /* an Oop *; VM_INTERP_FP_PERF_REG in
 #include "vm/interp/stack.h"
 #include "vm/loader/loader.h"
 #include "vm/model/class.h"
+#include "vm/model/lookup.h"
+#include "vm/model/counter.h"
 #include "vm/model/frame.h"
 #include "vm/model/globals.h"
 #include "vm/model/method.h"
@@ -88,7 +90,7 @@ register unsigned long *vm_ifp asm("r14"); /* an Oop *; VM_INTERP_FP_PERF_REG in
 #define N_SPECIAL (BC_N_SPECIAL)
 
 static Oop special_sel[N_SPECIAL];
-static const int special_nargs[N_SPECIAL] = {BC_SPECIAL_NARGS};
+static const int special_nargs[BC_COUNT] = {BC_SPECIAL_NARGS}; /* a constant for each SPECIAL_SEND */
 static Oop sym_dnu, sym_unknown_global, sym_escaped_block, sym_must_be_boolean;
 bool vm_array_at_is_prim, vm_array_at_put_is_prim, vm_array_length_is_prim;
 bool vm_double_arith_is_prim;
@@ -101,7 +103,7 @@ static bool string_length_is_prim;
 static Oop *saved_sp, *saved_fp;
 static size_t saved_bcpc;
 
-_Static_assert(N_SPECIAL == 29, "special selector table matches bytecodes.h");
+_Static_assert(VM_JIT_CALLER_PUSHED_NOTHING == VM_FRAME_MAX(CALLER_NARGS), "jitinterface.h: the caller-nargs field's own value");
 
 void vm_interp_set_saved_frame(Oop *sp, Oop *fp)
 {
@@ -161,8 +163,7 @@ Oop vm_interp_symbol_must_be_boolean(void)
 
 static void init_symbols(void)
 {
-    static const char *const names[N_SPECIAL] = {BC_SPECIAL_SELECTORS};
-    for (int i = 0; i < N_SPECIAL; i++) special_sel[i] = vm_symbol_from_cstr(names[i]);
+    for (int i = 0; i < N_SPECIAL; i++) special_sel[i] = vm_symbol_from_cstr(vm_special_selector[i]);
     sym_dnu = vm_symbol_from_cstr("doesNotUnderstand:arguments:");
     sym_unknown_global = vm_symbol_from_cstr("unknownGlobal:");
     sym_escaped_block = vm_symbol_from_cstr("escapedBlock:");
@@ -177,6 +178,25 @@ static bool identical_is_primitive(uint32_t class_index)
 {
     Oop m = vm_lookup_cached(class_index, sym_identical);
     return m && oop_int(obj_slots(m)[METHOD_PRIMITIVE]) == object_identical_prim;
+}
+
+/* Compiling a method that became hot in interpret(): a compaction walks the
+ * frames from the one written back here (its WRITE_BACK) and relocates
+ * *live_ra (a return address into machine code, or NULL). Inlined, so the
+ * site costs no stores until it compiles. */
+typedef struct CompileSite {
+    Oop *sp, *frame;
+    size_t bcpc;
+    Oop *live_ra;
+} CompileSite;
+
+static inline __attribute__((always_inline)) intptr_t compile_here(Oop m, void *cx)
+{
+    const CompileSite *site = cx;
+    saved_sp = site->sp;
+    saved_fp = site->frame;
+    saved_bcpc = site->bcpc;
+    return vm_jit_hooks->compile(m, site->live_ra);
 }
 
 /* -- The interpreter ------------------------------------------------------- */
@@ -310,7 +330,7 @@ static __attribute__((noinline)) Oop *overflow_page(Oop *fp, Oop *sp, int n, Oop
 static Oop interpret(Oop receiver, Oop selector, Oop *args, int nargs0)
 {
     static const void *const dispatch[BC_COUNT] = {
-#define BC_LABEL(name, len, eff, mapped, ops) [BC_##name] = &&op_##name,
+#define BC_LABEL(name, len, eff, mapped, ops, sel, sargs) [BC_##name] = &&op_##name,
         BYTECODE_LIST(BC_LABEL)
 #undef BC_LABEL
     };
@@ -982,24 +1002,18 @@ activate:
     if (obj_slots(m)[METHOD_PRIMITIVE] != oop_from_int(0)) goto primitive;
 activate_method : {
     if (vm_jit_enabled) {
-        intptr_t cv = oop_int(obj_slots(m)[METHOD_COUNTER]);
-        if (cv >= 0) {
-            if (++cv >= vm_jit_threshold) {
-                WRITE_BACK(); /* compaction walks the frames from here */
-                cv = vm_jit_hooks->compile(m, &mc_retaddr);
-            }
-            obj_slots(m)[METHOD_COUNTER] = oop_from_int(cv);
-        }
-        if (cv <= -2 && fp && !VM_PROBE_METHODS_TRACED()) { /* traced: see profiler/usdt.h */
+        intptr_t cv = vm_counter_count_run(m, vm_jit_threshold, compile_here,
+                                           &(CompileSite){sp, fp, (size_t)(ip - bytes), &mc_retaddr});
+        if (vm_counter_is_code(cv) && fp && !VM_PROBE_METHODS_TRACED()) { /* traced: see profiler/usdt.h */
             intptr_t hdr = vm_method_hdr(m);
-            int need = FRAME_HEADER_WORDS + (int)((hdr >> 24) & 0xffff) + (int)((hdr >> 40) & 0xffff) + 1;
+            int need = FRAME_HEADER_WORDS + (int)VM_MHDR_GET(hdr, NTEMPS) + (int)VM_MHDR_GET(hdr, MAX_STACK) + 1;
             /* machine code never changes pages: run it only where its frame fits */
             /* a send rewritten on the way (DNU, perform:) runs interpreted: only
              * the interpreter can return to machine code with the caller's
              * original argument count */
-            if (((hdr >> 16) & 0xff) == n && sp - need >= limit && (!mc_retaddr || n == mc_nargs) &&
-                ip - bytes < (1 << 19) /* the resume bcpc must fit its flags field */) {
-                jm = (JitMethod *)(-cv);
+            if (VM_MHDR_GET(hdr, NARGS) == n && sp - need >= limit && (!mc_retaddr || n == mc_nargs) &&
+                VM_FRAME_FITS(BCPC, ip - bytes) /* the resume bcpc must fit its flags field */) {
+                jm = vm_counter_code(cv);
                 goto enter_machine_code;
             }
         }
@@ -1017,8 +1031,7 @@ enter_machine_code:
         jregs = (JitRegs){sp, fp, 0};
         jst = vm_jit_enter.return_to(&jregs, vm_jit_unchecked_entry(jm));
     } else {
-        fp[FRAME_FLAGS] = oop_from_int(frame_flags(fp) | ((intptr_t)n << FRAME_FLAG_PENDING_SHIFT) |
-                                       ((intptr_t)(ip - bytes) << FRAME_FLAG_BCPC_SHIFT));
+        fp[FRAME_FLAGS] = oop_from_int(frame_flags(fp) | VM_FRAME_PUT(PENDING_NARGS, n) | VM_FRAME_PUT(BCPC, ip - bytes));
         jregs = (JitRegs){sp, fp, 0};
         jst = vm_jit_enter.enter(&jregs, vm_jit_unchecked_entry(jm));
     }
@@ -1049,7 +1062,7 @@ activate_block:
 
 push_frame : {
     intptr_t hdr = vm_method_hdr(m);
-    int mnargs = (int)((hdr >> 16) & 0xff), ntemps = (int)((hdr >> 24) & 0xffff), maxs = (int)((hdr >> 40) & 0xffff);
+    int mnargs = (int)VM_MHDR_GET(hdr, NARGS), ntemps = (int)VM_MHDR_GET(hdr, NTEMPS), maxs = (int)VM_MHDR_GET(hdr, MAX_STACK);
     Oop *link = fp;
     if (BASE_UNLIKELY(mnargs != n)) wrong_arg_count(sp, bytes, n, frame_kind, mnargs);
     if (BASE_UNLIKELY(sp - (FRAME_HEADER_WORDS + ntemps + maxs) < limit)) {
@@ -1058,7 +1071,7 @@ push_frame : {
         limit = nlimit;
         link = NULL;
     }
-    intptr_t caller_nargs = mc_retaddr ? (intptr_t)(mc_nargs & 0xff) << FRAME_FLAG_CALLER_NARGS_SHIFT : 0;
+    intptr_t caller_nargs = mc_retaddr ? VM_FRAME_PUT(CALLER_NARGS, mc_nargs & VM_FRAME_MAX(CALLER_NARGS)) : 0;
     sp[-1] = mc_retaddr ? mc_retaddr : oop_from_int(ip - bytes);
     mc_retaddr = 0;
     sp[-2] = (Oop)link;
@@ -1074,7 +1087,7 @@ push_frame : {
     for (int t = 0; t < ntemps; t++) *--sp = vm_nil;
     method = m;
     nargs = mnargs;
-    bytes = (uint8_t *)(obj_slots(m) + (hdr & 0xffff));
+    bytes = (uint8_t *)(obj_slots(m) + VM_MHDR_GET(hdr, SLOTS));
     IP_SET(bytes);
     if (BASE_UNLIKELY(VM_PROBE_METHODS_TRACED())) {
         fp[FRAME_FLAGS] = oop_from_int(frame_flags(fp) | FRAME_FLAG_TRACED);
@@ -1149,7 +1162,7 @@ do_return : {
     Oop *caller = (Oop *)fp[FRAME_SAVED_FP];
     Oop saved_ip = fp[FRAME_SAVED_IP];
     intptr_t rbcpc = oop_int(saved_ip);
-    int fn = (int)(rfl & 0xff);
+    int fn = (int)VM_FRAME_GET(rfl, NARGS);
     sp = fp + 2 + fn;
     /* the common case first: an interpreted caller on this page (machine
      * code exists only with the JIT on) */
@@ -1192,15 +1205,9 @@ op_JUMP_BACK : {
         size_t jump_bcpc = (size_t)(ip - bytes) + back - 3; /* computed here: --no-jit never needs it */
         /* backward jumps count as executions: a loop in a method run once
          * gets compiled and continues in machine code (OSR) */
-        intptr_t cv = oop_int(obj_slots(method)[METHOD_COUNTER]);
-        if (BASE_UNLIKELY(cv >= 0)) {
-            if (++cv >= vm_jit_threshold) {
-                WRITE_BACK();
-                cv = vm_jit_hooks->compile(method, NULL);
-            }
-            obj_slots(method)[METHOD_COUNTER] = oop_from_int(cv);
-        }
-        if (cv <= -2 && !VM_PROBE_METHODS_TRACED()) { /* a traced frame's return must be seen */
+        intptr_t cv = vm_counter_count_run(method, vm_jit_threshold, compile_here,
+                                           &(CompileSite){sp, fp, (size_t)(ip - bytes), NULL});
+        if (vm_counter_is_code(cv) && !VM_PROBE_METHODS_TRACED()) { /* a traced frame's return must be seen */
             uint8_t *entry = vm_jit_hooks->osr_entry(fp, jump_bcpc);
             if (entry) {
                 jregs = (JitRegs){sp, fp, 0};
@@ -1479,9 +1486,9 @@ static InterpNext from_machine_code(InterpRegs *r, JitStatus jst, const JitRegs 
         IP_CLEAR();
         FP_SET(jregs_fp(jregs));
         intptr_t fl = frame_flags(fp);
-        int pn = (int)((fl >> FRAME_FLAG_PENDING_SHIFT) & 0xff);
-        size_t bc = (size_t)((fl >> FRAME_FLAG_BCPC_SHIFT) & 0x7ffff);
-        fp[FRAME_FLAGS] = oop_from_int(fl & ~FRAME_FLAG_PENDING_MASK);
+        int pn = (int)VM_FRAME_GET(fl, PENDING_NARGS);
+        size_t bc = (size_t)VM_FRAME_GET(fl, BCPC);
+        fp[FRAME_FLAGS] = oop_from_int(fl & ~(VM_FRAME_MASK(PENDING_NARGS) | VM_FRAME_MASK(BCPC)));
         r->sp = jregs->sp + pn;
         *r->sp = jregs->result;
         regs_load_method(r);
@@ -1536,7 +1543,7 @@ static InterpNext from_machine_code(InterpRegs *r, JitStatus jst, const JitRegs 
 static InterpNext return_across(InterpRegs *r, JitRegs *jregs, Oop *caller, Oop saved_ip)
 {
     Oop *sp = r->sp;
-    int caller_n = (int)((frame_flags(fp) >> FRAME_FLAG_CALLER_NARGS_SHIFT) & 0xff);
+    int caller_n = (int)VM_FRAME_GET(frame_flags(fp), CALLER_NARGS);
     if (caller_n == VM_JIT_CALLER_PUSHED_NOTHING) caller_n = -1;
     r->mc_target = (void *)saved_ip;
     if (BASE_UNLIKELY(vm_jit_is_code_address(saved_ip)) && caller) {

@@ -11,16 +11,18 @@
  * which it fills in; with the JIT off (vm_jit_enabled false, an empty zone
  * range) no hook is ever called. No header of vm/jit/ is included here.
  *
- * A heap method's counter slot holds its invocation count (>= 0), -1 when
- * the JIT declined it, or -(JitMethod address) once compiled.
+ * A heap method's counter slot (vm/model/counter.h) holds its invocation
+ * count (>= 0), -1 when the JIT declined it, or -(JitMethod address) once
+ * compiled.
  *
  * Who may call: vm/interp/, vm/jit/, vm/boot/.
  */
-#ifndef VM_INTERP_MCODE_H
-#define VM_INTERP_MCODE_H
+#ifndef VM_INTERP_JITINTERFACE_H
+#define VM_INTERP_JITINTERFACE_H
 
 #include "gc/object.h"
 #include "proto/stackabi.h"
+#include "vm/model/counter.h"
 #include "vm/model/method.h"
 
 #include <stdbool.h>
@@ -140,8 +142,7 @@ static inline bool vm_jit_is_code_address(Oop saved)
 /* The compiled code of a heap method, or NULL. */
 static inline JitMethod *vm_jit_method_of(Oop method)
 {
-    intptr_t cv = oop_int(obj_slots(method)[METHOD_COUNTER]);
-    return cv <= -2 ? (JitMethod *)(-cv) : NULL;
+    return vm_counter_code(vm_counter(method));
 }
 
 /* Where the interpreter enters a compiled method (its arguments pushed). */

@@ -57,7 +57,7 @@ static void classify(VmSendCacheEntry *e, Oop m, int nargs)
     e->field = (uint16_t)ntemps;
     e->value = oop_from_int(FRAME_FLAGS_MAKE(nargs, ntemps, false));
     e->frame_words = (uint32_t)(FRAME_HEADER_WORDS + ntemps + vm_method_max_stack(m));
-    e->bytecodes = (uint32_t)((hdr & 0xffff) * sizeof(Oop));
+    e->bytecodes = (uint32_t)(VM_MHDR_GET(hdr, SLOTS) * sizeof(Oop));
     const uint8_t *p = vm_method_bytecodes(m);
     size_t len = vm_method_bytecode_length(m);
     if (len >= 1 && p[0] == BC_RETURN_SELF) {

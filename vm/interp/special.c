@@ -5,6 +5,7 @@
 
 #include "vm/loader/loader.h"
 #include "vm/model/class.h"
+#include "vm/model/lookup.h"
 #include "vm/model/method.h"
 #include "vm/model/primitive.h"
 #include "vm/model/universe.h"

@@ -44,15 +44,15 @@ void vm_walk_facts(ProfWalkFacts *f)
     f->page_caller_fp = offsetof(StackPage, caller_fp);
     f->page_caller_context = offsetof(StackPage, caller_context);
     f->frame_flags_offset = 8 * (uint32_t)-FRAME_FLAGS;
-    f->flags_bcpc_shift = FRAME_FLAG_BCPC_SHIFT;
-    f->flags_bcpc_mask = 0x7ffff; /* vm/jit/runtime.h: the resume bcpc field is 19 bits */
+    f->flags_bcpc_shift = VM_FRAME_BCPC_POS;
+    f->flags_bcpc_mask = (uint32_t)VM_FRAME_MAX(BCPC);
     f->nil = (uint64_t)vm_nil;
     f->ctx_sender_slot = CTX_SENDER;
     f->ctx_pc_slot = CTX_PC;
     f->ctx_method_slot = CTX_METHOD;
     f->method_class_index = CLASS_INDEX_METHOD;
     f->class_index_mask = (uint32_t)OBJ_CLASS_MASK;
-    f->method_slots_mask = 0xffff; /* vm/model/method.h: header bits 0..15 */
+    f->method_slots_mask = (uint32_t)VM_MHDR_MAX(SLOTS);
     f->fp_reg = VM_INTERP_FP_PERF_REG;
     f->ip_reg = VM_INTERP_IP_PERF_REG;
 }

@@ -9,8 +9,8 @@
  *
  * Who may call: vm/jit/runtime.c.
  */
-#ifndef VM_JITRT_COMPACT_H
-#define VM_JITRT_COMPACT_H
+#ifndef VM_JIT_COMPACT_H
+#define VM_JIT_COMPACT_H
 
 #include "gc/object.h"
 

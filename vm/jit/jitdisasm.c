@@ -12,6 +12,7 @@
 #include "vm/bytecode/bytecodes.h"
 #include "vm/loader/loader.h"
 #include "vm/model/class.h"
+#include "vm/model/lookup.h"
 #include "vm/model/globals.h"
 #include "vm/model/method.h"
 #include "vm/model/universe.h"

@@ -8,6 +8,7 @@
 #include "vm/interp/jitinterface.h"
 #include "vm/interp/stack.h"
 #include "vm/model/class.h"
+#include "vm/model/lookup.h"
 #include "vm/model/globals.h"
 
 #include <stddef.h>

@@ -22,6 +22,7 @@
 #include "vm/jit/jitpublish.h"
 #include "vm/loader/loader.h"
 #include "vm/model/class.h"
+#include "vm/model/lookup.h"
 #include "vm/model/frame.h"
 #include "vm/model/globals.h"
 #include "vm/model/method.h"

@@ -11,8 +11,8 @@
  *
  * Who may call: vm/boot/, the rest of vm/jit/.
  */
-#ifndef VM_JITRT_RUNTIME_H
-#define VM_JITRT_RUNTIME_H
+#ifndef VM_JIT_RUNTIME_H
+#define VM_JIT_RUNTIME_H
 
 #include "gc/heap.h"
 #include "vm/jit/compile.h"

@@ -7,6 +7,7 @@
 #include "vm/jit/piece.h"
 #include "vm/jit/x64_regs.h"
 #include "vm/model/class.h"
+#include "vm/model/lookup.h"
 #include "vm/model/method.h"
 #include "vm/model/universe.h"
 #include "vm/model/vm.h"
@@ -173,7 +174,7 @@ JitMethod *jit_sendsite_open_pic_new(JitZone *z, const JitPicRuntime *rt, Oop se
     X64Buf *b = &p.b;
     X64Label miss = JIT_X64_LABEL("miss");
     jit_sendsite_emit_receiver_class(b, receiver_disp(nargs));
-    /* vm_lookup_hash (vm/model/class.h): ((selector >> 3) ^ class_index * multiplier) & (size - 1).
+    /* vm_lookup_hash (vm/model/lookup.h): ((selector >> 3) ^ class_index * multiplier) & (size - 1).
      * Only the low bits survive the mask, and they do not depend on the
      * product's width, so a 64-bit imul with the sign-extended constant agrees. */
     jit_x64_lea_rl(b, RAX, &p.header);

@@ -36,7 +36,7 @@
  *
  * An open PIC (JIT_KIND_OPEN_PIC) is one piece per selector, shared by every
  * megamorphic site of that selector (reference 002 §5.2): it probes the
- * interpreter's global lookup cache (vm/model/class.h) and jumps to the found
+ * interpreter's global lookup cache (vm/model/lookup.h) and jumps to the found
  * method's unchecked entry when it is compiled, else to ceOpenPICMiss.
  *
  * Every patch goes through one function per site kind that writes and reads
@@ -101,7 +101,7 @@ void jit_sendsite_emit_receiver_class(X64Buf *b, int32_t receiver_disp);
 typedef struct JitPicRuntime {
     const uint8_t *closed_miss; /* dispatch trampoline: fn(_, closed PIC) */
     const uint8_t *open_miss;   /* dispatch trampoline: fn(_, open PIC) */
-    const void *lookup_cache;   /* vm/model/class.h's vm_lookup_cache */
+    const void *lookup_cache;   /* vm/model/lookup.h's vm_lookup_cache */
 } JitPicRuntime;
 
 /* A closed PIC for `selector` with no cases, or NULL when the zone is full. */

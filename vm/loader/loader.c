@@ -12,6 +12,8 @@
 #include "vm/compiler/classdesc.h"
 #include "vm/loader/bytecodepublish.h"
 #include "vm/model/class.h"
+#include "vm/model/lookup.h"
+#include "vm/model/counter.h"
 #include "vm/model/globals.h"
 #include "vm/model/method.h"
 #include "vm/model/primitive.h"
@@ -216,7 +218,7 @@ static void quicken(uint8_t *code, size_t len, int nargs)
 static Oop make_method(const MethodDesc *m, Oop holder, Oop outer, const char *class_name, bool class_side)
 {
     size_t ptr_slots = METHOD_FIXED_SLOTS + m->nlits;
-    if (ptr_slots > 0xffff) vm_panic("method %s has too many literals", m->selector);
+    if (!VM_MHDR_FITS(SLOTS, ptr_slots)) vm_panic("method %s has too many literals", m->selector);
     bool prim = m->is_primitive;
     /* Every block ends in RETURN_TOP, even after a final `^ expr`: the
      * interpreter resumes there when escapedBlock: answers (vm/interp/interp.c). */
@@ -236,7 +238,7 @@ static Oop make_method(const MethodDesc *m, Oop holder, Oop outer, const char *c
     gc_store(meth, METHOD_LINES, make_line_table(m));
     obj_slots(meth)[METHOD_PRIMITIVE] = oop_from_int(prim ? prim_index(class_name, class_side, m->selector) : 0);
     gc_store(meth, METHOD_OUTER, outer);
-    obj_slots(meth)[METHOD_COUNTER] = oop_from_int(0);
+    vm_counter_set(meth, 0);
     for (size_t i = 0; i < m->nlits; i++)
         gc_store(meth, METHOD_FIXED_SLOTS + i, make_literal(&m->lits[i], holder, meth, class_name, class_side));
     if (m->code_len) memcpy(vm_method_bytecodes(meth), m->code, m->code_len);

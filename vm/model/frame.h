@@ -11,7 +11,7 @@
  *   fp[0]            caller's fp (raw), or NULL for the first frame on a page
  *   fp[-1]           method
  *   fp[-2]           context (nil, or the Context this frame is married to)
- *   fp[-3]           flags (SmallInteger: FRAME_FLAG_*)
+ *   fp[-3]           flags (SmallInteger: vm/model/frameflags.h)
  *   fp[-4]           self (the home receiver, also in block frames)
  *   fp[-5-j]         temp j
  *   …                operand stack, sp -> top element (lowest address)
@@ -42,6 +42,7 @@
 
 #include "gc/object.h"
 #include "vm/bytecode/bytecodes.h"
+#include "vm/model/frameflags.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -58,41 +59,11 @@ enum {
     FRAME_HEADER_WORDS = 6, /* fp[1] … fp[-4] */
 };
 
-/* The flags word, every field of it (the interpreter's, machine code's and
- * the JIT glue's):
- *   0..7    nargs
- *   8       is-block
- *   9       has-context
- *   10..24  ntemps (the compiler allows 256 variables)
- *   25      traced: the interpreter fired method__entry for this activation
- *           and owes it method__return (checked on return together with
- *           has-context, so an untraced return pays nothing)
- *   26      machine code: the frame runs machine code (vm/jit/DESIGN.md)
- *   27..34  pending: an interpreter frame that entered machine code keeps
- *           the argument count of that send …
- *   43..61  … and its resume bcpc (vm/jit/runtime.c)
- *   35..42  caller nargs: a frame activated by the interpreter for machine
- *           code, and every machine-code frame, keeps how many arguments its
- *           caller pushed (different when the send was rewritten: DNU,
- *           perform:); the interpreter reads it when it returns from a
- *           frame it took over from machine code */
-#define FRAME_FLAG_BLOCK (1 << 8)
-#define FRAME_FLAG_CONTEXT (1 << 9)
-#define FRAME_FLAG_TRACED (1 << 25)
-#define FRAME_FLAG_MACHINE_CODE ((intptr_t)1 << 26)
-#define FRAME_FLAG_PENDING_SHIFT 27
-#define FRAME_FLAG_CALLER_NARGS_SHIFT 35
-#define FRAME_FLAG_BCPC_SHIFT 43
-#define FRAME_FLAG_PENDING_MASK (((intptr_t)0xff << FRAME_FLAG_PENDING_SHIFT) | ((intptr_t)0x7ffff << FRAME_FLAG_BCPC_SHIFT))
-_Static_assert(FRAME_FLAG_MACHINE_CODE > ((intptr_t)0x7fff << 10), "above the ntemps field");
-_Static_assert(FRAME_FLAG_MACHINE_CODE > FRAME_FLAG_TRACED, "above the traced bit");
-_Static_assert(VM_COMPILE_MAX_VARS < 0x7fff, "ntemps fits below the traced bit");
-#define FRAME_FLAGS_MAKE(nargs, ntemps, is_block) \
-    ((intptr_t)(nargs) | ((is_block) ? FRAME_FLAG_BLOCK : 0) | ((intptr_t)(ntemps) << 10))
+_Static_assert(VM_COMPILE_MAX_VARS <= VM_FRAME_MAX(NTEMPS), "ntemps fits its flags field");
 
 static inline intptr_t frame_flags(Oop *fp) { return oop_int(fp[FRAME_FLAGS]); }
-static inline int frame_nargs(Oop *fp) { return (int)(frame_flags(fp) & 0xff); }
-static inline int frame_ntemps(Oop *fp) { return (int)((frame_flags(fp) >> 10) & 0x7fff); }
+static inline int frame_nargs(Oop *fp) { return (int)VM_FRAME_GET(frame_flags(fp), NARGS); }
+static inline int frame_ntemps(Oop *fp) { return (int)VM_FRAME_GET(frame_flags(fp), NTEMPS); }
 static inline bool frame_is_block(Oop *fp) { return (frame_flags(fp) & FRAME_FLAG_BLOCK) != 0; }
 static inline bool frame_has_context(Oop *fp) { return (frame_flags(fp) & FRAME_FLAG_CONTEXT) != 0; }
 static inline Oop *frame_receiver_slot(Oop *fp) { return fp + 2 + frame_nargs(fp); }

@@ -6,25 +6,22 @@
  *
  *   slot  field        contents
  *   ----  -----------  -----------------------------------------------------
- *    0    header       SmallInteger, bit fields below
+ *    0    header       SmallInteger: vm/model/methodheader.h
  *    1    signature    Symbol (blocks: the home method's selector)
  *    2    holder       the class whose method (or whose method's block) it is
  *    3    line table   VM byte array (CLASS_INDEX_BYTES): LEB128 pairs
  *                      (bcpc delta, line delta as zig-zag) — or nil
  *    4    primitive    SmallInteger index into the primitive table; 0 = none
  *    5    outer        for blocks, the lexically enclosing method; else nil
- *    6    counter      SmallInteger invocation count (the JIT's trigger)
+ *    6    counter      SmallInteger: the JIT's trigger (vm/model/counter.h)
  *    7..  literals
  *    then bytecodes
- *
- *   header bits:  0..15 pointer slots (7 + literals)  16..23 nargs
- *                24..39 temps (beyond args)          40..55 max stack
- *                56     is block
  */
 #ifndef VM_METHOD_H
 #define VM_METHOD_H
 
 #include "gc/object.h"
+#include "vm/model/methodheader.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -42,11 +39,11 @@ enum {
 };
 
 static inline intptr_t vm_method_hdr(Oop m) { return oop_int(obj_slots(m)[METHOD_HEADER]); }
-static inline size_t vm_method_pointer_slots(Oop m) { return (size_t)(vm_method_hdr(m) & 0xffff); }
-static inline int vm_method_nargs(Oop m) { return (int)((vm_method_hdr(m) >> 16) & 0xff); }
-static inline int vm_method_ntemps(Oop m) { return (int)((vm_method_hdr(m) >> 24) & 0xffff); }
-static inline int vm_method_max_stack(Oop m) { return (int)((vm_method_hdr(m) >> 40) & 0xffff); }
-static inline bool vm_method_is_block(Oop m) { return ((vm_method_hdr(m) >> 56) & 1) != 0; }
+static inline size_t vm_method_pointer_slots(Oop m) { return (size_t)VM_MHDR_GET(vm_method_hdr(m), SLOTS); }
+static inline int vm_method_nargs(Oop m) { return (int)VM_MHDR_GET(vm_method_hdr(m), NARGS); }
+static inline int vm_method_ntemps(Oop m) { return (int)VM_MHDR_GET(vm_method_hdr(m), NTEMPS); }
+static inline int vm_method_max_stack(Oop m) { return (int)VM_MHDR_GET(vm_method_hdr(m), MAX_STACK); }
+static inline bool vm_method_is_block(Oop m) { return VM_MHDR_GET(vm_method_hdr(m), BLOCK) != 0; }
 static inline Oop *vm_method_literals(Oop m) { return obj_slots(m) + METHOD_FIXED_SLOTS; }
 static inline uint8_t *vm_method_bytecodes(Oop m) { return (uint8_t *)(obj_slots(m) + vm_method_pointer_slots(m)); }
 static inline size_t vm_method_bytecode_length(Oop m)
@@ -55,8 +52,8 @@ static inline size_t vm_method_bytecode_length(Oop m)
 }
 static inline intptr_t vm_method_make_header(size_t pointer_slots, int nargs, int ntemps, int max_stack, bool is_block)
 {
-    return (intptr_t)pointer_slots | ((intptr_t)nargs << 16) | ((intptr_t)ntemps << 24) |
-           ((intptr_t)max_stack << 40) | ((intptr_t)(is_block ? 1 : 0) << 56);
+    return VM_MHDR_PUT(SLOTS, pointer_slots) | VM_MHDR_PUT(NARGS, nargs) | VM_MHDR_PUT(NTEMPS, ntemps) |
+           VM_MHDR_PUT(MAX_STACK, max_stack) | VM_MHDR_PUT(BLOCK, is_block ? 1 : 0);
 }
 
 /* Source line of a bytecode pc (0 if unknown). */

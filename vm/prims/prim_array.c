@@ -4,6 +4,7 @@
 #include "gc/heap.h"
 #include "vm/bytecode/bytecodes.h"
 #include "vm/model/class.h"
+#include "vm/model/lookup.h"
 #include "vm/model/method.h"
 #include "vm/model/primitive.h"
 #include "vm/model/universe.h"

@@ -14,7 +14,7 @@
  * --jit-verify and --code-zone-stats do.
  *
  * Receivers are a SmallInteger and old-space objects of made-up class
- * indices; the open PIC probes vm/model/class.h's real vm_lookup_cache, filled by
+ * indices; the open PIC probes vm/model/lookup.h's real vm_lookup_cache, filled by
  * hand the way vm_lookup_cached hashes. No test depends on where the heap or
  * the zone is mapped.
  */
@@ -36,6 +36,7 @@
 #include "vm/jit/x64.h"
 #include "vm/bytecode/bytecodes.h"
 #include "vm/model/class.h"
+#include "vm/model/lookup.h"
 #include "vm/model/frame.h"
 #include "vm/model/method.h"
 
@@ -606,7 +607,7 @@ static void case_functions_refuse_bad_indices_and_other_pieces(void **state)
 
 /* -- Open PICs ------------------------------------------------------------------------------ */
 
-/* vm/model/class.h's vm_lookup_cached hash. */
+/* vm/model/lookup.h's vm_lookup_cached hash. */
 static VmCacheEntry *cache_entry(Oop sel, uint32_t class_index)
 {
     size_t h = ((sel >> 3) ^ (class_index * VM_LOOKUP_HASH_MULTIPLIER)) & (VM_LOOKUP_CACHE_SIZE - 1);
