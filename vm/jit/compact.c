@@ -15,6 +15,7 @@
 #include "vm/interp/stack.h"
 #include "vm/jit/jitpublish.h"
 #include "vm/jit/jitstate.h"
+#include "vm/model/counter.h"
 #include "vm/model/vm.h"
 
 /* The return address the caller of vm_jit_compact holds outside the stack pages. */
@@ -45,7 +46,7 @@ static void on_free(JitMethod *m, void *ctx)
     (void)ctx;
     vm_jit_publish_free(m);
     /* the heap method forgets it; sites and PIC cases are unlinked in before_slide */
-    if (jit_method_is_compiled(m) && vm_jit_method_of(m->method) == m) obj_slots(m->method)[METHOD_COUNTER] = oop_from_int(0);
+    if (jit_method_is_compiled(m) && vm_jit_method_of(m->method) == m) vm_counter_set(m->method, 0);
 }
 
 static void on_move(JitMethod *m, JitMethod *new_m, void *ctx)
@@ -53,7 +54,7 @@ static void on_move(JitMethod *m, JitMethod *new_m, void *ctx)
     (void)ctx;
     vm_jit_publish_move(m, new_m);
     if (jit_method_is_compiled(m) && vm_jit_method_of(m->method) == m)
-        obj_slots(m->method)[METHOD_COUNTER] = oop_from_int(-(intptr_t)new_m);
+        vm_counter_set(m->method, vm_counter_of_code(new_m));
 }
 
 static void relocate_ra(Oop *slot, void *ctx)

@@ -329,7 +329,7 @@ static void epilogue(Compiler *c)
     if (c->makes_blocks) {
         X64Label no_context = JIT_X64_LABEL("no context");
         jit_x64_mov_rm(&c->b, RCX, jit_x64_mem(RBP, 8 * FRAME_FLAGS));
-        jit_x64_bt_ri(&c->b, RCX, 1 + 9); /* FRAME_FLAG_CONTEXT of the tagged flags */
+        jit_x64_bt_ri(&c->b, RCX, VM_FRAME_TAGGED_POS(CONTEXT));
         jit_x64_jcc_label32(&c->b, JIT_X64_CC_NC, &no_context);
         jit_x64_push_r(&c->b, RAX);
         jit_x64_call_rel32(&c->b, c->rt->widow);
@@ -387,7 +387,7 @@ static void emit_prologue(Compiler *c, X64Label *header, X64Label *slow, X64Labe
     jit_x64_push_r(b, R11); /* fp[-2] context */
     int64_t flags = (int64_t)oop_from_int(FRAME_FLAGS_MAKE(c->nargs, c->ntemps, c->is_block) |
                                           FRAME_FLAG_MACHINE_CODE |
-                                          (intptr_t)c->nargs << FRAME_FLAG_CALLER_NARGS_SHIFT);
+                                          VM_FRAME_PUT(CALLER_NARGS, c->nargs));
     if (jit_compile_fits_i32(flags)) {
         jit_x64_push_i32(b, (int32_t)flags); /* fp[-3] flags */
     } else {

@@ -57,8 +57,7 @@ static const char *bytecode_text(const JitMethod *jm, uint32_t bcpc, char *buf, 
         unsigned lit = p[0] == BC_PUSH_GLOBAL ? p[1] : (unsigned)(p[1] | p[2] << 8);
         snprintf(buf + n, len - (size_t)n, " %s", vm_string_cstr(vm_method_literals(m)[lit], sym, sizeof sym));
     } else if (p[0] >= BC_SEND_ADD && p[0] <= BC_SEND_LAST_SPECIAL) {
-        static const char *const names[] = { BC_SPECIAL_SELECTORS };
-        snprintf(buf + n, len - (size_t)n, " #%s", names[p[0] - BC_SEND_ADD]);
+        snprintf(buf + n, len - (size_t)n, " #%s", vm_special_selector[p[0] - BC_SEND_ADD]);
     }
     return buf;
 }

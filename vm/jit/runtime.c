@@ -22,6 +22,7 @@
 #include "vm/jit/jitpublish.h"
 #include "vm/loader/loader.h"
 #include "vm/model/class.h"
+#include "vm/model/counter.h"
 #include "vm/model/lookup.h"
 #include "vm/model/frame.h"
 #include "vm/model/globals.h"
@@ -80,8 +81,9 @@ static JitMethod *compile_primitive_stub(Oop m, int index);
 
 /* Compiling from a runtime routine: a compaction walks the frames from the
  * machine-code caller and relocates its return address. */
-static intptr_t compile_here(Oop m)
+static intptr_t compile_here(Oop m, void *cx)
 {
+    (void)cx;
     vm_interp_set_saved_frame(jit_cstate.st_sp + 1, jit_cstate.st_fp);
     return vm_jit_compile(m, jit_cstate.st_sp);
 }
@@ -93,17 +95,13 @@ static JitMethod *callable(Oop m, int nargs)
 {
     if (vm_method_nargs(m) != nargs) return NULL;
     intptr_t p = oop_int(obj_slots(m)[METHOD_PRIMITIVE]);
-    intptr_t cv = oop_int(obj_slots(m)[METHOD_COUNTER]);
     if (p != 0) {
         bool value = p > 1 && vm_prim_table[p].special == SP_BLOCK_VALUE;
         if (!value && (p <= 1 || vm_prim_table[p].special != SP_NONE || nargs > JIT_MAX_PRIM_ARGS)) return NULL;
-        if (cv == 0) return compile_primitive_stub(m, (int)p);
+        if (vm_counter(m) == 0) return compile_primitive_stub(m, (int)p);
         return vm_jit_method_of(m);
     }
-    if (cv >= 0) {
-        if (++cv >= vm_jit_threshold) cv = compile_here(m);
-        obj_slots(m)[METHOD_COUNTER] = oop_from_int(cv);
-    }
+    vm_counter_count_run(m, vm_jit_threshold, compile_here, NULL);
     return vm_jit_method_of(m);
 }
 
@@ -384,11 +382,7 @@ static uint64_t rt_block_value_miss(uint64_t unused, JitMethod *stub)
     int nargs = stub->nargs;
     Oop value_method = stub->method;
     Oop bm = obj_slots(jit_cstate.st_sp[1 + nargs])[BLOCK_METHOD];
-    intptr_t cv = oop_int(obj_slots(bm)[METHOD_COUNTER]);
-    if (cv >= 0 && vm_method_nargs(bm) == nargs) {
-        if (++cv >= vm_jit_threshold) cv = compile_here(bm);
-        obj_slots(bm)[METHOD_COUNTER] = oop_from_int(cv);
-    }
+    if (vm_method_nargs(bm) == nargs) vm_counter_count_run(bm, vm_jit_threshold, compile_here, NULL);
     JitMethod *jm = vm_jit_method_of(bm);
     if (jm && jm->nargs == nargs) return unchecked(jm);
     return exit_to_interpreter(VM_JIT_PENDING_METHOD, value_method, nargs);
@@ -437,9 +431,9 @@ intptr_t vm_jit_compile(Oop method, Oop *ra)
     }
     vm_jit_stats.compiled++;
     vm_jit_publish_load(jm);
-    obj_slots(method)[METHOD_COUNTER] = oop_from_int(-(intptr_t)jm); /* the caller stores it too */
+    vm_counter_set(method, vm_counter_of_code(jm)); /* the caller stores it too */
     if (vm_jit_verify) jit_verify_method(&vm_jit_code_zone, vm_jit_compile_runtime.send, jm, "after compiling");
-    return -(intptr_t)jm;
+    return vm_counter_of_code(jm);
 }
 
 static JitMethod *make_stub(Oop m, int index)
@@ -459,7 +453,7 @@ static JitMethod *compile_primitive_stub(Oop m, int index)
     if (!jm) return NULL;
     vm_jit_stats.stubs++;
     vm_jit_publish_load(jm);
-    obj_slots(m)[METHOD_COUNTER] = oop_from_int(-(intptr_t)jm);
+    vm_counter_set(m, vm_counter_of_code(jm));
     return jm;
 }
 
@@ -552,15 +546,15 @@ uint8_t *vm_jit_osr_entry(Oop *fp, size_t jump_bcpc)
     Oop saved = fp[FRAME_SAVED_IP];
     if (vm_jit_is_code_address(saved)) {
         /* a machine-code caller: its `ret` must find the arguments it pushed */
-        if ((int)((fl >> FRAME_FLAG_CALLER_NARGS_SHIFT) & 0xff) != n) return NULL;
+        if ((int)VM_FRAME_GET(fl, CALLER_NARGS) != n) return NULL;
     } else {
         /* an interpreted caller: resumed as when it sends to machine code */
         intptr_t rbcpc = oop_int(saved);
-        if (rbcpc < 0 || rbcpc >= (1 << 19)) return NULL;
-        caller[FRAME_FLAGS] = oop_from_int(frame_flags(caller) | ((intptr_t)n << FRAME_FLAG_PENDING_SHIFT) |
-                                           (rbcpc << FRAME_FLAG_BCPC_SHIFT));
+        if (!VM_FRAME_FITS(BCPC, rbcpc)) return NULL;
+        caller[FRAME_FLAGS] =
+            oop_from_int(frame_flags(caller) | VM_FRAME_PUT(PENDING_NARGS, n) | VM_FRAME_PUT(BCPC, rbcpc));
         fp[FRAME_SAVED_IP] = (Oop)vm_jit_enter.return_to_interpreter;
-        fl |= (intptr_t)n << FRAME_FLAG_CALLER_NARGS_SHIFT;
+        fl |= VM_FRAME_PUT(CALLER_NARGS, n);
     }
     fp[FRAME_FLAGS] = oop_from_int(fl | FRAME_FLAG_MACHINE_CODE);
     jit_zone_touch(&vm_jit_code_zone, jm);
@@ -572,7 +566,7 @@ uint8_t *vm_jit_osr_entry(Oop *fp, size_t jump_bcpc)
 static intptr_t resume_bcpc(Oop saved, Oop *frame)
 {
     if ((uint8_t *)saved == vm_jit_enter.return_to_interpreter)
-        return (oop_int(frame[FRAME_FLAGS]) >> FRAME_FLAG_BCPC_SHIFT) & 0x7ffff;
+        return VM_FRAME_GET(frame_flags(frame), BCPC);
     JitMethod *jm = jit_zone_find(&vm_jit_code_zone, (void *)saved);
     VM_ASSERT(jm != NULL);
     JitMapEntry e;
@@ -637,10 +631,10 @@ JitMethod *vm_jit_compile_now(Oop m, char *why, size_t whylen)
             return NULL;
         }
         jm = jit_compile_primitive(&vm_jit_code_zone, &vm_jit_compile_runtime, m, (int)p);
-        if (jm) obj_slots(m)[METHOD_COUNTER] = oop_from_int(-(intptr_t)jm);
+        if (jm) vm_counter_set(m, vm_counter_of_code(jm));
     } else {
         jm = jit_compile(&vm_jit_code_zone, &vm_jit_compile_runtime, m, why, whylen);
-        if (jm) obj_slots(m)[METHOD_COUNTER] = oop_from_int(-(intptr_t)jm);
+        if (jm) vm_counter_set(m, vm_counter_of_code(jm));
     }
     if (!jm && p) snprintf(why, whylen, "%s", JIT_COMPILE_ZONE_FULL);
     if (jm) vm_jit_publish_load(jm);

@@ -7,6 +7,7 @@
 #include "vm/jit/piece.h"
 #include "vm/jit/x64_regs.h"
 #include "vm/model/class.h"
+#include "vm/model/counter.h"
 #include "vm/model/lookup.h"
 #include "vm/model/method.h"
 #include "vm/model/universe.h"
@@ -52,10 +53,10 @@ bool jit_sendsite_write(uint8_t *ra, uint32_t tag, const void *target)
 
 void jit_sendsite_emit_compiled_or(X64Buf *b, X64Label *miss)
 {
-    /* the method's counter slot: -(JitMethod address) once compiled (vm/jit/runtime.h) */
+    /* the method's counter slot: -(JitMethod address) once compiled (vm/model/counter.h) */
     jit_x64_mov_rm(b, RAX, jit_x64_mem(RAX, (int32_t)(8 + 8 * METHOD_COUNTER)));
     jit_x64_sar_ri(b, RAX, 1);
-    jit_x64_cmp_ri(b, RAX, -2);
+    jit_x64_cmp_ri(b, RAX, VM_COUNTER_CODE_MAX);
     jit_x64_jcc_label32(b, JIT_X64_CC_G, miss);
     jit_x64_neg_r(b, RAX);
 }

@@ -7,6 +7,7 @@
 
 #include "vm/jit/map.h"
 #include "vm/jit/sendsite.h"
+#include "vm/model/counter.h"
 #include "vm/model/method.h"
 #include "vm/model/vm.h"
 
@@ -63,7 +64,7 @@ void jit_verify_method(JitZone *zone, const void *send, const JitMethod *m, cons
 {
     if (!jit_method_is_compiled(m)) vm_panic("--jit-verify %s: %p is not a method or block", when, (void *)m);
     /* the heap method's counter slot holds -(JitMethod address) once compiled */
-    if (oop_int(obj_slots(m->method)[METHOD_COUNTER]) != -(intptr_t)m)
+    if (vm_counter(m->method) != vm_counter_of_code(m))
         vm_panic("--jit-verify %s: method %p's heap method does not point back to it", when, (void *)m);
     size_t len = vm_method_bytecode_length(m->method);
     JitMapIter it;

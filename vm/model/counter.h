@@ -12,8 +12,8 @@
  *                never -1
  *
  * Readers and writers of the slot go through these, and counting sites
- * through vm_counter_count_run (vm/jit/ is converted next). The JitMethod is a void *
- * here: the model sits below the JIT (vm/interp/jitinterface.h gives it its type).
+ * through vm_counter_count_run. The JitMethod is a void * here: the model
+ * sits below the JIT (vm/interp/jitinterface.h gives it its type).
  *
  * Who may include: vm/ and jit/; header-only.
  */

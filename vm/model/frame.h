@@ -64,7 +64,6 @@ _Static_assert(VM_COMPILE_MAX_VARS <= VM_FRAME_MAX(NTEMPS), "ntemps fits its fla
 static inline intptr_t frame_flags(Oop *fp) { return oop_int(fp[FRAME_FLAGS]); }
 static inline int frame_nargs(Oop *fp) { return (int)VM_FRAME_GET(frame_flags(fp), NARGS); }
 static inline int frame_ntemps(Oop *fp) { return (int)VM_FRAME_GET(frame_flags(fp), NTEMPS); }
-static inline bool frame_is_block(Oop *fp) { return (frame_flags(fp) & FRAME_FLAG_BLOCK) != 0; }
 static inline bool frame_has_context(Oop *fp) { return (frame_flags(fp) & FRAME_FLAG_CONTEXT) != 0; }
 static inline Oop *frame_receiver_slot(Oop *fp) { return fp + 2 + frame_nargs(fp); }
 /* Variable v: args first, then temps. */

@@ -92,10 +92,4 @@ _Static_assert(VM_FRAME_END_POS <= 62, "the flags fit a non-negative SmallIntege
 #define FRAME_FLAGS_MAKE(nargs, ntemps, is_block) \
     (VM_FRAME_PUT(NARGS, nargs) | ((is_block) ? FRAME_FLAG_BLOCK : 0) | VM_FRAME_PUT(NTEMPS, ntemps))
 
-/* The old names of three positions, until vm/jit/ uses the
- * VM_FRAME_* ones. */
-#define FRAME_FLAG_PENDING_SHIFT VM_FRAME_PENDING_NARGS_POS
-#define FRAME_FLAG_CALLER_NARGS_SHIFT VM_FRAME_CALLER_NARGS_POS
-#define FRAME_FLAG_BCPC_SHIFT VM_FRAME_BCPC_POS
-
 #endif

@@ -22,6 +22,7 @@
 #include "vm/jit/map.h"
 #include "vm/jit/relocate.h"
 #include "vm/jit/sendsite.h"
+#include "vm/model/counter.h"
 #include "vm/model/frame.h"
 #include "vm/model/method.h"
 #include "vm/interp/smallint.h"
@@ -183,7 +184,7 @@ static Oop make_method_full(int nargs, int ntemps, const Oop *lits, size_t nlits
     obj_slots(m)[METHOD_HEADER] = oop_from_int(vm_method_make_header(ptr_slots, nargs, ntemps, 16, is_block));
     for (size_t i = 1; i < ptr_slots; i++) obj_slots(m)[i] = nil;
     obj_slots(m)[METHOD_PRIMITIVE] = oop_from_int(prim);
-    obj_slots(m)[METHOD_COUNTER] = oop_from_int(0);
+    vm_counter_set(m, 0);
     for (size_t i = 0; i < nlits; i++) obj_slots(m)[METHOD_FIXED_SLOTS + i] = lits[i];
     memcpy(vm_method_bytecodes(m), code, len);
     return m;
@@ -616,8 +617,8 @@ static void plain_send_reaches_the_runtime(void **state)
     assert_true(oop_is_int(seen.frame_flags));
     intptr_t flags = oop_int(seen.frame_flags);
     assert_true(flags & FRAME_FLAG_MACHINE_CODE);
-    assert_int_equal((flags >> FRAME_FLAG_CALLER_NARGS_SHIFT) & 0xff, 1); /* its caller pushed its one arg */
-    assert_int_equal(flags & ~FRAME_FLAG_MACHINE_CODE & ~((intptr_t)0xff << FRAME_FLAG_CALLER_NARGS_SHIFT),
+    assert_int_equal(VM_FRAME_GET(flags, CALLER_NARGS), 1); /* its caller pushed its one arg */
+    assert_int_equal(flags & ~FRAME_FLAG_MACHINE_CODE & ~VM_FRAME_MASK(CALLER_NARGS),
                      FRAME_FLAGS_MAKE(1, 1, false));
     JitMapKind kind;
     assert_int_equal(bcpc_of_last_send(jm, &kind), 5);

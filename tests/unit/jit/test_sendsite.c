@@ -36,6 +36,7 @@
 #include "vm/jit/x64.h"
 #include "vm/bytecode/bytecodes.h"
 #include "vm/model/class.h"
+#include "vm/model/counter.h"
 #include "vm/model/lookup.h"
 #include "vm/model/frame.h"
 #include "vm/model/method.h"
@@ -620,7 +621,7 @@ static Oop method_compiled_to(const JitMethod *jm)
     Oop m = gc_alloc_old(CLASS_INDEX_METHOD, FMT_POINTERS, METHOD_FIXED_SLOTS);
     assert_true(m != 0);
     obj_slots(m)[METHOD_HEADER] = oop_from_int(vm_method_make_header(METHOD_FIXED_SLOTS, 1, 0, 4, false));
-    obj_slots(m)[METHOD_COUNTER] = oop_from_int(jm ? -(intptr_t)jm : 0);
+    vm_counter_set(m, jm ? vm_counter_of_code(jm) : 0);
     return m;
 }
 
@@ -725,12 +726,12 @@ static void open_pic_misses_methods_not_compiled(void **state)
     cache_put(selector, ca, m);
     static const intptr_t not_compiled[] = { 0, 1, 5, 1000, OOP_INT_MAX, -1 }; /* counts, and -1 */
     for (size_t i = 0; i < sizeof not_compiled / sizeof not_compiled[0]; i++) {
-        obj_slots(m)[METHOD_COUNTER] = oop_from_int(not_compiled[i]);
+        vm_counter_set(m, not_compiled[i]);
         open_misses(pic, a);
     }
-    obj_slots(m)[METHOD_COUNTER] = oop_from_int(-(intptr_t)jm);
+    vm_counter_set(m, vm_counter_of_code(jm));
     hits(pic, a, I(801));
-    obj_slots(m)[METHOD_COUNTER] = oop_from_int(0); /* decompiled */
+    vm_counter_set(m, 0); /* decompiled */
     open_misses(pic, a);
 }
 
