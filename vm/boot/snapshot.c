@@ -4,6 +4,8 @@
  */
 #include "vm/boot/snapshot.h"
 
+#include "base/error.h"
+
 #include "gc/image.h"
 #include "vm/loader/bytecodepublish.h"
 #include "vm/model/class.h"
@@ -25,17 +27,6 @@
 /* Largest file read: the core library's snapshot is ~50 KB; a size past
  * this is a wrong file, not a snapshot to allocate for. */
 #define SNAP_MAX_FILE_BYTES ((uint64_t)256 << 20)
-
-static void say(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void say(char *buf, size_t len, const char *fmt, ...)
-{
-    if (!buf || !len) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, len, fmt, ap);
-    va_end(ap);
-}
 
 static size_t pad8(size_t n) { return (n + 7) & ~(size_t)7; }
 static uint64_t page_up(uint64_t n) { return (n + VM_SNAPSHOT_IMAGE_OFFSET - 1) & ~(uint64_t)(VM_SNAPSHOT_IMAGE_OFFSET - 1); }
@@ -116,7 +107,7 @@ static VmSnapshotRefusal check_source(const SourceHead *h, const char *name, con
     size_t nl = strlen(name), pl = strlen(path);
     if (pl < nl + 5 || strcmp(path + pl - 4, ".som") != 0 || path[pl - nl - 5] != '/' ||
         strncmp(path + pl - nl - 4, name, nl) != 0) {
-        say(why, whylen, "class %s has the source path '%s', which does not name it", name, path);
+        base_error(why, whylen, "class %s has the source path '%s', which does not name it", name, path);
         return VM_SNAPSHOT_CORRUPT;
     }
     size_t dl = pl - nl - 5;
@@ -124,7 +115,7 @@ static VmSnapshotRefusal check_source(const SourceHead *h, const char *name, con
         struct stat st;
         if (strlen(cp[i]) == dl && strncmp(cp[i], path, dl) == 0) {
             if (stat(path, &st) != 0 || !same_file(&st, h)) {
-                say(why, whylen, "%s changed since it was written", path);
+                base_error(why, whylen, "%s changed since it was written", path);
                 return VM_SNAPSHOT_STALE;
             }
             return VM_SNAPSHOT_OK;
@@ -132,11 +123,11 @@ static VmSnapshotRefusal check_source(const SourceHead *h, const char *name, con
         char other[1100];
         snprintf(other, sizeof other, "%s/%s.som", cp[i], name);
         if (stat(other, &st) == 0) {
-            say(why, whylen, "the classpath has %s before %s", other, path);
+            base_error(why, whylen, "the classpath has %s before %s", other, path);
             return VM_SNAPSHOT_STALE;
         }
     }
-    say(why, whylen, "%s is not on the classpath", path);
+    base_error(why, whylen, "%s is not on the classpath", path);
     return VM_SNAPSHOT_STALE;
 }
 
@@ -225,7 +216,7 @@ static bool put_sources(Buf *b, uint64_t *count, const char *only_from, bool *fo
         vm_string_cstr(obj_slots(c)[CLASS_FILE], path, sizeof path);
         struct stat st;
         if (stat(path, &st) != 0) {
-            say(err, errlen, "cannot read %s, the source of class %s: %s", path, name, strerror(errno));
+            base_error(err, errlen, "cannot read %s, the source of class %s: %s", path, name, strerror(errno));
             return false;
         }
         if (only_from && !in_dir(path, only_from)) *foreign = true;
@@ -245,14 +236,14 @@ static bool put_sources(Buf *b, uint64_t *count, const char *only_from, bool *fo
 bool vm_snapshot_write(const char *path, const char *only_from, char *err, size_t errlen)
 {
     if (!gc_image_young_empty()) {
-        say(err, errlen, "cannot write a snapshot: young space is not empty after the boot");
+        base_error(err, errlen, "cannot write a snapshot: young space is not empty after the boot");
         return false;
     }
     VmSnapshotHeader h = {.version = VM_SNAPSHOT_VERSION, .header_bytes = sizeof h};
     memcpy(h.magic, VM_SNAPSHOT_MAGIC, sizeof h.magic);
     h.build_id_bytes = (uint32_t)vm_build_id(h.build_id);
     if (!h.build_id_bytes) {
-        say(err, errlen, "cannot write a snapshot: this stvm has no build id (link it with -Wl,--build-id)");
+        base_error(err, errlen, "cannot write a snapshot: this stvm has no build id (link it with -Wl,--build-id)");
         return false;
     }
     h.hash_state = gc_image_hash_state();
@@ -287,7 +278,7 @@ bool vm_snapshot_write(const char *path, const char *only_from, char *err, size_
     }
     if (b.oom) {
         free(b.p);
-        say(err, errlen, "cannot write a snapshot: out of memory");
+        base_error(err, errlen, "cannot write a snapshot: out of memory");
         return false;
     }
     h.file_bytes = b.n;
@@ -303,7 +294,7 @@ bool vm_snapshot_write(const char *path, const char *only_from, char *err, size_
     char tmp[1200], terr[1400];
     int fd = report_safefile_temp(path, O_WRONLY, 0644, tmp, sizeof tmp, terr, sizeof terr);
     if (fd < 0) {
-        say(err, errlen, "cannot write the snapshot %s: %s", path, strerror(errno));
+        base_error(err, errlen, "cannot write the snapshot %s: %s", path, strerror(errno));
         free(b.p);
         return false;
     }
@@ -319,7 +310,7 @@ bool vm_snapshot_write(const char *path, const char *only_from, char *err, size_
     }
     if (!ok) {
         unlink(tmp);
-        say(err, errlen, "cannot write the snapshot %s: %s", path, strerror(e));
+        base_error(err, errlen, "cannot write the snapshot %s: %s", path, strerror(e));
     }
     free(b.p);
     return ok;
@@ -371,7 +362,7 @@ static VmSnapshotRefusal check_sources(const VmSnapshot *s, char *const *cp, siz
     }
     if (p == end) return VM_SNAPSHOT_OK;
 bad:
-    say(why, whylen, "its table of sources is malformed");
+    base_error(why, whylen, "its table of sources is malformed");
     return VM_SNAPSHOT_CORRUPT;
 }
 
@@ -381,35 +372,35 @@ VmSnapshotRefusal vm_snapshot_open(VmSnapshot *s, const char *path, char *const 
     memset(s, 0, sizeof *s);
     s->fd = open(path, O_RDONLY | O_CLOEXEC);
     if (s->fd < 0) {
-        say(why, whylen, "cannot open it: %s", strerror(errno));
+        base_error(why, whylen, "cannot open it: %s", strerror(errno));
         return errno == ENOENT ? VM_SNAPSHOT_MISSING : VM_SNAPSHOT_CORRUPT;
     }
     struct stat st;
     VmSnapshotRefusal r = VM_SNAPSHOT_CORRUPT;
     if (fstat(s->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        say(why, whylen, "not a regular file");
+        base_error(why, whylen, "not a regular file");
         goto fail;
     }
     if ((uint64_t)st.st_size < sizeof s->h || (uint64_t)st.st_size > SNAP_MAX_FILE_BYTES) {
-        say(why, whylen, "%lld bytes cannot be a snapshot (truncated?)", (long long)st.st_size);
+        base_error(why, whylen, "%lld bytes cannot be a snapshot (truncated?)", (long long)st.st_size);
         goto fail;
     }
     s->size = (size_t)st.st_size;
     /* Mapped, not read: the bytes are the page cache's, read in place. */
     void *m = mmap(NULL, s->size, PROT_READ, MAP_PRIVATE, s->fd, 0);
     if (m == MAP_FAILED) {
-        say(why, whylen, "cannot map it: %s", strerror(errno));
+        base_error(why, whylen, "cannot map it: %s", strerror(errno));
         goto fail;
     }
     s->file = m;
     memcpy(&s->h, s->file, sizeof s->h);
     const VmSnapshotHeader *h = &s->h;
     if (memcmp(h->magic, VM_SNAPSHOT_MAGIC, sizeof h->magic) != 0) {
-        say(why, whylen, "not an stvm snapshot (bad magic)");
+        base_error(why, whylen, "not an stvm snapshot (bad magic)");
         goto fail;
     }
     if (h->version != VM_SNAPSHOT_VERSION || h->header_bytes != sizeof *h) {
-        say(why, whylen, "format version %u (header %u bytes); this stvm reads version %u", h->version,
+        base_error(why, whylen, "format version %u (header %u bytes); this stvm reads version %u", h->version,
             h->header_bytes, VM_SNAPSHOT_VERSION);
         r = VM_SNAPSHOT_STALE;
         goto fail;
@@ -417,17 +408,17 @@ VmSnapshotRefusal vm_snapshot_open(VmSnapshot *s, const char *path, char *const 
     uint8_t id[VM_BUILD_ID_MAX] = {0};
     size_t idlen = vm_build_id(id);
     if (!idlen || h->build_id_bytes != idlen || memcmp(h->build_id, id, idlen) != 0) {
-        say(why, whylen, "written by another stvm build");
+        base_error(why, whylen, "written by another stvm build");
         r = VM_SNAPSHOT_STALE;
         goto fail;
     }
     if (h->file_bytes != s->size) {
-        say(why, whylen, "truncated or extended: %zu bytes where it says %llu", s->size,
+        base_error(why, whylen, "truncated or extended: %zu bytes where it says %llu", s->size,
             (unsigned long long)h->file_bytes);
         goto fail;
     }
     if (!lay_out(s)) {
-        say(why, whylen, "its sections do not add up to its size");
+        base_error(why, whylen, "its sections do not add up to its size");
         goto fail;
     }
     if ((r = check_sources(s, classpath, nclasspath, why, whylen)) != VM_SNAPSHOT_OK) goto fail;
@@ -489,23 +480,23 @@ VmSnapshotRefusal vm_snapshot_restore(VmSnapshot *s, char *why, size_t whylen)
     char gcwhy[256];
     const uint8_t *image = gc_image_map_raw(s->fd, VM_SNAPSHOT_IMAGE_OFFSET, h->image_bytes, gcwhy, sizeof gcwhy);
     if (!image) {
-        say(why, whylen, "%s", gcwhy);
+        base_error(why, whylen, "%s", gcwhy);
         return VM_SNAPSHOT_CORRUPT;
     }
     size_t tables_at = VM_SNAPSHOT_IMAGE_OFFSET + page_up(h->image_bytes);
     if (snapshot_sum(s->head_sum, image, page_up(h->image_bytes), s->file + tables_at, s->size - tables_at) !=
         h->checksum) {
         gc_image_discard();
-        say(why, whylen, "checksum mismatch (corrupt)");
+        base_error(why, whylen, "checksum mismatch (corrupt)");
         return VM_SNAPSHOT_CORRUPT;
     }
     if (!gc_image_adopt(h->image_bytes, h->image_base, h->classes, gcwhy, sizeof gcwhy)) {
-        say(why, whylen, "%s", gcwhy);
+        base_error(why, whylen, "%s", gcwhy);
         return VM_SNAPSHOT_CORRUPT;
     }
     if (!roots_ok(s)) {
         gc_image_discard();
-        say(why, whylen, "its roots do not point at objects of their kinds");
+        base_error(why, whylen, "its roots do not point at objects of their kinds");
         return VM_SNAPSHOT_CORRUPT;
     }
     /* roots_ok checked every root: root() cannot fail below */
@@ -523,7 +514,7 @@ VmSnapshotRefusal vm_snapshot_restore(VmSnapshot *s, char *why, size_t whylen)
         if (!vm_symbol_adopt(v)) { /* two symbols of one name */
             vm_universe_reset();
             gc_image_discard();
-            say(why, whylen, "its symbol table names a symbol twice");
+            base_error(why, whylen, "its symbol table names a symbol twice");
             return VM_SNAPSHOT_CORRUPT;
         }
     }

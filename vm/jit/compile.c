@@ -13,6 +13,8 @@
  */
 #include "vm/jit/compile.h"
 
+#include "base/error.h"
+
 #include "vm/jit/compile_int.h"
 
 #include "vm/jit/map.h"
@@ -44,15 +46,6 @@
 #define BOUND_OUTER 160      /* inline chain walk + runtime fallback */
 #define BOUND_RETURN 48     /* widow check + call + epilogue */
 #define MAP_ENTRIES_PER_BYTECODE 4 /* + where its cold code starts */
-
-static void say(char *why, size_t whylen, const char *fmt, ...)
-{
-    if (!why || !whylen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-}
 
 static bool is_compare(uint8_t op) { return (op >= BC_SEND_LT && op <= BC_SEND_NE) || op == BC_SEND_NOT_EQUAL; }
 
@@ -106,19 +99,19 @@ static size_t scan(Compiler *c, char *why, size_t whylen)
     for (size_t pc = 0; pc < c->len; pc += vm_bytecode_length[c->code[pc]]) {
         uint8_t op = c->code[pc];
         if (op >= BC_COUNT || pc + vm_bytecode_length[op] > c->len) {
-            say(why, whylen, "bytecode %zu is malformed", pc);
+            base_error(why, whylen, "bytecode %zu is malformed", pc);
             return 0;
         }
         if (op == BC_PUSH_BLOCK || op == BC_PUSH_BLOCK_W) c->makes_blocks = true;
         const char *no = declined_bytecode(op);
         if (no) {
-            say(why, whylen, "it has %s (%s at bytecode %zu)", no, vm_bytecode_name[op], pc);
+            base_error(why, whylen, "it has %s (%s at bytecode %zu)", no, vm_bytecode_name[op], pc);
             return 0;
         }
         long t = jit_compile_jump_target(c->code, pc);
         if (op == BC_JUMP || (op >= BC_JUMP_BACK && op <= BC_JUMP_IF_NOT_NIL)) {
             if (t < 0 || (size_t)t > c->len) {
-                say(why, whylen, "the jump at bytecode %zu leaves the method", pc);
+                base_error(why, whylen, "the jump at bytecode %zu leaves the method", pc);
                 return 0;
             }
             c->target[t] = true;
@@ -131,7 +124,7 @@ static size_t scan(Compiler *c, char *why, size_t whylen)
         bool wide = op == BC_PUSH_LITERAL_W || op == BC_SEND_W || op == BC_SUPER_SEND_W || op == BC_PUSH_BLOCK_W;
         size_t lit = narrow ? c->code[pc + 1] : wide ? jit_compile_operand_w(c->code + pc + 1) : 0;
         if (lit >= nlits && (narrow || wide)) {
-            say(why, whylen, "bytecode %zu names literal %zu of %zu", pc, lit, nlits);
+            base_error(why, whylen, "bytecode %zu names literal %zu of %zu", pc, lit, nlits);
             return 0;
         }
         bound += template_bound(op) + BOUND_COND_JUMP; /* + a fused jump's slow path */
@@ -1284,7 +1277,7 @@ static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *che
 
 static JitMethod *fail(JitZone *z, JitMethod *m, char *why, size_t whylen, const char *reason)
 {
-    say(why, whylen, "%s", reason);
+    base_error(why, whylen, "%s", reason);
     if (m) {
         jit_zone_shrink(z, m, sizeof(JitMethod));
         jit_zone_free(z, m);
