@@ -194,9 +194,26 @@ bool jit_int_fast_path(Compiler *c, uint8_t op, X64Label *slow, X64Label *done);
 void jit_double_cache_plan(Compiler *c);
 /* The code the regions add, at most. */
 size_t jit_double_cache_bound(const Compiler *c);
+/* The region c->pc lies in, or NULL; where its temp i lives. Inline here,
+ * not in double_cache.c, because double_inline.c asks them and
+ * double_cache.c emits through double_inline.c: the two files would call
+ * each other. */
+static inline const JitDoubleRegion *jit_double_region_at_pc(const Compiler *c)
+{
+    uint8_t id = c->region_of[c->pc];
+    return id ? &c->regions[id - 1] : NULL;
+}
+static inline X64Xmm jit_double_region_xmm(int i) { return (X64Xmm)(JIT_X64_XMM2 + i); }
 /* The xmm register that holds descriptor e's value when it is a Double
  * (a cached temp of the region at c->pc), or -1. */
-int jit_double_cached(const Compiler *c, const SimEntry *e);
+static inline int jit_double_cached(const Compiler *c, const SimEntry *e)
+{
+    const JitDoubleRegion *r = jit_double_region_at_pc(c);
+    if (!r || !e || e->kind != SIM_TEMP) return -1;
+    for (int i = 0; i < r->n; i++)
+        if (r->temp[i] == e->v) return (int)jit_double_region_xmm(i);
+    return -1;
+}
 /* Makes the invariant at a region's head (the fall-through into it): the
  * loads in line. Clobbers rdx, r11. */
 void jit_double_cache_enter(Compiler *c);

@@ -236,22 +236,8 @@ size_t jit_double_cache_bound(const Compiler *c)
     return bound;
 }
 
-static const JitDoubleRegion *current(const Compiler *c)
-{
-    uint8_t id = c->region_of[c->pc];
-    return id ? &c->regions[id - 1] : NULL;
-}
-
-static X64Xmm xmm_of(int i) { return (X64Xmm)(JIT_X64_XMM2 + i); }
-
-int jit_double_cached(const Compiler *c, const SimEntry *e)
-{
-    const JitDoubleRegion *r = current(c);
-    if (!r || !e || e->kind != SIM_TEMP) return -1;
-    for (int i = 0; i < r->n; i++)
-        if (r->temp[i] == e->v) return (int)xmm_of(i);
-    return -1;
-}
+static const JitDoubleRegion *current(const Compiler *c) { return jit_double_region_at_pc(c); }
+static X64Xmm xmm_of(int i) { return jit_double_region_xmm(i); }
 
 /* xmm x := the value of the Oop in r11 when it is a Double; nothing
  * otherwise. Clobbers rdx, r11. */
