@@ -15,12 +15,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-GcSpace gc_space;
-GcStats gc_stats;
-uintptr_t gc_old_start;
-volatile bool gc_collect_wanted;
-uintptr_t gc_eden_top;
-uintptr_t gc_eden_soft_limit;
 /* The real soft limit; gc_eden_soft_limit is it, or 0 while allocations are
  * watched (every allocation then takes the slow path, which tells the
  * observer: the fast path has no test of its own). */
