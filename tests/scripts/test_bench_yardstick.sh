@@ -82,6 +82,14 @@ EOF
 
 expect 2 "no benchmark named 'Nope'" --awfy "$a" --stvm "$stvm" --only Nope
 
+# A missing yardstick names its Debian package: a PATH with only what the script needs
+# before it looks for the VMs.
+mkdir "$tmp/bin"
+for t in bash dirname awk; do ln -s "$(command -v "$t")" "$tmp/bin/$t"; done
+out=$(PATH=$tmp/bin "$script" --no-install --awfy "$a" --stvm "$stvm" --no-luajit --no-lua 2>&1); rc=$?
+[[ $rc == 2 ]] || fail "without node: exit $rc, wanted 2"
+grep -qF "node is not installed: install the Debian package nodejs" <<< "$out" || fail "without node: '$out'"
+
 # Which yardsticks this machine has; the expected peak row follows.
 args=(--awfy "$a" --stvm "$stvm" --baseline-stvm "$stvm" --quick --only tiny)
 times=(3.0 3.0) ratios=()
