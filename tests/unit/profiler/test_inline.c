@@ -530,6 +530,51 @@ static void pprof_makes_inlined_frames_lines_of_one_location(void **state)
     rig_free(g);
 }
 
+/* vmprofd diff and merge on such profiles (VMPROFD: the binary; the
+ * test says it skipped without it): diff's rows are the text report's,
+ * an inlined method keyed by what it was inlined into; merge keeps the
+ * multi-line Locations, so its output diffs the same. */
+static void vmprofd_diff_and_merge_key_inlined_methods_as_the_text_report_does(void **state)
+{
+    (void)state;
+    const char *vmprofd = getenv("VMPROFD");
+    if (!vmprofd || access(vmprofd, X_OK) != 0) {
+        printf("vmprofd diff: skipped: VMPROFD not set\n");
+        return;
+    }
+    Rig *g;
+    Resolved r = loaded_and_resolved(&g);
+    char base[] = "/tmp/test_inline_base_XXXXXX", merged[64];
+    int fd = mkstemp(base);
+    assert_true(fd >= 0);
+    close(fd);
+    char err[256];
+    assert_true(report_write_pprof(base, r.p, err, sizeof err));
+    snprintf(merged, sizeof merged, "%s.merged.pb.gz", base);
+    char cmd[1024], line[1024];
+    snprintf(cmd, sizeof cmd, "'%s' merge '%s' '%s' -o '%s' 2>&1 && '%s' diff '%s' '%s' 2>&1", vmprofd, base, base,
+             merged, vmprofd, base, merged);
+    FILE *out = popen(cmd, "r");
+    assert_non_null(out);
+    bool baz = false, bar = false, baz_range = false;
+    while (fgets(line, sizeof line, out)) {
+        fputs(line, stdout);
+        /* the same shares in both: 25 and 10 of 105 samples */
+        baz |= strstr(line, "23.81%    23.81%") && strstr(line, "Baz>>leaf (inlined into Foo>>outer)\n");
+        bar |= strstr(line, "9.52%     9.52%") && strstr(line, "Bar>>inner (inlined into Foo>>outer)\n");
+        baz_range |= strstr(line, "    1->1\n") != NULL;
+    }
+    assert_int_equal(pclose(out), 0);
+    assert_true(baz);
+    assert_true(bar);
+    assert_true(baz_range);
+    unlink(base);
+    unlink(merged);
+    free(r.debug);
+    report_profile_free(r.p);
+    rig_free(g);
+}
+
 /* -- Checkpoints, truncation, damage -------------------------------------------- */
 
 static void a_checkpoint_restates_the_inline_section(void **state)
@@ -713,6 +758,7 @@ int main(void)
         cmocka_unit_test(folded_stacks_and_the_flame_graph_show_the_inlined_frames),
         cmocka_unit_test(debug_resolutions_add_a_line_per_inlined_frame),
         cmocka_unit_test(pprof_makes_inlined_frames_lines_of_one_location),
+        cmocka_unit_test(vmprofd_diff_and_merge_key_inlined_methods_as_the_text_report_does),
         cmocka_unit_test(a_checkpoint_restates_the_inline_section),
         cmocka_unit_test(an_oversized_load_loses_scope_lines_first_then_its_inline_section),
         cmocka_unit_test(damaged_inline_sections_are_rejected_with_their_reason),
