@@ -20,6 +20,7 @@
  *     (inlined at Main's bc 7): the caller of every whole stack here.
  */
 #include "profiler/codelog_writer.h"
+#include "profiler/inimage_profile.h"
 #include "proto/profile.pb-c.h"
 #include "report/codelog_reader.h"
 #include "report/codemap.h"
@@ -575,6 +576,46 @@ static void vmprofd_diff_and_merge_key_inlined_methods_as_the_text_report_does(v
     rig_free(g);
 }
 
+/* The in-VM profiler (VMProfiler's report, profiler/inimage_profile.c)
+ * takes the code events as a sink of its own: the same frames and rows. */
+static void the_in_vm_profiler_shows_the_same_inlined_frames_and_rows(void **state)
+{
+    (void)state;
+    char err[256];
+    ProfInimageVm vm = {.zone_start = ZONE, .zone_end = ZONE + ZONE_SIZE};
+    assert_true(prof_inimage_begin(&vm, err, sizeof err));
+    ProfCodeLoad o = outer_load();
+    prof_code_load(&o);
+    ProfSample s[8];
+    for (int i = 0; i < 8; i++)
+        s[i] = (ProfSample){.time_ns = prof_clock_ns(), .pc = i < 6 ? OUTER + 0x52 : OUTER + 0x44,
+                            .cpu_ns = 1000000 /* a period at 1000 Hz: each weighs one sample */};
+    assert_true(prof_inimage_end(err, sizeof err));
+    ProfInimageReportOptions opt = {.requested_hz = 1000, .seconds = 1, .folded = true};
+    size_t len;
+    char *folded = prof_inimage_report(s, 8, &opt, &len, err, sizeof err);
+    if (!folded)
+        fail_msg("%s", err);
+    printf("%s", folded);
+    assert_non_null(strstr(folded, ";Foo>>outer;Bar>>inner (inlined);Baz>>leaf (inlined) 6\n"));
+    assert_non_null(strstr(folded, ";Foo>>outer;Bar>>inner (inlined) 2\n"));
+    free(folded);
+
+    assert_true(prof_inimage_begin(&vm, err, sizeof err));
+    prof_code_load(&o);
+    for (int i = 0; i < 8; i++)
+        s[i].time_ns = prof_clock_ns();
+    assert_true(prof_inimage_end(err, sizeof err));
+    opt.folded = false;
+    char *text = prof_inimage_report(s, 8, &opt, &len, err, sizeof err);
+    if (!text)
+        fail_msg("%s", err);
+    assert_non_null(strstr(text, "\tBaz>>leaf (inlined into Foo>>outer)\t"));
+    assert_non_null(strstr(text, "\tBar>>inner (inlined into Foo>>outer)\t"));
+    assert_null(strstr(text, "\tFoo>>outer\t")); /* no sample in its own code */
+    free(text);
+}
+
 /* -- Checkpoints, truncation, damage -------------------------------------------- */
 
 static void a_checkpoint_restates_the_inline_section(void **state)
@@ -738,6 +779,34 @@ static void name_not_a_string(Rig *g, uint64_t pos)
     patch_record(g, pos, at, &len, sizeof len);
 }
 
+/* A reader that does not know the flag (version 5's) decodes a LOAD as
+ * this one does without it: up to its counts, the bytes after ignored. So
+ * the record without its flag must read as the piece's own method
+ * throughout, with nothing else lost. */
+static void without_its_flag_the_inline_section_is_bytes_an_older_reader_skips(void **state)
+{
+    (void)state;
+    Rig *g = rig_new();
+    poll_ok(g);
+    ProfCodeLoad o = outer_load();
+    load(g, &o);
+    uint64_t pos = last_record(g);
+    uint16_t flags = (uint16_t)(record_flags(g, pos) & ~PROF_CODE_REC_F_INLINE);
+    patch_record(g, pos, offsetof(ProfCodeRecord, flags), &flags, sizeof flags);
+    poll_ok(g);
+    ReportCodeHit hit;
+    assert_int_equal(report_codemap_resolve(g->map, g->now, OUTER + 0x52, PROF_CODE_SPACE_MACHINE, &hit),
+                     REPORT_CODE_FOUND);
+    assert_int_equal(hit.scope, -1);
+    assert_string_equal(hit.piece->name, "Foo>>outer");
+    assert_int_equal(hit.piece->nmap, 8);
+    assert_int_equal(hit.piece->nunwind, 1);
+    /* the whole map is the method's: 0x52 between the pairs at 0x50 and 0x54 */
+    assert_int_equal(hit.bc_from, 1);
+    assert_int_equal(hit.bc_to, 1);
+    rig_free(g);
+}
+
 static void damaged_inline_sections_are_rejected_with_their_reason(void **state)
 {
     (void)state;
@@ -759,8 +828,10 @@ int main(void)
         cmocka_unit_test(debug_resolutions_add_a_line_per_inlined_frame),
         cmocka_unit_test(pprof_makes_inlined_frames_lines_of_one_location),
         cmocka_unit_test(vmprofd_diff_and_merge_key_inlined_methods_as_the_text_report_does),
+        cmocka_unit_test(the_in_vm_profiler_shows_the_same_inlined_frames_and_rows),
         cmocka_unit_test(a_checkpoint_restates_the_inline_section),
         cmocka_unit_test(an_oversized_load_loses_scope_lines_first_then_its_inline_section),
+        cmocka_unit_test(without_its_flag_the_inline_section_is_bytes_an_older_reader_skips),
         cmocka_unit_test(damaged_inline_sections_are_rejected_with_their_reason),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
