@@ -522,7 +522,8 @@ static void build_range_labels(Message *m, Builder *b)
             Perftools__Profiles__Label *l = &m->range_labels[i * 2 + 1];
             perftools__profiles__label__init(l);
             l->key = site_key;
-            l->str = str_id(b, f->name);
+            char *inlined = report_inlined_label(f); /* the allocation report's row for it */
+            l->str = inlined ? str_id_owned(b, inlined) : str_id(b, f->name);
             labels[d->n_label++] = l;
         }
         if (!report_ranges_apply(f))

@@ -240,6 +240,19 @@ int report_profile_add_location(Profile *p, int function, uint64_t address, int 
     return idx;
 }
 
+char *report_inlined_label(const ReportFunctionInfo *f)
+{
+    if (!f->inlined_into)
+        return NULL;
+    size_t n = strlen(f->name), suffix = strlen(" (inlined)");
+    if (n >= suffix && strcmp(f->name + n - suffix, " (inlined)") == 0)
+        n -= suffix;
+    size_t need = n + strlen(f->inlined_into) + sizeof " (inlined into )";
+    char *s = report_mem_alloc(need);
+    snprintf(s, need, "%.*s (inlined into %s)", (int)n, f->name, f->inlined_into);
+    return s;
+}
+
 /* -- Samples -------------------------------------------------------------- */
 
 void report_profile_add_sample(Profile *p, uint64_t time_ns, uint32_t tid, const int *frames, size_t nframes)

@@ -95,17 +95,8 @@ static void table_free(Table *t)
  * ("[libc.so.6]", "[vdso]") is not suffixed twice. */
 static char *row_label(const Profile *p, const ReportFunctionInfo *f)
 {
-    if (f->inlined_into) {
-        /* "B>>sel (inlined)" -> "B>>sel (inlined into A>>sel)": a row per
-         * method it was inlined into (REPORT.md, "Inlined methods") */
-        size_t n = strlen(f->name), suffix = strlen(" (inlined)");
-        if (n >= suffix && strcmp(f->name + n - suffix, " (inlined)") == 0)
-            n -= suffix;
-        size_t need = n + strlen(f->inlined_into) + sizeof " (inlined into )";
-        char *s = report_mem_alloc(need);
-        snprintf(s, need, "%.*s (inlined into %s)", (int)n, f->name, f->inlined_into);
-        return s;
-    }
+    if (f->inlined_into) /* a row per method it was inlined into (report.h) */
+        return report_inlined_label(f);
     if (f->region != REPORT_REGION_REST || f->mapping < 0 || !p->mappings[f->mapping].file)
         return report_mem_strdup(f->name);
     const char *file = p->mappings[f->mapping].file;
