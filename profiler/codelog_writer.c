@@ -5,6 +5,7 @@
 #include "profiler/codelog_writer.h"
 
 #include "profiler/ringlog.h"
+#include "report/codemap.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -269,6 +270,28 @@ static uint16_t scope_source_len(const ProfInlineScope *s)
     return (uint16_t)(n > PROF_CODE_LOG_SOURCE_MAX ? 0 : n);
 }
 
+/* Whether e's scopes and ranges follow export.h's rules, by the readers'
+ * own check (report/codemap.h): a section they would reject would make
+ * every reader lose the log up to the next checkpoint, and that
+ * checkpoint would restate it. */
+static bool inline_sound(const ProfCodeLoad *e)
+{
+    ReportInlineScope *sc = calloc(e->scope_count, sizeof *sc);
+    ReportInlineRange *rg = malloc(e->range_count * sizeof *rg);
+    bool ok = sc && rg;
+    for (uint32_t i = 0; ok && i < e->scope_count; i++)
+        sc[i] = (ReportInlineScope){.name = e->scopes[i].name, .parent = e->scopes[i].parent};
+    for (uint32_t i = 0; ok && i < e->range_count; i++)
+        rg[i] = (ReportInlineRange){e->ranges[i].start, e->ranges[i].end, e->ranges[i].scope};
+    const char *why;
+    ReportCodePiece p = {.size = e->size, .scopes = sc, .nscopes = e->scope_count, .ranges = rg,
+                         .nranges = e->range_count};
+    ok = ok && report_codemap_check_inline(&p, &why);
+    free(sc);
+    free(rg);
+    return ok;
+}
+
 static InlineSize inline_size(const ProfCodeLoad *e)
 {
     InlineSize z = {0, 0};
@@ -337,6 +360,11 @@ void prof_codelog_load(ProfCodeLog *log, uint64_t time_ns, const ProfCodeLoad *e
      * piece would be guessed */
     uint32_t unwind_count = e->unwind ? e->unwind_count : 0;
     InlineSize in = inline_size(e);
+    if (in.fixed > 0 && !inline_sound(e)) {
+        in = (InlineSize){0, 0};
+        warn_once(log, &log->warned_inline, "a piece's inlined methods break the code log's rules (scopes, ranges): "
+                                            "left out, the piece reads as its own method throughout");
+    }
     bool inl = in.fixed > 0, inline_lines = inl;
     uint64_t fixed = sizeof(ProfCodeLoadRecord) + name_len + 1 + source_len + 1 + 8ull * unwind_count + in.fixed;
     uint64_t body = pad8(fixed + 8ull * map_count + 8ull * line_count + in.lines);

@@ -89,8 +89,11 @@ static void on_load(const ProfCodeLoad *e, void *ctx)
         const char *why;
         if (!report_codemap_check_inline(&piece, &why)) {
             /* the JIT broke its promise (codeevents.h): the piece stays one method */
-            fprintf(stderr, "stvm: warning: in-VM profiler: %s's inlined methods ignored: %s\n", e->name ? e->name : "?",
-                    why);
+            static bool warned;
+            if (!warned)
+                fprintf(stderr, "stvm: warning: in-VM profiler: %s's inlined methods ignored: %s\n",
+                        e->name ? e->name : "?", why);
+            warned = true;
             piece.nscopes = piece.nranges = 0;
         }
     }

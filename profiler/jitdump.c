@@ -168,7 +168,7 @@ static int cmp_u64(const void *a, const void *b)
  * map entry of the same method (a map entry ends its bytecode's code), or
  * the last one's past them; in an inlined range, the inlined method's
  * file and line table (jitdump.h). */
-static uint32_t row_line(const ProfCodeLoad *e, uint64_t off, const char **file)
+static uint32_t row_line(const ProfCodeLoad *e, const int64_t *pair_scope, uint64_t off, const char **file)
 {
     int64_t s = scope_at(e, off);
     const uint32_t *lines = s < 0 ? e->lines : e->scopes[s].lines;
@@ -176,7 +176,7 @@ static uint32_t row_line(const ProfCodeLoad *e, uint64_t off, const char **file)
     *file = s < 0 ? e->source : e->scopes[s].source;
     int64_t last = -1;
     for (uint32_t i = 0; i < e->map_count; i++) {
-        if (!same_method(e, scope_at(e, e->map[2 * i]), s)) continue;
+        if (!same_method(e, pair_scope[i], s)) continue;
         if (e->map[2 * i] > off) return line_in(lines, count, e->map[2 * i + 1]);
         last = i;
     }
@@ -201,6 +201,15 @@ static void write_debug_info(const ProfCodeLoad *e, uint64_t code, uint64_t code
         free(r.file);
         return;
     }
+    /* each map pair's scope, once: rows ask for them all */
+    int64_t *pair_scope = malloc(((size_t)e->map_count + 1) * sizeof *pair_scope);
+    if (!pair_scope) {
+        free(at);
+        free(r.v);
+        free(r.file);
+        return;
+    }
+    for (uint32_t i = 0; i < e->map_count; i++) pair_scope[i] = inl ? scope_at(e, e->map[2 * i]) : -1;
     size_t n = 0;
     at[n++] = code - e->start;
     for (uint32_t i = 0; i < e->map_count; i++) at[n++] = e->map[2 * i];
@@ -213,7 +222,7 @@ static void write_debug_info(const ProfCodeLoad *e, uint64_t code, uint64_t code
         uint64_t a = e->start + at[i];
         if (a < code || a >= end || (i > 0 && at[i] == at[i - 1])) continue;
         const char *file;
-        uint32_t line = row_line(e, at[i], &file);
+        uint32_t line = row_line(e, pair_scope, at[i], &file);
         if (!file || !strcmp(file, "?")) line = 0;
         add_row(&r, a, line, file);
     }
@@ -234,6 +243,7 @@ static void write_debug_info(const ProfCodeLoad *e, uint64_t code, uint64_t code
         }
         rec_end(PROF_JITDUMP_CODE_DEBUG_INFO, prof_clock_ns());
     }
+    free(pair_scope);
     free(at);
     free(r.v);
     free(r.file);

@@ -399,6 +399,8 @@ static void build_locations(Message *m, Builder *b)
         perftools__profiles__location__init(d);
         d->id = p->nlocations + k + 1;
         d->mapping_id = f->mapping >= 0 ? (uint64_t)f->mapping + 1 : 0;
+        if (f->mapping >= 0)
+            m->mappings[f->mapping].has_inline_frames = true;
         d->address = caller->address;
         d->n_line = c->len[k];
         d->line = &m->chain_line_ptrs[c->first[k]];

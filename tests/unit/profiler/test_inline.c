@@ -110,7 +110,12 @@ static bool read_mem(void *ctx, uint64_t off, void *buf, size_t len)
     return true;
 }
 
-static void no_warning(const char *msg) { (void)msg; }
+static int writer_warnings;
+static void no_warning(const char *msg)
+{
+    (void)msg;
+    writer_warnings++;
+}
 
 static Rig *rig_new(void)
 {
@@ -807,6 +812,30 @@ static void without_its_flag_the_inline_section_is_bytes_an_older_reader_skips(v
     rig_free(g);
 }
 
+/* What readers would reject is never written: a JIT bug would otherwise
+ * make every reader lose the log, and the next checkpoint restate it. */
+static void the_writer_leaves_out_an_inline_section_readers_would_reject(void **state)
+{
+    (void)state;
+    Rig *g = rig_new();
+    poll_ok(g);
+    ProfInlineRange overlap[3] = {outer_ranges[0], {0x48, 0x58, 1}, outer_ranges[2]};
+    ProfCodeLoad o = outer_load();
+    o.ranges = overlap;
+    writer_warnings = 0;
+    load(g, &o);
+    load(g, &o); /* said once */
+    assert_int_equal(writer_warnings, 1);
+    assert_int_equal(record_flags(g, last_record(g)), 0);
+    poll_ok(g);
+    ReportCodeHit hit;
+    assert_int_equal(report_codemap_resolve(g->map, g->now, OUTER + 0x52, PROF_CODE_SPACE_MACHINE, &hit),
+                     REPORT_CODE_FOUND);
+    assert_int_equal(hit.scope, -1);
+    assert_int_equal(g->r.stats.bad_records, 0);
+    rig_free(g);
+}
+
 static void damaged_inline_sections_are_rejected_with_their_reason(void **state)
 {
     (void)state;
@@ -832,6 +861,7 @@ int main(void)
         cmocka_unit_test(a_checkpoint_restates_the_inline_section),
         cmocka_unit_test(an_oversized_load_loses_scope_lines_first_then_its_inline_section),
         cmocka_unit_test(without_its_flag_the_inline_section_is_bytes_an_older_reader_skips),
+        cmocka_unit_test(the_writer_leaves_out_an_inline_section_readers_would_reject),
         cmocka_unit_test(damaged_inline_sections_are_rejected_with_their_reason),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
