@@ -9,6 +9,10 @@
  * stacks' job). In a CPU-weighted profile (report.h) a sample counts its
  * weight: rows, ranges and totals add weights, and show them as weighted
  * samples through report_profile_rounded.
+ *
+ * A method the JIT inlined into another is a row of its own, "B>>sel
+ * (inlined into A>>sel)", one per method it was inlined into, with its own
+ * bytecode ranges (report.h); A's row keeps the ranges of A's own code.
  */
 #include "report/counters.h"
 #include "report/format.h"
