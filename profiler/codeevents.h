@@ -21,7 +21,7 @@
  * Inlining (issue 26): a piece that holds the machine code of methods the
  * JIT inlined into its own method carries their scopes and the code ranges
  * each one owns. The JIT guarantees, and every sink relies on:
- *   - ranges are sorted by start, disjoint, non-empty, inside [0, size),
+ *   - ranges are sorted by start, disjoint, non-empty, with end <= size,
  *     offsets from start like the map's; a range names the innermost
  *     scope at its offsets (a scope inlined into an inlined scope has
  *     ranges of its own, cut out of its parent's);
@@ -34,7 +34,13 @@
  * A sample at offset o then stands for the frames: the innermost scope s
  * of the range holding o at its bcpc from the map, then s's parents, each
  * at its child's call_bcpc, ending with the piece's own method at the
- * outermost scope's call_bcpc.
+ * outermost scope's call_bcpc. The profiler's bytecode ranges follow
+ * report/ranges.h over each method's own pairs: s's method's are the
+ * pairs inside ranges of scopes with its name and bytecode_size, the
+ * piece's own method's the pairs outside every range. The code log writer
+ * checks the first two rules (report_codemap_check_inline) and leaves out
+ * a section that breaks them, with a warning; scope indices, parents and
+ * strings are checked by every reader.
  *
  * Who may call: vm/ (the events, the replay function, and adding the perf
  * map and jitdump sinks at start-up), profiler/ sinks (registration,
