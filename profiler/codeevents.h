@@ -18,6 +18,30 @@
  * are (bcpc, source line) in increasing bcpc order. Pointers in a
  * ProfCodeLoad are valid only during the call: a sink copies what it keeps.
  *
+ * Inlining (issue 26): a piece that holds the machine code of methods the
+ * JIT inlined into its own method carries their scopes and the code ranges
+ * each one owns. The JIT guarantees, and every sink relies on:
+ *   - ranges are sorted by start, disjoint, non-empty, with end <= size,
+ *     offsets from start like the map's; a range names the innermost
+ *     scope at its offsets (a scope inlined into an inlined scope has
+ *     ranges of its own, cut out of its parent's);
+ *   - scope parents form a tree rooted at -1 (the piece's own method);
+ *   - map pairs whose offset lies in a range carry bcpcs of that range's
+ *     scope's method; every range begins with a map pair of its scope, and
+ *     the code right after a range (when any) begins with one of the
+ *     enclosing scope;
+ *   - call_bcpc is a bcpc of the parent scope's method (the send inlined).
+ * A sample at offset o then stands for the frames: the innermost scope s
+ * of the range holding o at its bcpc from the map, then s's parents, each
+ * at its child's call_bcpc, ending with the piece's own method at the
+ * outermost scope's call_bcpc. The profiler's bytecode ranges follow
+ * report/ranges.h over each method's own pairs: s's method's are the
+ * pairs inside ranges of scopes with its name and bytecode_size, the
+ * piece's own method's the pairs outside every range. The code log writer
+ * checks the first two rules (report_codemap_check_inline) and leaves out
+ * a section that breaks them, with a warning; scope indices, parents and
+ * strings are checked by every reader.
+ *
  * Who may call: vm/ (the events, the replay function, and adding the perf
  * map and jitdump sinks at start-up), profiler/ sinks (registration,
  * replay). Single thread: the VM thread.
@@ -30,6 +54,23 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* One method the JIT inlined into a piece. */
+typedef struct ProfInlineScope {
+    const char *name;        /* "Class>>sel" of the inlined method */
+    const char *source;      /* its .som file; NULL or "" when unknown */
+    const uint32_t *lines;   /* line_count pairs (bcpc, line), by bcpc, like the piece's own */
+    uint32_t line_count;
+    uint32_t bytecode_size;  /* bytecodes of the inlined method */
+    uint32_t call_bcpc;      /* bcpc of the send in the parent scope */
+    int32_t parent;          /* index of the enclosing scope; -1: the piece's own method */
+} ProfInlineScope;
+
+/* [start, end): offsets from the piece's start, like map offsets; the
+ * code of scope `scope` (its innermost one there). */
+typedef struct ProfInlineRange {
+    uint32_t start, end, scope;
+} ProfInlineRange;
 
 typedef struct ProfCodeLoad {
     uint32_t kind;            /* ProfCodeKind (proto/export.h) */
@@ -49,6 +90,11 @@ typedef struct ProfCodeLoad {
      * below it; none: frameless throughout (PICs, stubs) */
     const uint32_t *unwind;
     uint32_t unwind_count;
+    /* inlined methods (above); none: scope_count = range_count = 0 */
+    const struct ProfInlineScope *scopes;
+    uint32_t scope_count;
+    const struct ProfInlineRange *ranges;
+    uint32_t range_count;
 } ProfCodeLoad;
 
 /* The instructions of load e: [*code, *code + *size), with code_start's and

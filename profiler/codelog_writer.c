@@ -5,7 +5,9 @@
 #include "profiler/codelog_writer.h"
 
 #include "profiler/ringlog.h"
+#include "report/codemap.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +17,7 @@
  * record's flags. One allocation. */
 struct ProfCodeLogEntry {
     uint32_t body_len;
-    uint16_t flags;  /* PROF_CODE_REC_F_TRUNCATED survives into checkpoints */
+    uint16_t flags;  /* PROF_CODE_REC_F_TRUNCATED and _INLINE survive into checkpoints */
     uint8_t body[];  /* body_len bytes; its start field mirrors the key */
 };
 
@@ -249,6 +251,100 @@ static size_t bounded_len(const char *s, size_t max)
     return n;
 }
 
+/* The inline section of e (export.h, version 6): its size with and
+ * without the scopes' lines, and each scope's name and source lengths
+ * (cut and dropped as the piece's own are). */
+typedef struct InlineSize {
+    uint64_t fixed, lines;
+} InlineSize;
+
+static uint16_t scope_name_len(const ProfInlineScope *s)
+{
+    size_t n = bounded_len(s->name, PROF_CODE_LOG_NAME_MAX);
+    return (uint16_t)(n > PROF_CODE_LOG_NAME_MAX ? PROF_CODE_LOG_NAME_MAX : n);
+}
+
+static uint16_t scope_source_len(const ProfInlineScope *s)
+{
+    size_t n = bounded_len(s->source, PROF_CODE_LOG_SOURCE_MAX);
+    return (uint16_t)(n > PROF_CODE_LOG_SOURCE_MAX ? 0 : n);
+}
+
+/* Whether e's scopes and ranges follow export.h's rules, by the readers'
+ * own check (report/codemap.h): a section they would reject would make
+ * every reader lose the log up to the next checkpoint, and that
+ * checkpoint would restate it. */
+static bool inline_sound(const ProfCodeLoad *e)
+{
+    ReportInlineScope *sc = calloc(e->scope_count, sizeof *sc);
+    ReportInlineRange *rg = malloc(e->range_count * sizeof *rg);
+    bool ok = sc && rg;
+    for (uint32_t i = 0; ok && i < e->scope_count; i++)
+        sc[i] = (ReportInlineScope){.name = e->scopes[i].name, .parent = e->scopes[i].parent};
+    for (uint32_t i = 0; ok && i < e->range_count; i++)
+        rg[i] = (ReportInlineRange){e->ranges[i].start, e->ranges[i].end, e->ranges[i].scope};
+    const char *why;
+    ReportCodePiece p = {.size = e->size, .scopes = sc, .nscopes = e->scope_count, .ranges = rg,
+                         .nranges = e->range_count};
+    ok = ok && report_codemap_check_inline(&p, &why);
+    free(sc);
+    free(rg);
+    return ok;
+}
+
+static InlineSize inline_size(const ProfCodeLoad *e)
+{
+    InlineSize z = {0, 0};
+    if (!e->scopes || !e->ranges || !e->scope_count || !e->range_count)
+        return z;
+    z.fixed = sizeof(ProfCodeInlineHeader) + (uint64_t)e->scope_count * sizeof(ProfCodeInlineScopeRecord) +
+              (uint64_t)e->range_count * sizeof(ProfCodeInlineRangeRecord);
+    for (uint32_t i = 0; i < e->scope_count; i++) {
+        const ProfInlineScope *s = &e->scopes[i];
+        z.fixed += scope_name_len(s) + 1ull + scope_source_len(s) + 1ull;
+        z.lines += s->lines ? 8ull * s->line_count : 0;
+    }
+    return z;
+}
+
+/* Writes the inline section at p; answers the byte after it. */
+static uint8_t *put_inline(uint8_t *p, const ProfCodeLoad *e, bool with_lines)
+{
+    ProfCodeInlineHeader h = {.scope_count = e->scope_count, .range_count = e->range_count};
+    memcpy(p, &h, sizeof h);
+    p += sizeof h;
+    for (uint32_t i = 0; i < e->scope_count; i++) {
+        const ProfInlineScope *s = &e->scopes[i];
+        ProfCodeInlineScopeRecord r = {
+            .line_count = with_lines && s->lines ? s->line_count : 0, .bytecode_size = s->bytecode_size,
+            .call_bcpc = s->call_bcpc, .parent = s->parent, .name_len = scope_name_len(s),
+            .source_len = scope_source_len(s),
+        };
+        memcpy(p, &r, sizeof r);
+        p += sizeof r;
+    }
+    for (uint32_t i = 0; i < e->range_count; i++) {
+        ProfCodeInlineRangeRecord r = {e->ranges[i].start, e->ranges[i].end, e->ranges[i].scope};
+        memcpy(p, &r, sizeof r);
+        p += sizeof r;
+    }
+    for (uint32_t i = 0; i < e->scope_count; i++) {
+        const ProfInlineScope *s = &e->scopes[i];
+        if (with_lines && s->lines && s->line_count) {
+            memcpy(p, s->lines, 8ull * s->line_count);
+            p += 8ull * s->line_count;
+        }
+        uint16_t nl = scope_name_len(s), sl = scope_source_len(s);
+        if (nl)
+            memcpy(p, s->name, nl);
+        p += nl + 1;
+        if (sl)
+            memcpy(p, s->source, sl);
+        p += sl + 1;
+    }
+    return p;
+}
+
 void prof_codelog_load(ProfCodeLog *log, uint64_t time_ns, const ProfCodeLoad *e)
 {
     maybe_checkpoint(log, time_ns);
@@ -263,11 +359,26 @@ void prof_codelog_load(ProfCodeLog *log, uint64_t time_ns, const ProfCodeLoad *e
     /* the unwind pairs are never cut: without them a stack through this
      * piece would be guessed */
     uint32_t unwind_count = e->unwind ? e->unwind_count : 0;
-    uint64_t fixed = sizeof(ProfCodeLoadRecord) + name_len + 1 + source_len + 1 + 8ull * unwind_count;
-    uint64_t body = pad8(fixed + 8ull * map_count + 8ull * line_count);
+    InlineSize in = inline_size(e);
+    if (in.fixed > 0 && !inline_sound(e)) {
+        in = (InlineSize){0, 0};
+        warn_once(log, &log->warned_inline, "a piece's inlined methods break the code log's rules (scopes, ranges): "
+                                            "left out, the piece reads as its own method throughout");
+    }
+    bool inl = in.fixed > 0, inline_lines = inl;
+    uint64_t fixed = sizeof(ProfCodeLoadRecord) + name_len + 1 + source_len + 1 + 8ull * unwind_count + in.fixed;
+    uint64_t body = pad8(fixed + 8ull * map_count + 8ull * line_count + in.lines);
+    /* too big: lines go first, then map pairs, then the inline section
+     * (export.h, "Truncation") */
     if (HEADER_BYTES + body > log->max_record) {
         line_count = 0;
+        inline_lines = false;
         flags |= PROF_CODE_REC_F_TRUNCATED;
+        body = pad8(fixed + 8ull * map_count);
+    }
+    if (HEADER_BYTES + body > log->max_record && HEADER_BYTES + pad8(fixed) > log->max_record && inl) {
+        inl = false;
+        fixed -= in.fixed;
         body = pad8(fixed + 8ull * map_count);
     }
     if (HEADER_BYTES + body > log->max_record) {
@@ -306,6 +417,12 @@ void prof_codelog_load(ProfCodeLog *log, uint64_t time_ns, const ProfCodeLoad *e
     p += source_len + 1;
     if (unwind_count)
         memcpy(p, e->unwind, 8ull * unwind_count);
+    p += 8ull * unwind_count;
+    if (inl) {
+        flags |= PROF_CODE_REC_F_INLINE;
+        p = put_inline(p, e, inline_lines);
+    }
+    assert(p <= rec + size);
     uint16_t rf = flags | (log->in_checkpoint ? PROF_CODE_REC_F_CHECKPOINT : 0);
     commit(log, rec, size, PROF_CODE_REC_LOAD, rf, time_ns);
     if (flags & PROF_CODE_REC_F_TRUNCATED)

@@ -50,7 +50,7 @@ typedef struct ProfCodeLog {
     uint8_t *scratch;             /* one record being assembled */
     size_t scratch_cap;
     void (*warn)(const char *msg); /* once per kind of trouble; may be NULL */
-    bool warned_too_big, warned_oom;
+    bool warned_too_big, warned_oom, warned_inline;
 } ProfCodeLog;
 
 /* Bytes a region needs for a ring of ring_bytes (control block + ring). */

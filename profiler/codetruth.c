@@ -20,6 +20,10 @@ static void truth_load(const ProfCodeLoad *e, void *ctx)
     unsigned space = e->kind == PROF_CODE_BYTECODES ? PROF_CODE_SPACE_BYTECODES : PROF_CODE_SPACE_MACHINE;
     fprintf(truth, "L %" PRIu64 " %u %" PRIx64 " %" PRIu64 " %u %s\n", prof_code_event_time(), space, e->start,
             e->size, e->kind, e->name ? e->name : "");
+    for (uint32_t i = 0; e->scopes && e->ranges && i < e->range_count; i++)
+        if (e->ranges[i].scope < e->scope_count)
+            fprintf(truth, "R %" PRIx32 " %" PRIx32 " %s\n", e->ranges[i].start, e->ranges[i].end,
+                    e->scopes[e->ranges[i].scope].name ? e->scopes[e->ranges[i].scope].name : "");
 }
 
 static void truth_move(uint64_t from, uint64_t to, uint64_t size, void *ctx)

@@ -7,6 +7,9 @@
  *   L <time_ns> <space> <start hex> <size> <kind> <name…>      a load
  *   M <time_ns> <from hex> <to hex> <size>                      a move
  *   F <time_ns> <start hex> <size>                              a free
+ *   R <start hex> <end hex> <name…>     after an L: a range of code inlined
+ *                                       into it (offsets from the piece's
+ *                                       start), the innermost method there
  *
  * space and kind are the numbers of ProfCodeSpace and ProfCodeKind
  * (proto/export.h); the name runs to the end of the line. Lines are in

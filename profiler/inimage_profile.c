@@ -65,8 +65,44 @@ static void on_load(const ProfCodeLoad *e, void *ctx)
         .unwind = e->unwind,
         .nunwind = e->unwind ? e->unwind_count : 0,
     };
+    /* inlined methods: the same frames as vmprofd shows (report/resolve.h) */
+    uint32_t nscopes = e->scopes && e->ranges && e->range_count ? e->scope_count : 0;
+    ReportInlineScope *scopes = nscopes ? calloc(nscopes, sizeof *scopes) : NULL;
+    ReportInlineRange *ranges = scopes ? malloc(e->range_count * sizeof *ranges) : NULL;
+    bool inl = scopes && ranges;
+    for (uint32_t i = 0; inl && i < nscopes; i++) {
+        const ProfInlineScope *sc = &e->scopes[i];
+        ReportLineEntry *sl = sc->lines && sc->line_count ? malloc(sc->line_count * sizeof *sl) : NULL;
+        for (uint32_t k = 0; sl && k < sc->line_count; k++)
+            sl[k] = (ReportLineEntry){.bcpc = sc->lines[2 * k], .line = sc->lines[2 * k + 1]};
+        scopes[i] = (ReportInlineScope){.name = sc->name, .source = sc->source, .lines = sl,
+                                        .nlines = sl ? sc->line_count : 0, .bytecode_size = sc->bytecode_size,
+                                        .call_bcpc = sc->call_bcpc, .parent = sc->parent};
+    }
+    for (uint32_t i = 0; inl && i < e->range_count; i++)
+        ranges[i] = (ReportInlineRange){e->ranges[i].start, e->ranges[i].end, e->ranges[i].scope};
+    if (inl) {
+        piece.scopes = scopes;
+        piece.nscopes = nscopes;
+        piece.ranges = ranges;
+        piece.nranges = e->range_count;
+        const char *why;
+        if (!report_codemap_check_inline(&piece, &why)) {
+            /* the JIT broke its promise (codeevents.h): the piece stays one method */
+            static bool warned;
+            if (!warned)
+                fprintf(stderr, "stvm: warning: in-VM profiler: %s's inlined methods ignored: %s\n",
+                        e->name ? e->name : "?", why);
+            warned = true;
+            piece.nscopes = piece.nranges = 0;
+        }
+    }
     ProfCodeSpace sp = e->kind == PROF_CODE_BYTECODES ? PROF_CODE_SPACE_BYTECODES : PROF_CODE_SPACE_MACHINE;
     report_codemap_load(timeline, prof_code_event_time(), sp, e->start, &piece);
+    for (uint32_t i = 0; scopes && i < nscopes; i++)
+        free((ReportLineEntry *)scopes[i].lines);
+    free(scopes);
+    free(ranges);
     free(map);
     free(lines);
 }

@@ -102,72 +102,151 @@ static void rec_end(uint32_t id, uint64_t timestamp)
 
 /* -- Source lines ----------------------------------------------------------------- */
 
-/* The line of the last (bcpc, line) pair at or before bcpc; the first pair's
- * when bcpc precedes them all; 0 when there is no table. */
-static uint32_t line_of(const ProfCodeLoad *e, uint32_t bcpc)
+/* The line of the last (bcpc, line) pair at or before bcpc in a table of
+ * count pairs; the first pair's when bcpc precedes them all; 0 when there
+ * is no table. */
+static uint32_t line_in(const uint32_t *lines, uint32_t count, uint32_t bcpc)
 {
-    if (!e->line_count) return 0;
-    uint32_t lo = 0, hi = e->line_count; /* first pair with pair.bcpc > bcpc */
+    if (!lines || !count) return 0;
+    uint32_t lo = 0, hi = count; /* first pair with pair.bcpc > bcpc */
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (e->lines[2 * mid] <= bcpc) lo = mid + 1;
+        if (lines[2 * mid] <= bcpc) lo = mid + 1;
         else hi = mid;
     }
-    return e->lines[2 * (lo ? lo - 1 : 0) + 1];
+    return lines[2 * (lo ? lo - 1 : 0) + 1];
+}
+
+/* The scope owning offset off of the piece (an inlined range's), or -1:
+ * its own method's. */
+static int64_t scope_at(const ProfCodeLoad *e, uint64_t off)
+{
+    for (uint32_t i = 0; e->ranges && i < e->range_count; i++)
+        if (e->ranges[i].start <= off && off < e->ranges[i].end && e->ranges[i].scope < e->scope_count)
+            return e->ranges[i].scope;
+    return -1;
+}
+
+/* Whether scopes a and b (-1: the piece's own) are the same method. */
+static bool same_method(const ProfCodeLoad *e, int64_t a, int64_t b)
+{
+    if (a < 0 || b < 0) return a == b;
+    const ProfInlineScope *x = &e->scopes[a], *y = &e->scopes[b];
+    return x->bytecode_size == y->bytecode_size && x->name && y->name && !strcmp(x->name, y->name);
 }
 
 typedef struct Rows {
     ProfJitdumpDebugEntry *v;
+    const char **file; /* per row */
     uint32_t n;
 } Rows;
 
 /* Appends a row; a row at the address of the last one replaces its line
- * (the range before it was empty), a row repeating the last line adds
- * nothing. */
-static void add_row(Rows *r, uint64_t addr, uint32_t line)
+ * (the range before it was empty), a row repeating the last line (of the
+ * same file) adds nothing. */
+static void add_row(Rows *r, uint64_t addr, uint32_t line, const char *file)
 {
-    if (!line) return;
+    if (!line || !file || !file[0]) return;
     if (r->n && r->v[r->n - 1].addr == addr) {
         r->v[r->n - 1].line = line;
-        if (r->n > 1 && r->v[r->n - 2].line == line) r->n--;
+        r->file[r->n - 1] = file;
+        if (r->n > 1 && r->v[r->n - 2].line == line && !strcmp(r->file[r->n - 2], file)) r->n--;
         return;
     }
-    if (r->n && r->v[r->n - 1].line == line) return;
+    if (r->n && r->v[r->n - 1].line == line && !strcmp(r->file[r->n - 1], file)) return;
+    r->file[r->n] = file;
     r->v[r->n++] = (ProfJitdumpDebugEntry){ .addr = addr, .line = line };
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The (file, line) of the code from offset off on: the line of the next
+ * map entry of the same method (a map entry ends its bytecode's code), or
+ * the last one's past them; in an inlined range, the inlined method's
+ * file and line table (jitdump.h). */
+static uint32_t row_line(const ProfCodeLoad *e, const int64_t *pair_scope, uint64_t off, const char **file)
+{
+    int64_t s = scope_at(e, off);
+    const uint32_t *lines = s < 0 ? e->lines : e->scopes[s].lines;
+    uint32_t count = s < 0 ? e->line_count : e->scopes[s].line_count;
+    *file = s < 0 ? e->source : e->scopes[s].source;
+    int64_t last = -1;
+    for (uint32_t i = 0; i < e->map_count; i++) {
+        if (!same_method(e, pair_scope[i], s)) continue;
+        if (e->map[2 * i] > off) return line_in(lines, count, e->map[2 * i + 1]);
+        last = i;
+    }
+    return last >= 0 ? line_in(lines, count, e->map[2 * last + 1]) : line_in(lines, count, 0);
 }
 
 /* The DEBUG_INFO of a method or block, written before its LOAD. The
  * placement of rows is explained in jitdump.h. */
 static void write_debug_info(const ProfCodeLoad *e, uint64_t code, uint64_t code_size)
 {
-    if (!e->source || !e->source[0] || !strcmp(e->source, "?") || !e->line_count) return;
+    bool inl = e->scopes && e->ranges && e->range_count;
+    if (!inl && (!e->source || !e->source[0] || !strcmp(e->source, "?") || !e->line_count)) return;
     uint64_t end = code + code_size;
-    Rows r = { malloc(((size_t)e->map_count + 3) * sizeof *r.v), 0 };
-    if (!r.v) return;
-    add_row(&r, code, line_of(e, e->map_count ? e->map[1] : 0));
-    for (uint32_t i = 0; i < e->map_count; i++) {
-        uint64_t at = e->start + e->map[2 * i];
-        if (at < code || at >= end) continue;
-        /* past the last entry: out-of-line or epilogue code of the last bytecode */
-        uint32_t next = i + 1 < e->map_count ? e->map[2 * (i + 1) + 1] : e->map[2 * i + 1];
-        add_row(&r, at, line_of(e, next));
+    /* rows at the code's start, at every map entry, and where an inlined
+     * range begins or ends (the method changes there) */
+    size_t cap = (size_t)e->map_count + 2 * (inl ? (size_t)e->range_count : 0) + 3;
+    uint64_t *at = malloc(cap * sizeof *at);
+    Rows r = { malloc(cap * sizeof *r.v), malloc(cap * sizeof *r.file), 0 };
+    if (!at || !r.v || !r.file) {
+        free(at);
+        free(r.v);
+        free(r.file);
+        return;
+    }
+    /* each map pair's scope, once: rows ask for them all */
+    int64_t *pair_scope = malloc(((size_t)e->map_count + 1) * sizeof *pair_scope);
+    if (!pair_scope) {
+        free(at);
+        free(r.v);
+        free(r.file);
+        return;
+    }
+    for (uint32_t i = 0; i < e->map_count; i++) pair_scope[i] = inl ? scope_at(e, e->map[2 * i]) : -1;
+    size_t n = 0;
+    at[n++] = code - e->start;
+    for (uint32_t i = 0; i < e->map_count; i++) at[n++] = e->map[2 * i];
+    for (uint32_t i = 0; inl && i < e->range_count; i++) {
+        at[n++] = e->ranges[i].start;
+        at[n++] = e->ranges[i].end;
+    }
+    qsort(at, n, sizeof *at, cmp_u64);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t a = e->start + at[i];
+        if (a < code || a >= end || (i > 0 && at[i] == at[i - 1])) continue;
+        const char *file;
+        uint32_t line = row_line(e, pair_scope, at[i], &file);
+        if (!file || !strcmp(file, "?")) line = 0;
+        add_row(&r, a, line, file);
     }
     /* perf inject ends the DWARF line sequence at the last row: a row at the
      * code's end makes the last line cover the code up to it */
     if (r.n && r.v[r.n - 1].addr < end) {
-        uint32_t last = r.v[r.n - 1].line;
-        r.v[r.n++] = (ProfJitdumpDebugEntry){ .addr = end, .line = last };
+        r.file[r.n] = r.file[r.n - 1];
+        r.v[r.n] = (ProfJitdumpDebugEntry){ .addr = end, .line = r.v[r.n - 1].line };
+        r.n++;
     }
-    rec_begin();
-    ProfJitdumpDebugInfo d = { .code_addr = code, .nr_entry = r.n };
-    rec_put(&d, sizeof d);
-    size_t flen = strlen(e->source) + 1;
-    for (uint32_t i = 0; i < r.n; i++) {
-        rec_put(&r.v[i], sizeof r.v[i]);
-        rec_put(e->source, flen);
+    if (r.n) {
+        rec_begin();
+        ProfJitdumpDebugInfo d = { .code_addr = code, .nr_entry = r.n };
+        rec_put(&d, sizeof d);
+        for (uint32_t i = 0; i < r.n; i++) {
+            rec_put(&r.v[i], sizeof r.v[i]);
+            rec_put(r.file[i], strlen(r.file[i]) + 1);
+        }
+        rec_end(PROF_JITDUMP_CODE_DEBUG_INFO, prof_clock_ns());
     }
+    free(pair_scope);
+    free(at);
     free(r.v);
-    rec_end(PROF_JITDUMP_CODE_DEBUG_INFO, prof_clock_ns());
+    free(r.file);
 }
 
 /* -- Unwinding ------------------------------------------------------------------- */

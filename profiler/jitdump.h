@@ -48,6 +48,12 @@
  *     it the last line would cover nothing (and a one-line method would have
  *     no line at all). The file name is the .som file's base name (as
  *     backtraces print it).
+ *     With inlined methods (profiler/codeevents.h) a row also starts where
+ *     an inlined range begins or ends, and "the next entry" is the next of
+ *     the same method: in a range of inlined method B, the row carries B's
+ *     .som file and the line, in B's table, of B's next map entry (entries
+ *     of a method inlined into B, in between, belong to that one); outside
+ *     every range, the piece's own entries and file, as above.
  *   - a MOVE for every piece compaction slides, with the code_index of its
  *     LOAD (perf maps the same ELF image at the new address).
  *   - CLOSE at exit.

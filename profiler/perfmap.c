@@ -49,6 +49,67 @@ static void write_line(uint64_t code, uint64_t size, const char *name)
     }
 }
 
+/* A piece with inlined methods is several symbols: perf map lines are
+ * flat (start, size, name) with no notion of inlining, and perf resolves
+ * an address inside overlapping lines to whichever it happened to keep,
+ * so the piece's instructions are cut into consecutive, non-overlapping
+ * parts: its own method's ("A>>sel") and each inlined range's ("B>>sel
+ * (inlined into A>>sel)", the innermost method there). The parts are kept
+ * as the entry's "name", one "OFFSET SIZE NAME" line each (offset from the
+ * first instruction, hex), with the entry's index (the sink's own number)
+ * PARTS, so a move writes them again at the new address. */
+#define PARTS 1
+static char *parts_of(const ProfCodeLoad *e, uint64_t code, uint64_t size, const char *name)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return NULL;
+    uint64_t at = 0; /* from code */
+    uint64_t code_off = code - e->start;
+    for (uint32_t i = 0; i < e->range_count; i++) {
+        const ProfInlineRange *r = &e->ranges[i];
+        if (r->scope >= e->scope_count) continue;
+        uint64_t from = r->start > code_off ? r->start - code_off : 0;
+        uint64_t to = r->end > code_off ? r->end - code_off : 0;
+        if (to > size) to = size;
+        if (from < at) from = at;
+        if (from >= to) continue;
+        if (from > at) fprintf(f, "%" PRIx64 " %" PRIx64 " %s\n", at, from - at, name);
+        const char *b = e->scopes[r->scope].name;
+        fprintf(f, "%" PRIx64 " %" PRIx64 " %s (inlined into %s)\n", from, to - from, b && b[0] ? b : "?", name);
+        at = to;
+    }
+    if (at < size) fprintf(f, "%" PRIx64 " %" PRIx64 " %s\n", at, size - at, name);
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* Writes the lines of an entry at code. */
+static void write_entry(uint64_t code, const ProfLiveEntry *le)
+{
+    const char *name = le->name ? le->name : "?";
+    if (le->index != PARTS) {
+        write_line(code, le->code_size, name);
+        return;
+    }
+    for (const char *p = name; *p && fd >= 0;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        uint64_t off = 0, sz = 0;
+        int used = 0;
+        char part[1024];
+        if (sscanf(p, "%" SCNx64 " %" SCNx64 " %n", &off, &sz, &used) == 2 && (size_t)used <= n) {
+            snprintf(part, sizeof part, "%.*s", (int)(n - (size_t)used), p + used);
+            write_line(code + off, sz, part);
+        }
+        p += n + (nl ? 1 : 0);
+    }
+}
+
 static void on_load(const ProfCodeLoad *e, void *ctx)
 {
     (void)ctx;
@@ -56,10 +117,13 @@ static void on_load(const ProfCodeLoad *e, void *ctx)
     uint64_t code, size;
     prof_code_load_instructions(e, &code, &size);
     const char *name = e->name && e->name[0] ? e->name : "?";
-    ProfLiveEntry le = { .start = e->start, .code_offset = code - e->start, .code_size = size, .name = (char *)name };
-    write_line(code, size, name);
-    /* out of memory: the line is written, only a later move of it goes unmapped */
+    char *parts = e->scopes && e->ranges && e->range_count ? parts_of(e, code, size, name) : NULL;
+    ProfLiveEntry le = { .start = e->start, .code_offset = code - e->start, .code_size = size,
+                         .index = parts ? PARTS : 0, .name = parts ? parts : (char *)name };
+    write_entry(code, &le);
+    /* out of memory: the lines are written, only a later move of them goes unmapped */
     if (fd >= 0) prof_livecode_put(&live, &le);
+    free(parts);
 }
 
 static void on_move(uint64_t from, uint64_t to, uint64_t size, void *ctx)
@@ -68,7 +132,7 @@ static void on_move(uint64_t from, uint64_t to, uint64_t size, void *ctx)
     (void)size;
     if (fd < 0 || !prof_livecode_move(&live, from, to)) return; /* not code this map named */
     const ProfLiveEntry *le = prof_livecode_get(&live, to);
-    write_line(to + le->code_offset, le->code_size, le->name ? le->name : "?");
+    write_entry(to + le->code_offset, le);
 }
 
 static const ProfCodeSink sink = {

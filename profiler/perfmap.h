@@ -18,6 +18,19 @@
  *     561bd7d011f0 d9 RichardsPacket class>>link:identity:kind:
  *     561bd7d02180 6f new (closed PIC)
  *
+ * A piece holding methods the JIT inlined (profiler/codeevents.h) is
+ * written as consecutive, non-overlapping lines, in address order: its own
+ * method's parts and, for each inlined range, "B>>sel (inlined into
+ * A>>sel)" (the innermost method there). The format is flat and perf keeps
+ * one line for an address when lines overlap, without saying which, so
+ * nested lines (A over the whole piece, B inside) would name either; cut
+ * in parts, every address has exactly one name, and perf report's rows
+ * match the text report's "inlined into" rows:
+ *
+ *     561bd7d03000 40 Bench>>outer
+ *     561bd7d03040 22 Bench>>inner (inlined into Bench>>outer)
+ *     561bd7d03062 31 Bench>>outer
+ *
  * Invariants and limits:
  *   - Append-only: the format has no way to retract a line. A piece that
  *     compaction moves gets a second line at its new address; the line at

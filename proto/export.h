@@ -44,6 +44,15 @@
  * there) and a version-5 reader of an older segment cannot sample
  * allocations, and says so.
  *
+ * Version 6 adds inlining (issue 26): a LOAD with flag INLINE carries,
+ * after its unwind pairs, the methods the JIT inlined into the piece and
+ * the code ranges each owns (the inline section below). Nothing else
+ * changes: a version-5 reader ignores the flag and the bytes past the
+ * unwind pairs (it reads a LOAD up to its counts and never asks for the
+ * rest), so it reads a version-6 log and sees inlined code as the
+ * piece's own method; a version-6 reader of an older log meets no INLINE
+ * flag and sees none.
+ *
  * A wire format (proto/): header-only, it depends on nothing, and stvm and
  * vmprofd share it at build time through the CMake target proto_export.
  *
@@ -57,11 +66,12 @@
 #include <stdint.h>
 
 #define PROF_EXPORT_MAGIC 0x464f5250d56d7473ull /* "stm\xd5PROF" little-endian */
-#define PROF_EXPORT_VERSION 5
+#define PROF_EXPORT_VERSION 6
 #define PROF_EXPORT_VERSION_CODE_LOG 2 /* the first version with a code event log */
 #define PROF_EXPORT_VERSION_STACKS 3   /* the first with walk facts and unwind pairs */
 #define PROF_EXPORT_VERSION_IDENTITY 4 /* the first that says which process made it */
 #define PROF_EXPORT_VERSION_ALLOC 5    /* the first with an allocation sample log */
+#define PROF_EXPORT_VERSION_INLINE 6   /* the first whose LOADs may carry inline sections */
 #define PROF_EXPORT_NAME_FMT "/stvm-%d"     /* shm_open name; the file is /dev/shm/stvm-<pid> */
 #define PROF_EXPORT_PATH_FMT "/dev/shm/stvm-%d"
 #define PROF_EXPORT_PATH_MAX 512
@@ -237,7 +247,43 @@ _Static_assert(offsetof(ProfExportHeader, start_ticks) == 104 + PROF_EXPORT_PATH
  *                   to the VM's working directory; empty when unknown)
  *            unwind unwind_count × (u32 offset from start, u32 PROF_UNWIND_* rule),
  *                   by offset (version 3; proto/stackabi.h)
+ *            inline section, only with flag INLINE (version 6), below
  *            zeros up to the record's size
+ *
+ * The inline section (version 6), byte-packed right after the unwind
+ * pairs (so not aligned: readers copy it out), every integer little-endian:
+ *
+ *     ProfCodeInlineHeader      scope_count, range_count (8 bytes)
+ *     scopes  scope_count × ProfCodeInlineScopeRecord (24 bytes each):
+ *             line_count, bytecode_size, call_bcpc, parent (i32, -1: the
+ *             piece's own method), name_len, source_len (u16), zero (u32)
+ *     ranges  range_count × (u32 start, u32 end, u32 scope): [start, end)
+ *             offsets from the piece's start, sorted by start, disjoint,
+ *             non-empty, end <= size; scope < scope_count, the innermost
+ *             scope there
+ *     then per scope, in scope order:
+ *             lines  line_count × (u32 bcpc, u32 line), by bcpc
+ *             name   name_len bytes and a NUL ("Class>>sel"; cut at NAME_MAX)
+ *             source source_len bytes and a NUL (empty when unknown)
+ *
+ * What it means (profiler/codeevents.h states the JIT's guarantees): map
+ * pairs at offsets inside a range carry bcpcs of that range's scope's
+ * method, a range begins with a pair of its scope, and the code right
+ * after it with one of the enclosing scope. A sample at offset o is the
+ * innermost scope of the range holding o (its bcpc from the map), then
+ * each parent at its child's call_bcpc, then the piece's own method.
+ * A reader rejects (as a corrupt record) a section whose counts overrun
+ * the record, whose strings are not strings, whose ranges are unsorted,
+ * overlap, are empty, pass the piece's size or name a scope that does not
+ * exist, or whose parents do not form a tree (a parent index out of
+ * bounds, or a cycle).
+ *
+ * Truncation (flag TRUNCATED), in order, until the record fits: the
+ * piece's lines and every scope's lines go; then the map keeps its first
+ * pairs; then, if the names, unwind pairs, scopes and ranges alone are
+ * still too big, the inline section goes (flag INLINE cleared): the piece
+ * is then seen as its own method throughout, as by a version-5 reader.
+ * Ranges are never cut singly: a partial set would give wrong frames.
  *   MOVE   ProfCodeMoveRecord: the piece at `from` now starts at `to`
  *   FREE   ProfCodeFreeRecord: the piece at `start` is gone
  *   CHECKPOINT_BEGIN  no body
@@ -279,6 +325,7 @@ typedef enum ProfCodeRecordType {
 
 #define PROF_CODE_REC_F_CHECKPOINT 1u /* a LOAD restating a live piece inside a checkpoint */
 #define PROF_CODE_REC_F_TRUNCATED 2u  /* a LOAD without (part of) its map or lines: too big */
+#define PROF_CODE_REC_F_INLINE 4u     /* version 6: the LOAD ends with an inline section */
 
 #define PROF_CODE_LOG_F_CHECKPOINT_TOO_BIG 1u /* the live set outgrew half the ring */
 
@@ -329,6 +376,25 @@ typedef struct ProfCodeLoadRecord {
     uint32_t unwind_count;   /* version 3: unwind pairs after the source; 0 before */
 } ProfCodeLoadRecord;
 
+typedef struct ProfCodeInlineHeader {
+    uint32_t scope_count;
+    uint32_t range_count;
+} ProfCodeInlineHeader;
+
+typedef struct ProfCodeInlineScopeRecord {
+    uint32_t line_count;
+    uint32_t bytecode_size;  /* bytecodes of the inlined method */
+    uint32_t call_bcpc;      /* the send in the parent scope */
+    int32_t parent;          /* -1: the piece's own method */
+    uint16_t name_len;
+    uint16_t source_len;
+    uint32_t zero;
+} ProfCodeInlineScopeRecord;
+
+typedef struct ProfCodeInlineRangeRecord {
+    uint32_t start, end, scope;
+} ProfCodeInlineRangeRecord;
+
 typedef struct ProfCodeMoveRecord {
     uint64_t from, to, size;
     uint32_t space; /* ProfCodeSpace */
@@ -358,6 +424,10 @@ _Static_assert(offsetof(ProfCodeRecord, type) == 24, "ProfCodeRecord layout is A
 _Static_assert(sizeof(ProfCodeLoadRecord) == 48, "ProfCodeLoadRecord layout is ABI");
 _Static_assert(offsetof(ProfCodeLoadRecord, kind) == 24, "ProfCodeLoadRecord layout is ABI");
 _Static_assert(offsetof(ProfCodeLoadRecord, name_len) == 40, "ProfCodeLoadRecord layout is ABI");
+_Static_assert(sizeof(ProfCodeInlineHeader) == 8, "ProfCodeInlineHeader layout is ABI");
+_Static_assert(sizeof(ProfCodeInlineScopeRecord) == 24, "ProfCodeInlineScopeRecord layout is ABI");
+_Static_assert(offsetof(ProfCodeInlineScopeRecord, name_len) == 16, "ProfCodeInlineScopeRecord layout is ABI");
+_Static_assert(sizeof(ProfCodeInlineRangeRecord) == 12, "ProfCodeInlineRangeRecord layout is ABI");
 _Static_assert(sizeof(ProfCodeMoveRecord) == 32, "ProfCodeMoveRecord layout is ABI");
 _Static_assert(sizeof(ProfCodeFreeRecord) == 24, "ProfCodeFreeRecord layout is ABI");
 _Static_assert(sizeof(ProfCodeCheckpointEnd) == 16, "ProfCodeCheckpointEnd layout is ABI");

@@ -150,7 +150,9 @@ static void collect(const Profile *p, Sites *methods, Sites *classes)
         const ReportFunctionInfo *f = &p->functions[loc->function];
         if (f->kind == REPORT_FUNCTION_CLASS)
             continue; /* a stack of nothing but its class: counted with the classes only */
-        Site *m = site_for(methods, f->name, p->header.native_only ? REPORT_REGION_REST : f->region);
+        char *inlined = report_inlined_label(f); /* the text report's row for it */
+        Site *m = site_for(methods, inlined ? inlined : f->name, p->header.native_only ? REPORT_REGION_REST : f->region);
+        free(inlined);
         m->bytes += s->weight;
         m->objects += v.objects;
         m->live_bytes += v.live_bytes;

@@ -12,6 +12,8 @@
  */
 #include "report/codelog_reader.h"
 
+#include "report/mem.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,13 +41,102 @@ bool report_codelog_open(ReportCodeLog *r, uint64_t region_size, ReportCodeLogRe
 void report_codelog_close(ReportCodeLog *r)
 {
     report_ring_close(&r->ring);
+    free(r->scopes);
+    free(r->ranges);
+    free(r->scope_lines);
+    r->scopes = NULL;
+    r->ranges = NULL;
+    r->scope_lines = NULL;
 }
 
 /* -- Records ------------------------------------------------------------------- */
 
-/* Checks a LOAD body and fills piece (pointing into rec). */
-static bool decode_load(const uint8_t *rec, uint32_t size, ReportCodePiece *piece, uint64_t *start,
-                        ProfCodeSpace *space, const char **why)
+/* A string of len bytes and its NUL at p, with nothing past end. */
+static bool string_at(const uint8_t *p, uint64_t len, const uint8_t *end)
+{
+    return (uint64_t)(end - p) > len && p[len] == '\0' && !memchr(p, 0, len);
+}
+
+/* Decodes the inline section [p, end) of a LOAD (export.h, version 6) into
+ * r's buffers and piece; every count is checked against the bytes left
+ * before it is used, the result against export.h's rules. */
+static bool decode_inline(ReportCodeLog *r, const uint8_t *p, const uint8_t *end, ReportCodePiece *piece,
+                          const char **why)
+{
+    ProfCodeInlineHeader h;
+    if ((uint64_t)(end - p) < sizeof h) {
+        *why = "LOAD record's inline section overruns it";
+        return false;
+    }
+    memcpy(&h, p, sizeof h);
+    p += sizeof h;
+    uint64_t left = (uint64_t)(end - p);
+    if (h.scope_count == 0 || h.range_count == 0 ||
+        (uint64_t)h.scope_count * sizeof(ProfCodeInlineScopeRecord) +
+                (uint64_t)h.range_count * sizeof(ProfCodeInlineRangeRecord) > left) {
+        *why = h.scope_count && h.range_count ? "LOAD record's inline scopes and ranges overrun it"
+                                              : "LOAD record's inline section is empty";
+        return false;
+    }
+    const uint8_t *scope_recs = p, *range_recs = p + (uint64_t)h.scope_count * sizeof(ProfCodeInlineScopeRecord);
+    p = range_recs + (uint64_t)h.range_count * sizeof(ProfCodeInlineRangeRecord);
+    uint64_t nlines = 0;
+    for (uint32_t i = 0; i < h.scope_count; i++) {
+        ProfCodeInlineScopeRecord sr;
+        memcpy(&sr, scope_recs + i * sizeof sr, sizeof sr);
+        nlines += sr.line_count;
+    }
+    if (nlines * 8 > (uint64_t)(end - p)) {
+        *why = "LOAD record's inline lines overrun it";
+        return false;
+    }
+    report_mem_reserve(&r->scopes, &r->scopes_cap, h.scope_count, sizeof *r->scopes);
+    report_mem_reserve(&r->ranges, &r->ranges_cap, h.range_count, sizeof *r->ranges);
+    report_mem_reserve(&r->scope_lines, &r->scope_lines_cap, nlines ? nlines : 1, sizeof *r->scope_lines);
+    size_t line_at = 0;
+    for (uint32_t i = 0; i < h.scope_count; i++) {
+        ProfCodeInlineScopeRecord sr;
+        memcpy(&sr, scope_recs + i * sizeof sr, sizeof sr);
+        /* the lines were counted above; the strings are checked one by one */
+        ReportLineEntry *lines = r->scope_lines + line_at;
+        if (sr.line_count)
+            memcpy(lines, p, 8ull * sr.line_count);
+        p += 8ull * sr.line_count;
+        line_at += sr.line_count;
+        const uint8_t *name = p;
+        if (!string_at(name, sr.name_len, end)) {
+            *why = "LOAD record's inline scope name is not a string of its length";
+            return false;
+        }
+        p += sr.name_len + 1ull;
+        const uint8_t *source = p;
+        if (!string_at(source, sr.source_len, end)) {
+            *why = "LOAD record's inline scope source is not a string of its length";
+            return false;
+        }
+        p += sr.source_len + 1ull;
+        r->scopes[i] = (ReportInlineScope){
+            .name = (const char *)name, .source = sr.source_len ? (const char *)source : NULL,
+            .lines = sr.line_count ? lines : NULL, .nlines = sr.line_count, .bytecode_size = sr.bytecode_size,
+            .call_bcpc = sr.call_bcpc, .parent = sr.parent,
+        };
+    }
+    for (uint32_t i = 0; i < h.range_count; i++) {
+        ProfCodeInlineRangeRecord rr;
+        memcpy(&rr, range_recs + i * sizeof rr, sizeof rr);
+        r->ranges[i] = (ReportInlineRange){rr.start, rr.end, rr.scope};
+    }
+    piece->scopes = r->scopes;
+    piece->nscopes = h.scope_count;
+    piece->ranges = r->ranges;
+    piece->nranges = h.range_count;
+    return report_codemap_check_inline(piece, why);
+}
+
+/* Checks a LOAD body and fills piece (pointing into rec, and into r's
+ * buffers for an inline section). */
+static bool decode_load(ReportCodeLog *r, const uint8_t *rec, uint32_t size, uint16_t flags, ReportCodePiece *piece,
+                        uint64_t *start, ProfCodeSpace *space, const char **why)
 {
     const uint8_t *body = rec + HEADER_BYTES;
     uint64_t len = size - HEADER_BYTES;
@@ -98,6 +189,13 @@ static bool decode_load(const uint8_t *rec, uint32_t size, ReportCodePiece *piec
         .unwind = l.unwind_count ? (const uint32_t *)(const void *)unwind : NULL,
         .nunwind = l.unwind_count,
     };
+    if (flags & PROF_CODE_REC_F_INLINE) {
+        if (*space != PROF_CODE_SPACE_MACHINE) {
+            *why = "LOAD of bytecodes with an inline section";
+            return false;
+        }
+        return decode_inline(r, unwind + 8ull * l.unwind_count, body + len, piece, why);
+    }
     return true;
 }
 
@@ -156,7 +254,7 @@ static bool apply(ReportCodeLog *r, ReportCodeMap *map, const uint8_t *rec, cons
             *why = cp_flag ? "checkpoint LOAD outside a checkpoint" : "plain LOAD inside a checkpoint";
             return false;
         }
-        if (!decode_load(rec, h->size, &piece, &start, &space, why))
+        if (!decode_load(r, rec, h->size, h->flags, &piece, &start, &space, why))
             return false;
         piece.truncated = (h->flags & PROF_CODE_REC_F_TRUNCATED) != 0;
         if (cp_flag)
@@ -166,6 +264,8 @@ static bool apply(ReportCodeLog *r, ReportCodeMap *map, const uint8_t *rec, cons
         r->stats.loads++;
         if (piece.truncated)
             r->stats.truncated++;
+        if (piece.nranges)
+            r->stats.inlined++;
         report_codemap_load(map, h->time_ns, space, start, &piece);
         return true;
     case PROF_CODE_REC_MOVE: {

@@ -46,6 +46,7 @@ typedef struct ReportCodeLogStats {
     uint64_t loads, moves, frees;
     uint64_t checkpoints;   /* complete checkpoints seen */
     uint64_t truncated;     /* loads without (all of) their map or lines */
+    uint64_t inlined;       /* loads with an inline section (version 6) */
     uint64_t bad_records;   /* torn, corrupt, out of sequence */
     uint64_t overruns;      /* the writer overwrote what we had not read */
     uint64_t recoveries;    /* rebuilt from a checkpoint after damage or overrun */
@@ -62,6 +63,13 @@ typedef struct ReportCodeLog {
     uint64_t cp_seq, cp_pieces;
     ReportCodeLogStats stats;
     ProfCodeLogControl control; /* as of the last poll */
+    /* one LOAD's inline section, decoded (copied out: it is not aligned) */
+    ReportInlineScope *scopes;
+    size_t scopes_cap;
+    ReportInlineRange *ranges;
+    size_t ranges_cap;
+    ReportLineEntry *scope_lines;
+    size_t scope_lines_cap;
 } ReportCodeLog;
 
 /* Reads and checks the control block (the region is region_size bytes).

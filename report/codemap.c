@@ -71,6 +71,17 @@ void report_codemap_free(ReportCodeMap *m)
         free((ReportMapEntry *)p->map);
         free((ReportLineEntry *)p->lines);
         free((uint32_t *)p->unwind);
+        for (size_t k = 0; k < p->nscopes; k++) {
+            const ReportInlineScope *sc = &p->scopes[k];
+            free((char *)sc->name);
+            free((char *)sc->source);
+            free((ReportLineEntry *)sc->lines);
+            free((ReportMapEntry *)sc->map);
+        }
+        free((ReportInlineScope *)p->scopes);
+        free((ReportInlineRange *)p->ranges);
+        if (p->own_map != p->map)
+            free((ReportMapEntry *)p->own_map);
     }
     free(m->pieces);
     free(m->spans);
@@ -144,6 +155,164 @@ void report_codemap_lost(ReportCodeMap *m, uint64_t time)
     m->gaps[m->ngaps++] = (Gap){time, NO_END};
 }
 
+/* -- Inlining -------------------------------------------------------------------- */
+
+bool report_codemap_check_inline(const ReportCodePiece *p, const char **why)
+{
+    if (p->nscopes == 0 && p->nranges == 0)
+        return true;
+    if (!p->scopes || !p->ranges || p->nscopes == 0 || p->nranges == 0) {
+        *why = "inline scopes without ranges, or ranges without scopes";
+        return false;
+    }
+    for (size_t i = 0; i < p->nscopes; i++) {
+        /* a parent chain longer than the scopes is a cycle */
+        int64_t at = (int64_t)i;
+        size_t steps = 0;
+        while (at >= 0 && steps <= p->nscopes) {
+            int32_t parent = p->scopes[at].parent;
+            if (parent < -1 || (parent >= 0 && (size_t)parent >= p->nscopes)) {
+                *why = "an inline scope's parent does not exist";
+                return false;
+            }
+            at = parent;
+            steps++;
+        }
+        if (at >= 0) {
+            *why = "inline scopes' parents form a cycle";
+            return false;
+        }
+    }
+    for (size_t i = 0; i < p->nranges; i++) {
+        const ReportInlineRange *r = &p->ranges[i];
+        if (r->start >= r->end || r->end > p->size || r->scope >= p->nscopes) {
+            *why = "an inline range is empty, past the piece, or of no scope";
+            return false;
+        }
+        if (i > 0 && r->start < p->ranges[i - 1].end) {
+            *why = "inline ranges overlap or are not sorted";
+            return false;
+        }
+    }
+    return true;
+}
+
+int64_t report_codemap_inline_range_at(const ReportCodePiece *p, uint64_t offset)
+{
+    size_t lo = 0, hi = p->nranges; /* the first range starting above offset */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->ranges[mid].start <= offset)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && offset < p->ranges[lo - 1].end ? (int64_t)(lo - 1) : -1;
+}
+
+static bool same_method(const ReportInlineScope *a, const ReportInlineScope *b)
+{
+    return a->bytecode_size == b->bytecode_size && strcmp(a->name, b->name) == 0;
+}
+
+/* The derived maps of a piece (codemap.h): its own method's pairs, and
+ * each scope's method's. */
+static void derive_inline_maps(ReportCodePiece *d)
+{
+    d->own_map = d->map;
+    d->nown_map = d->nmap;
+    if (d->nranges == 0)
+        return;
+    int32_t *scope_at = report_mem_array(d->nmap ? d->nmap : 1, sizeof *scope_at);
+    size_t own = 0;
+    for (size_t i = 0; i < d->nmap; i++) {
+        int64_t r = report_codemap_inline_range_at(d, d->map[i].mcpc);
+        scope_at[i] = r < 0 ? -1 : (int32_t)d->ranges[r].scope;
+        own += r < 0;
+    }
+    ReportMapEntry *om = report_mem_array(own ? own : 1, sizeof *om);
+    size_t k = 0;
+    for (size_t i = 0; i < d->nmap; i++)
+        if (scope_at[i] < 0)
+            om[k++] = d->map[i];
+    d->own_map = om;
+    d->nown_map = k;
+    for (size_t s = 0; s < d->nscopes; s++) {
+        ReportInlineScope *sc = (ReportInlineScope *)&d->scopes[s];
+        size_t n = 0;
+        for (size_t i = 0; i < d->nmap; i++)
+            n += scope_at[i] >= 0 && same_method(&d->scopes[scope_at[i]], sc);
+        ReportMapEntry *sm = report_mem_array(n ? n : 1, sizeof *sm);
+        k = 0;
+        for (size_t i = 0; i < d->nmap; i++)
+            if (scope_at[i] >= 0 && same_method(&d->scopes[scope_at[i]], sc))
+                sm[k++] = d->map[i];
+        sc->map = sm;
+        sc->nmap = k;
+    }
+    free(scope_at);
+}
+
+static void copy_inline(ReportCodePiece *d, const ReportCodePiece *piece)
+{
+    d->scopes = NULL;
+    d->nscopes = 0;
+    d->ranges = NULL;
+    d->nranges = 0;
+    const char *why;
+    if (piece->nscopes == 0 || !report_codemap_check_inline(piece, &why))
+        return; /* the reader rejected unsound ones already: a producer's bug costs the frames only */
+    ReportInlineScope *sc = report_mem_array(piece->nscopes, sizeof *sc);
+    for (size_t i = 0; i < piece->nscopes; i++) {
+        const ReportInlineScope *f = &piece->scopes[i];
+        sc[i] = (ReportInlineScope){
+            .name = report_mem_strdup(f->name ? f->name : "?"),
+            .source = report_mem_strdup(f->source && f->source[0] ? f->source : NULL),
+            .lines = report_mem_dup(f->lines, f->nlines * sizeof *f->lines),
+            .bytecode_size = f->bytecode_size, .call_bcpc = f->call_bcpc, .parent = f->parent,
+        };
+        sc[i].nlines = sc[i].lines ? f->nlines : 0;
+        if (sc[i].nlines > 1)
+            report_ranges_sort_lines((ReportLineEntry *)sc[i].lines, sc[i].nlines);
+    }
+    d->scopes = sc;
+    d->nscopes = piece->nscopes;
+    d->ranges = report_mem_dup(piece->ranges, piece->nranges * sizeof *piece->ranges);
+    d->nranges = piece->nranges;
+}
+
+static uint32_t scope_last_bcpc(const ReportInlineScope *s) { return s->bytecode_size ? s->bytecode_size - 1 : 0; }
+
+size_t report_codemap_inline_chain(const ReportCodePiece *p, uint64_t offset, ReportInlineFrame *out, size_t room)
+{
+    size_t n = 0;
+    int64_t r = report_codemap_inline_range_at(p, offset);
+    if (r < 0) {
+        uint32_t from, to;
+        report_ranges_range_of(p->own_map, p->nown_map, report_codemap_last_bcpc(p), offset, &from, &to);
+        out[0] = (ReportInlineFrame){-1, from, to, report_ranges_line_at(p->lines, p->nlines, to)};
+        return 1;
+    }
+    /* the innermost scope, then its parents; the piece's own method last
+     * always, so a chain cut for room keeps its outermost frame */
+    int32_t s = (int32_t)p->ranges[r].scope;
+    const ReportInlineScope *sc = &p->scopes[s];
+    uint32_t from, to;
+    report_ranges_range_of(sc->map, sc->nmap, scope_last_bcpc(sc), offset, &from, &to);
+    size_t cap = room < REPORT_INLINE_MAX_DEPTH ? room : REPORT_INLINE_MAX_DEPTH;
+    if (cap > 1)
+        out[n++] = (ReportInlineFrame){s, from, to, report_ranges_line_at(sc->lines, sc->nlines, to)};
+    uint32_t call = sc->call_bcpc;
+    for (int32_t parent = sc->parent; parent >= 0; parent = p->scopes[parent].parent) {
+        const ReportInlineScope *ps = &p->scopes[parent];
+        if (n + 1 < cap)
+            out[n++] = (ReportInlineFrame){parent, call, call, report_ranges_line_at(ps->lines, ps->nlines, call)};
+        call = ps->call_bcpc;
+    }
+    out[n++] = (ReportInlineFrame){-1, call, call, report_ranges_line_at(p->lines, p->nlines, call)};
+    return n;
+}
+
 void report_codemap_load(ReportCodeMap *m, uint64_t time, ProfCodeSpace space, uint64_t start,
                          const ReportCodePiece *piece)
 {
@@ -166,6 +335,8 @@ void report_codemap_load(ReportCodeMap *m, uint64_t time, ProfCodeSpace space, u
         report_ranges_sort_map((ReportMapEntry *)d->map, d->nmap);
     if (d->nlines > 1)
         report_ranges_sort_lines((ReportLineEntry *)d->lines, d->nlines);
+    copy_inline(d, piece);
+    derive_inline_maps(d);
     open_span(m, (uint8_t)space, start, (uint32_t)m->npieces, time);
     m->npieces++;
 }
@@ -286,14 +457,19 @@ ReportCodeStatus report_codemap_resolve(ReportCodeMap *m, uint64_t time, uint64_
         return REPORT_CODE_NOTHING;
     const ReportCodePiece *p = &m->pieces[best->piece];
     *hit = (ReportCodeHit){.piece = p, .start = best->start, .t_begin = best->t_begin, .t_end = best->t_end,
-                           .span = best_no};
+                           .span = best_no, .scope = -1};
     uint64_t offset = address - best->start;
     if (space == PROF_CODE_SPACE_BYTECODES) {
         hit->bc_from = hit->bc_to = (uint32_t)offset;
+        hit->line = report_ranges_line_at(p->lines, p->nlines, hit->bc_to);
     } else {
-        report_ranges_range_of(p->map, p->nmap, report_codemap_last_bcpc(p), offset, &hit->bc_from, &hit->bc_to);
+        ReportInlineFrame chain[REPORT_INLINE_MAX_DEPTH];
+        size_t n = report_codemap_inline_chain(p, offset, chain, REPORT_INLINE_MAX_DEPTH);
+        hit->scope = chain[0].scope;
+        hit->bc_from = chain[n - 1].bc_from;
+        hit->bc_to = chain[n - 1].bc_to;
+        hit->line = chain[n - 1].line;
     }
-    hit->line = report_ranges_line_at(p->lines, p->nlines, hit->bc_to);
     return REPORT_CODE_FOUND;
 }
 

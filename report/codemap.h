@@ -41,6 +41,40 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A method the JIT inlined into a piece (proto/export.h, "The inline
+ * section"; the meaning in profiler/codeevents.h). */
+typedef struct ReportInlineScope {
+    const char *name;         /* "Class>>sel" of the inlined method */
+    const char *source;       /* NULL when unknown */
+    const ReportLineEntry *lines; /* sorted by bcpc */
+    size_t nlines;
+    uint32_t bytecode_size;   /* of the inlined method */
+    uint32_t call_bcpc;       /* the send in the parent scope */
+    int32_t parent;           /* enclosing scope; -1: the piece's own method */
+    /* made by report_codemap_load, ignored in what a producer hands in: the
+     * map pairs of the piece inside ranges of this scope's method (every
+     * scope of the same name and size in the piece), by offset, so the
+     * ranges.h rule over them gives this method's bytecode ranges */
+    const ReportMapEntry *map;
+    size_t nmap;
+} ReportInlineScope;
+
+typedef struct ReportInlineRange {
+    uint32_t start, end;      /* [start, end) offsets from the piece's start */
+    uint32_t scope;           /* the innermost scope there */
+} ReportInlineRange;
+
+/* One frame of the chain at an offset: scope -1 is the piece's own method. */
+typedef struct ReportInlineFrame {
+    int32_t scope;
+    uint32_t bc_from, bc_to;  /* the bytecode range (an inlined scope's parents: call_bcpc twice) */
+    uint32_t line;            /* of bc_to in that method, 0 when unknown */
+} ReportInlineFrame;
+
+/* Deepest chain of inlined scopes a lookup follows (a longer one is cut at
+ * its innermost end). */
+#define REPORT_INLINE_MAX_DEPTH 32
+
 typedef struct ReportCodePiece {
     uint32_t kind;            /* ProfCodeKind */
     uint32_t bytecode_size;   /* bytecodes of the method or block; 0: none */
@@ -55,6 +89,16 @@ typedef struct ReportCodePiece {
     bool truncated;           /* the log dropped part of its map or lines */
     const uint32_t *unwind;   /* pairs (offset from start, PROF_UNWIND_* rule), by offset */
     size_t nunwind;           /* 0: frameless throughout (proto/stackabi.h) */
+    /* inlined methods (version 6; none: 0, 0); report_codemap_check_inline
+     * says whether a producer's are sound */
+    const ReportInlineScope *scopes;
+    size_t nscopes;
+    const ReportInlineRange *ranges; /* by start, disjoint */
+    size_t nranges;
+    /* made by report_codemap_load: the map pairs outside every range (the
+     * piece's own method's; = map when it has no ranges) */
+    const ReportMapEntry *own_map;
+    size_t nown_map;
 } ReportCodePiece;
 
 typedef enum ReportCodeStatus {
@@ -71,6 +115,11 @@ typedef struct ReportCodeHit {
     uint32_t span;                /* identifies (piece, start, interval) */
     uint32_t bc_from, bc_to;      /* machine code: the bytecode range (REPORT.md); bytecodes: the bcpc twice */
     uint32_t line;                /* source line of bc_to, 0 when unknown */
+    /* machine code in an inlined range: its innermost scope (else -1); the
+     * bytecode range and line above are then the piece's own method's at
+     * the outermost scope's call_bcpc (report_codemap_inline_chain gives
+     * every frame) */
+    int32_t scope;
 } ReportCodeHit;
 
 typedef struct ReportCodeMapStats {
@@ -100,6 +149,17 @@ void report_codemap_unload(ReportCodeMap *m, uint64_t time, ProfCodeSpace space,
 /* What owned address in space at time. hit is filled when FOUND. */
 ReportCodeStatus report_codemap_resolve(ReportCodeMap *m, uint64_t time, uint64_t address, ProfCodeSpace space,
                                         ReportCodeHit *hit);
+
+/* Whether piece's scopes and ranges follow export.h's rules (ranges
+ * sorted, disjoint, non-empty, within size, of existing scopes; parents a
+ * tree); false with the rule broken in *why. A piece without any passes. */
+bool report_codemap_check_inline(const ReportCodePiece *piece, const char **why);
+/* The frames a machine-code offset of piece p stands for, innermost first,
+ * the piece's own method (scope -1) last, into out (room > 0); answers how
+ * many. Without inlining: one frame, as report_codemap_resolve's hit. */
+size_t report_codemap_inline_chain(const ReportCodePiece *p, uint64_t offset, ReportInlineFrame *out, size_t room);
+/* The range of p holding offset, or -1. */
+int64_t report_codemap_inline_range_at(const ReportCodePiece *p, uint64_t offset);
 
 /* The piece's last bytecode pc: the end of its last bytecode range (SOM
  * methods and blocks end in a one-byte return, so it is the last byte). */

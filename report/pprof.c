@@ -12,7 +12,14 @@
  *                 Profile functions (one per address) but one pprof
  *                 Function, as pprof's tools expect; id = 1, 2, …
  *                 (name = system_name, filename = its source, start_line)
- *   location      one per Profile location, id = index + 1, one Line
+ *   location      one per Profile location, id = index + 1, one Line;
+ *                 and one per distinct run of frames of a stack made by
+ *                 inlining (report.h: inlined functions and the frame
+ *                 they were inlined into, at one address), id after
+ *                 those, with a Line per frame, innermost first, the last
+ *                 the method they were inlined into: pprof's own
+ *                 convention for inlined calls, so `go tool pprof` shows
+ *                 each inlined method as a frame
  *   sample        one per distinct (thread, stack), leaf first, values
  *                 [n, n * period]; label "thread" = the tid when known;
  *                 in a merged profile (report_profile_merge) "pid" and
@@ -167,6 +174,70 @@ static void collect_stacks(const Profile *p, Stacks *st)
 /* -- The message ---------------------------------------------------------- */
 
 
+/* -- Runs of inlined frames ----------------------------------------------- */
+
+/* Runs of frames one address stands for (inlined methods, innermost first,
+ * and the frame they were inlined into), each to become one Location. */
+typedef struct Chains {
+    int *frames;      /* the runs' location indices, back to back */
+    size_t nframes, frames_cap;
+    size_t *first;    /* run k: frames[first[k] .. first[k] + len[k]) */
+    uint32_t *len;
+    size_t n, cap, len_cap;
+    ReportIndex index;
+} Chains;
+
+/* How many frames from frames[0] on make one run (1: no inlining there). */
+static uint32_t run_length(const Profile *p, const int *frames, uint32_t nframes)
+{
+    uint64_t address = p->locations[frames[0]].address;
+    uint32_t j = 0;
+    while (j + 1 < nframes && p->functions[p->locations[frames[j]].function].inlined_into &&
+           p->locations[frames[j + 1]].address == address)
+        j++;
+    return j + 1;
+}
+
+typedef struct ChainKey {
+    const Chains *c;
+    const int *frames;
+    uint32_t len;
+} ChainKey;
+
+static bool chain_eq(const void *ctx, int item)
+{
+    const ChainKey *k = ctx;
+    return k->c->len[item] == k->len &&
+           memcmp(k->c->frames + k->c->first[item], k->frames, k->len * sizeof *k->frames) == 0;
+}
+
+/* The run's number, interned. */
+static size_t chain_of(Chains *c, const int *frames, uint32_t len)
+{
+    uint64_t h = base_fnv1a(BASE_FNV1A_BASIS, frames, len * sizeof *frames);
+    ChainKey key = {c, frames, len};
+    int found = report_index_find(&c->index, h, chain_eq, &key);
+    if (found >= 0)
+        return (size_t)found;
+    report_mem_reserve(&c->frames, &c->frames_cap, c->nframes + len, sizeof *c->frames);
+    memcpy(c->frames + c->nframes, frames, len * sizeof *frames);
+    report_mem_reserve(&c->first, &c->cap, c->n + 1, sizeof *c->first);
+    report_mem_reserve(&c->len, &c->len_cap, c->n + 1, sizeof *c->len);
+    c->first[c->n] = c->nframes;
+    c->len[c->n] = len;
+    c->nframes += len;
+    report_index_insert(&c->index, h, (int)c->n);
+    return c->n++;
+}
+
+static void chains_free(Chains *c)
+{
+    free(c->frames);
+    free(c->first);
+    free(c->len);
+    report_index_free(&c->index);
+}
+
 typedef struct Message {
     Perftools__Profiles__Profile profile;
     Perftools__Profiles__ValueType types[4], period_type;
@@ -184,6 +255,8 @@ typedef struct Message {
     int64_t *comments;
     size_t ncomments;
     Stacks stacks;
+    Chains chains;
+    Perftools__Profiles__Line **chain_line_ptrs;
     /* with the site and bytecode range labels: up to five per sample
      * (thread, pid, cmd, site, bytecodes) */
     Perftools__Profiles__Label *range_labels, **range_label_ptrs;
@@ -275,11 +348,28 @@ static void build_functions(Message *m, Builder *b)
     m->profile.function = m->function_ptrs;
 }
 
+/* The stacks and the runs of inlined frames in them. */
+static void collect_chains(Message *m, const Profile *p)
+{
+    collect_stacks(p, &m->stacks);
+    for (size_t i = 0; i < m->stacks.n; i++) {
+        const ReportSample *s = &p->samples[m->stacks.v[i].sample];
+        const int *frames = report_profile_frames(p, s);
+        for (uint32_t f = 0; f < s->nframes;) {
+            uint32_t len = run_length(p, frames + f, s->nframes - f);
+            if (len > 1)
+                chain_of(&m->chains, frames + f, len);
+            f += len;
+        }
+    }
+}
+
 static void build_locations(Message *m, Builder *b)
 {
     const Profile *p = b->p;
-    m->locations = report_mem_array(p->nlocations, sizeof *m->locations);
-    m->location_ptrs = report_mem_array(p->nlocations, sizeof *m->location_ptrs);
+    size_t nchains = m->chains.n;
+    m->locations = report_mem_array(p->nlocations + nchains, sizeof *m->locations);
+    m->location_ptrs = report_mem_array(p->nlocations + nchains, sizeof *m->location_ptrs);
     m->lines = report_mem_array(p->nlocations, sizeof *m->lines);
     m->line_ptrs = report_mem_array(p->nlocations, sizeof *m->line_ptrs);
     for (size_t i = 0; i < p->nlocations; i++) {
@@ -299,7 +389,26 @@ static void build_locations(Message *m, Builder *b)
         d->line = &m->line_ptrs[i];
         m->location_ptrs[i] = d;
     }
-    m->profile.n_location = p->nlocations;
+    const Chains *c = &m->chains;
+    m->chain_line_ptrs = report_mem_array(c->nframes ? c->nframes : 1, sizeof *m->chain_line_ptrs);
+    for (size_t k = 0; k < nchains; k++) {
+        const int *frames = c->frames + c->first[k];
+        const ReportLocation *caller = &p->locations[frames[c->len[k] - 1]];
+        const ReportFunctionInfo *f = &p->functions[caller->function];
+        Perftools__Profiles__Location *d = &m->locations[p->nlocations + k];
+        perftools__profiles__location__init(d);
+        d->id = p->nlocations + k + 1;
+        d->mapping_id = f->mapping >= 0 ? (uint64_t)f->mapping + 1 : 0;
+        if (f->mapping >= 0)
+            m->mappings[f->mapping].has_inline_frames = true;
+        d->address = caller->address;
+        d->n_line = c->len[k];
+        d->line = &m->chain_line_ptrs[c->first[k]];
+        for (uint32_t j = 0; j < c->len[k]; j++)
+            d->line[j] = &m->lines[frames[j]];
+        m->location_ptrs[p->nlocations + k] = d;
+    }
+    m->profile.n_location = p->nlocations + nchains;
     m->profile.location = m->location_ptrs;
 }
 
@@ -323,7 +432,6 @@ static void build_samples(Message *m, Builder *b, int64_t period)
 {
     const Profile *p = b->p;
     Stacks *st = &m->stacks;
-    collect_stacks(p, st);
     size_t nids = 0;
     for (size_t i = 0; i < st->n; i++)
         nids += p->samples[st->v[i].sample].nframes;
@@ -343,9 +451,14 @@ static void build_samples(Message *m, Builder *b, int64_t period)
         Perftools__Profiles__Sample *d = &m->samples[i];
         perftools__profiles__sample__init(d);
         d->location_id = &m->location_ids[next_id];
-        d->n_location_id = s->nframes;
-        for (uint32_t f = 0; f < s->nframes; f++)
-            m->location_ids[next_id++] = (uint64_t)frames[f] + 1;
+        d->n_location_id = 0;
+        for (uint32_t f = 0; f < s->nframes;) {
+            uint32_t len = run_length(p, frames + f, s->nframes - f);
+            m->location_ids[next_id++] =
+                len > 1 ? p->nlocations + chain_of(&m->chains, frames + f, len) + 1 : (uint64_t)frames[f] + 1;
+            d->n_location_id++;
+            f += len;
+        }
         d->value = &m->values[i * m->ntypes];
         d->n_value = m->ntypes;
         d->value[0] = (int64_t)st->v[i].count;
@@ -411,7 +524,8 @@ static void build_range_labels(Message *m, Builder *b)
             Perftools__Profiles__Label *l = &m->range_labels[i * 2 + 1];
             perftools__profiles__label__init(l);
             l->key = site_key;
-            l->str = str_id(b, f->name);
+            char *inlined = report_inlined_label(f); /* the allocation report's row for it */
+            l->str = inlined ? str_id_owned(b, inlined) : str_id(b, f->name);
             labels[d->n_label++] = l;
         }
         if (!report_ranges_apply(f))
@@ -471,6 +585,7 @@ static void build(Message *m, Builder *b)
 
     build_mappings(m, b);
     build_functions(m, b);
+    collect_chains(m, p);
     build_locations(m, b);
     build_samples(m, b, period);
     build_range_labels(m, b);
@@ -509,6 +624,8 @@ static void message_free(Message *m, Builder *b)
     free(m->location_ptrs);
     free(m->lines);
     free(m->line_ptrs);
+    free(m->chain_line_ptrs);
+    chains_free(&m->chains);
     free(m->samples);
     free(m->sample_ptrs);
     free(m->labels);

@@ -45,6 +45,7 @@ void report_profile_free(Profile *p)
         ReportFunctionInfo *f = &p->functions[i];
         free((char *)f->name);
         free((char *)f->file);
+        free((char *)f->inlined_into);
         free((ReportMapEntry *)f->map);
         free((ReportLineEntry *)f->lines);
     }
@@ -167,7 +168,8 @@ static bool function_eq(const void *ctx, int item)
     /* Bytecode info too: two blocks of one method share their name and may
      * occupy one address at different times, with different maps. */
     return k->region == b->region && a->start == b->start && a->size == b->size && a->nmap == b->nmap &&
-           a->last_bcpc == b->last_bcpc && a->kind == b->kind && strcmp(k->name, b->name) == 0;
+           a->last_bcpc == b->last_bcpc && a->kind == b->kind && strcmp(k->name, b->name) == 0 &&
+           same_str(a->inlined_into, b->inlined_into);
 }
 
 int report_profile_add_function(Profile *p, const ReportFunctionInfo *f)
@@ -191,6 +193,7 @@ int report_profile_add_function(Profile *p, const ReportFunctionInfo *f)
     d->name = report_mem_strdup(name);
     d->region = region;
     d->file = report_mem_strdup(f->file);
+    d->inlined_into = report_mem_strdup(f->inlined_into);
     if (f->mapping < 0 || (size_t)f->mapping >= p->nmappings)
         d->mapping = -1;
     d->map = report_mem_dup(f->map, f->nmap * sizeof *f->map);
@@ -235,6 +238,19 @@ int report_profile_add_location(Profile *p, int function, uint64_t address, int 
     int idx = (int)p->nlocations++;
     report_index_insert(&p->location_index, h, idx);
     return idx;
+}
+
+char *report_inlined_label(const ReportFunctionInfo *f)
+{
+    if (!f->inlined_into)
+        return NULL;
+    size_t n = strlen(f->name), suffix = strlen(" (inlined)");
+    if (n >= suffix && strcmp(f->name + n - suffix, " (inlined)") == 0)
+        n -= suffix;
+    size_t need = n + strlen(f->inlined_into) + sizeof " (inlined into )";
+    char *s = report_mem_alloc(need);
+    snprintf(s, need, "%.*s (inlined into %s)", (int)n, f->name, f->inlined_into);
+    return s;
 }
 
 /* -- Samples -------------------------------------------------------------- */

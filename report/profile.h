@@ -113,6 +113,12 @@ uint64_t report_profile_total_weight(const Profile *p);
  * achieved one; 0 when neither is known. */
 int64_t report_profile_period_ns(const Profile *p);
 
+/* The row name of an inlined function (ReportFunctionInfo.inlined_into):
+ * "B>>sel (inlined)" inlined into A>>sel is "B>>sel (inlined into A>>sel)",
+ * malloc'd; NULL for any other function. The text reports' rows (text.c,
+ * alloctext.c) and vmprofd diff's agree on it. */
+char *report_inlined_label(const ReportFunctionInfo *f);
+
 /* The text report's callers section (report/callers.c). */
 void report_write_callers(FILE *out, const Profile *p);
 

@@ -22,6 +22,13 @@
  * region) carry one too, over their bytecodes: addresses there are
  * bytecode addresses, so each bytecode is a range of its own.
  *
+ * Inlined methods (issue 26): a method the JIT inlined into another is a
+ * function of its own, "Class>>sel (inlined)" with inlined_into set, whose
+ * map holds only its own pairs of the machine code it was inlined into:
+ * its samples split into its bytecode ranges, and the method it was
+ * inlined into keeps only the ranges of its own code. The text report
+ * makes it a row "Class>>sel (inlined into Other>>sel)".
+ *
  * Who may call: vmprofd/, profiler/ (in-VM), tests. Not thread-safe.
  */
 #ifndef REPORT_REPORT_H
@@ -74,6 +81,12 @@ typedef struct ReportFunctionInfo {
     const ReportLineEntry *lines; /* bcpc -> source line, for --lines */
     size_t nlines;
     ReportFunctionKind kind;
+    /* A method the JIT inlined ("Class>>sel (inlined)"): the method of the
+     * piece it was inlined into, whose machine code holds it; else NULL.
+     * Its frames share their address with the frame below them (the
+     * method it was inlined into, or the next inlined one): pprof makes
+     * such a run one Location with a Line each (report/pprof.c). */
+    const char *inlined_into;
 } ReportFunctionInfo;
 
 typedef struct ReportMappingInfo {

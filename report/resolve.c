@@ -112,8 +112,39 @@ static const char *source_of(Zone *z, const char *src)
     return z->path;
 }
 
-static int zone_location(Profile *p, Zone *z, uint64_t time, uint64_t addr, bool is_return, bool leaf,
-                         uint32_t tid)
+/* The function of inlined scope k of the piece hit found. */
+static int inlined_function(Profile *p, Zone *z, const ReportCodeHit *hit, int32_t k)
+{
+    const ReportCodePiece *pc = hit->piece;
+    const ReportInlineScope *sc = &pc->scopes[k];
+    char name[PROF_CODE_LOG_NAME_MAX + 32];
+    snprintf(name, sizeof name, "%s (inlined)", sc->name);
+    ReportCodePiece as_piece = {.bytecode_size = sc->bytecode_size, .lines = sc->lines, .nlines = sc->nlines};
+    ReportFunctionInfo f = {
+        .name = name,
+        .file = source_of(z, sc->source),
+        .start_line = (int)report_codemap_first_line(&as_piece),
+        .region = REPORT_REGION_GENERATED,
+        .start = hit->start,
+        .size = pc->size,
+        .mapping = z->mapping,
+        .map = sc->map,
+        .nmap = sc->nmap,
+        .last_bcpc = report_codemap_last_bcpc(&as_piece),
+        .lines = sc->lines,
+        .nlines = sc->nlines,
+        .inlined_into = pc->name,
+    };
+    return report_profile_add_function(p, &f);
+}
+
+/* The frames of machine-code address addr in the zone, into frames (room >
+ * 0), innermost first: the methods inlined there (report/codemap.h's
+ * chain), then the piece's own method; one frame without inlining, or the
+ * anonymous zone row. All share addr, so pprof makes them one Location
+ * (report/pprof.c). Answers how many. */
+static size_t zone_frames(Profile *p, Zone *z, uint64_t time, uint64_t addr, bool is_return, bool leaf, uint32_t tid,
+                          int *frames, size_t room)
 {
     ResolveCode *c = z->code;
     uint64_t q = is_return && addr > 0 ? addr - 1 : addr; /* the call, not the instruction after it */
@@ -127,20 +158,35 @@ static int zone_location(Profile *p, Zone *z, uint64_t time, uint64_t addr, bool
         c->lost += st == REPORT_CODE_GAP;
         c->before += st == REPORT_CODE_BEFORE;
     }
+    ReportInlineFrame chain[REPORT_INLINE_MAX_DEPTH];
+    size_t nchain = 0;
+    if (st == REPORT_CODE_FOUND)
+        nchain = report_codemap_inline_chain(hit.piece, q - hit.start, chain, room < REPORT_INLINE_MAX_DEPTH ? room
+                                                                                                     : REPORT_INLINE_MAX_DEPTH);
     /* every frame of a whole stack, leaf or not, so a checker can judge
-     * the callers as well (tests/stacks) */
-    if (leaf || c->debug_all_frames) {
-        if (c->debug) {
-            fprintf(c->debug, "%" PRIu64 " %" PRIu32 " m 0x%" PRIx64 " %s", time, tid, q, status_word(st));
-            if (st == REPORT_CODE_FOUND)
-                fprintf(c->debug, " 0x%" PRIx64 " %" PRIu32 " %" PRIu32 " %s", hit.start, hit.bc_from, hit.bc_to,
-                        hit.piece->name);
-            fputc('\n', c->debug);
-        }
+     * the callers as well (tests/stacks); inlined frames on lines of their
+     * own ("i"), innermost first, after the piece's ("m") */
+    if ((leaf || c->debug_all_frames) && c->debug) {
+        fprintf(c->debug, "%" PRIu64 " %" PRIu32 " m 0x%" PRIx64 " %s", time, tid, q, status_word(st));
+        if (st == REPORT_CODE_FOUND)
+            fprintf(c->debug, " 0x%" PRIx64 " %" PRIu32 " %" PRIu32 " %s", hit.start, hit.bc_from, hit.bc_to,
+                    hit.piece->name);
+        fputc('\n', c->debug);
+        for (size_t i = 0; i + 1 < nchain; i++)
+            fprintf(c->debug, "%" PRIu64 " %" PRIu32 " i 0x%" PRIx64 " found 0x%" PRIx64 " %" PRIu32 " %" PRIu32
+                              " %s (inlined into %s)\n",
+                    time, tid, q, hit.start, chain[i].bc_from, chain[i].bc_to, hit.piece->scopes[chain[i].scope].name,
+                    hit.piece->name);
     }
-    if (st != REPORT_CODE_FOUND)
-        return anonymous(p, z, st, addr);
+    if (st != REPORT_CODE_FOUND) {
+        frames[0] = anonymous(p, z, st, addr);
+        return 1;
+    }
     const ReportCodePiece *pc = hit.piece;
+    size_t n = 0;
+    for (; n + 1 < nchain; n++)
+        frames[n] = report_profile_add_location(p, inlined_function(p, z, &hit, chain[n].scope), addr,
+                                                (int)chain[n].line);
     ReportFunctionInfo f = {
         .name = pc->name,
         .file = source_of(z, pc->source),
@@ -149,14 +195,15 @@ static int zone_location(Profile *p, Zone *z, uint64_t time, uint64_t addr, bool
         .start = hit.start,
         .size = pc->size,
         .mapping = z->mapping,
-        .map = pc->map,
-        .nmap = pc->nmap,
+        .map = pc->own_map,
+        .nmap = pc->nown_map,
         .last_bcpc = report_codemap_last_bcpc(pc),
         .lines = pc->lines,
         .nlines = pc->nlines,
     };
     int fn = report_profile_add_function(p, &f);
-    return report_profile_add_location(p, fn, addr, (int)hit.line);
+    frames[n++] = report_profile_add_location(p, fn, addr, (int)chain[nchain - 1].line);
+    return n;
 }
 
 /* -- Interpreted methods ---------------------------------------------------------------- */
@@ -238,14 +285,17 @@ static uint32_t rule_at(const ReportCodePiece *pc, uint64_t offset)
     return rule;
 }
 
-static int native_frame(Profile *p, Zone *z, Symbolizer *sym, const StoredSample *s, uint64_t pc, bool is_return,
-                        bool leaf)
+/* The frames of a native pc (more than one only in machine code with
+ * inlined methods), into frames (room > 0); answers how many. */
+static size_t native_frames(Profile *p, Zone *z, Symbolizer *sym, const StoredSample *s, uint64_t pc, bool is_return,
+                            bool leaf, int *frames, size_t room)
 {
     ResolveCode *c = z->code;
     uint64_t q = is_return && pc > 0 ? pc - 1 : pc;
     if (c && c->zone_end > c->zone_start && q >= c->zone_start && q < c->zone_end)
-        return zone_location(p, z, s->time_ns, pc, is_return, leaf, s->tid);
-    return sym ? report_symbolize(sym, p, pc, is_return) : intern_plain(p, "[unknown]", &z->unknown_fn, pc);
+        return zone_frames(p, z, s->time_ns, pc, is_return, leaf, s->tid, frames, room);
+    frames[0] = sym ? report_symbolize(sym, p, pc, is_return) : intern_plain(p, "[unknown]", &z->unknown_fn, pc);
+    return 1;
 }
 
 /* The Smalltalk frames of a whole stack, innermost first, into frames;
@@ -284,7 +334,7 @@ static size_t smalltalk_frames(Profile *p, Zone *z, const StoredSample *s, const
                 frames[n++] = loc >= 0 ? loc : unknown_frame(p, z, "interpreted caller unreadable");
                 break;
             }
-            frames[n++] = zone_location(p, z, s->time_ns, pc, is_return, leaf && step == 0, s->tid);
+            n += zone_frames(p, z, s->time_ns, pc, is_return, leaf && step == 0, s->tid, frames + n, room - n);
             uint32_t rule = rule_at(hit.piece, (is_return ? pc : pc) - hit.start);
             if (rule == PROF_UNWIND_FRAME)
                 break;
@@ -315,11 +365,11 @@ static size_t smalltalk_frames(Profile *p, Zone *z, const StoredSample *s, const
         return n;
     for (uint16_t i = 0; i < s->nst && n < room; i++) {
         uint64_t a = st[i];
-        int loc = -1;
-        if (a & PROF_RAW_BYTECODE)
-            loc = interpreted_location(p, z, s->time_ns, s->tid, a & ~PROF_RAW_BYTECODE);
-        else
-            loc = zone_location(p, z, s->time_ns, a, false, false, s->tid);
+        if (!(a & PROF_RAW_BYTECODE)) {
+            n += zone_frames(p, z, s->time_ns, a, false, false, s->tid, frames + n, room - n);
+            continue;
+        }
+        int loc = interpreted_location(p, z, s->time_ns, s->tid, a & ~PROF_RAW_BYTECODE);
         frames[n++] = loc >= 0 ? loc : unknown_frame(p, z, "no method at a frame's bytecode");
     }
     if (n < room && (s->raw_flags & PROF_RAW_F_ST_TRUNCATED))
@@ -355,7 +405,7 @@ static size_t whole_frames(Profile *p, Zone *z, Symbolizer *sym, const SampleSto
     bool smalltalk = s->raw_mode == PROF_RAW_INTERP || s->raw_mode == PROF_RAW_MACHINE || s->raw_mode == PROF_RAW_CSTATE;
     ResolveCode *c = z->code;
     for (uint16_t i = 0; i < s->nleaf && n < room; i++) {
-        frames[n++] = native_frame(p, z, sym, s, leaf[i], i > 0, i == 0 && !s->nkernel);
+        n += native_frames(p, z, sym, s, leaf[i], i > 0, i == 0 && !s->nkernel, frames + n, room - n);
         uint64_t q = i > 0 && leaf[i] > 0 ? leaf[i] - 1 : leaf[i];
         if ((s->raw_flags & PROF_RAW_F_NO_FACTS) && c->zone_end > c->zone_start && q >= c->zone_start &&
             q < c->zone_end) {
@@ -397,7 +447,7 @@ static size_t whole_frames(Profile *p, Zone *z, Symbolizer *sym, const SampleSto
         /* root[0] is the interpreter's pc: the sampled one when nothing is above it */
         bool is_return = !(i == 0 && ((s->raw_mode == PROF_RAW_INTERP && s->nleaf == 0) ||
                                       (s->raw_flags & PROF_RAW_F_LEAF_GUESSLESS)));
-        frames[n++] = native_frame(p, z, sym, s, root[i], is_return, false);
+        n += native_frames(p, z, sym, s, root[i], is_return, false, frames + n, room - n);
     }
     if (n == 0)
         frames[n++] = intern_plain(p, "[unknown]", &z->unknown_fn, 0);
@@ -504,7 +554,8 @@ size_t report_resolver_stack(ReportResolver *r, const SampleStore *st, size_t i,
          * instruction before them. */
         uint64_t q = k > 0 && pc > 0 ? pc - 1 : pc;
         if (r->have_zone && q >= code->zone_start && q < code->zone_end) {
-            frames[n++] = zone_location(p, z, s->time_ns, pc, k > 0, k == 0 && !s->kernel_ip, s->tid);
+            n += zone_frames(p, z, s->time_ns, pc, k > 0, k == 0 && !s->kernel_ip, s->tid, frames + n,
+                             REPORT_RESOLVE_ROOM - n - 1);
             frames[n++] = unknown_frame(p, z, "Smalltalk callers not walked (stacks partial)");
             break;
         }

@@ -19,6 +19,14 @@
  * method, "Class>>sel (interpreted)" in the vanilla region, becomes the
  * leaf above the interpreter's frame, with one bytecode range per bytecode.
  *
+ * Machine code with inlined methods (report/codemap.h's inline scopes):
+ * an address there is several frames, innermost first: each inlined method
+ * as "Class>>sel (inlined)" (report.h) at its bytecode range, then the
+ * method it was inlined into at the send's bcpc, down to the piece's own
+ * method; caller frames of a whole stack whose return address lies in
+ * inlined code get the same chain. --debug-resolutions adds a line "i"
+ * per inlined frame after the piece's "m" line.
+ *
  * Kernel addresses (a cpu-clock sample that hit a system call) become one
  * "[kernel]" function in the "rest" region on top of the user stack: the
  * kernel's own symbols are not ours to resolve, but the time is real.
@@ -59,7 +67,7 @@ typedef struct ReportResolver ReportResolver;
 /* Room for the frames of one sample: a whole stack's every part, and the
  * rows a partial one adds. */
 #define REPORT_RESOLVE_ROOM (PROF_RAW_MAX_KERNEL + PROF_RAW_MAX_LEAF + PROF_RAW_MAX_ST + PROF_RAW_MAX_ROOT + 16 + \
-                             REPORT_MAX_FRAMES + 2)
+                             REPORT_MAX_FRAMES + 2 + 2 * REPORT_INLINE_MAX_DEPTH)
 ReportResolver *report_resolver_new(Profile *p, Symbolizer *sym, ResolveCode *code);
 /* The stack of st->v[i] as locations of p, leaf first, into frames
  * (REPORT_RESOLVE_ROOM of them); answers how many (at least one). */

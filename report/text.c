@@ -9,6 +9,10 @@
  * stacks' job). In a CPU-weighted profile (report.h) a sample counts its
  * weight: rows, ranges and totals add weights, and show them as weighted
  * samples through report_profile_rounded.
+ *
+ * A method the JIT inlined into another is a row of its own, "B>>sel
+ * (inlined into A>>sel)", one per method it was inlined into, with its own
+ * bytecode ranges (report.h); A's row keeps the ranges of A's own code.
  */
 #include "report/counters.h"
 #include "report/format.h"
@@ -95,6 +99,8 @@ static void table_free(Table *t)
  * ("[libc.so.6]", "[vdso]") is not suffixed twice. */
 static char *row_label(const Profile *p, const ReportFunctionInfo *f)
 {
+    if (f->inlined_into) /* a row per method it was inlined into (report.h) */
+        return report_inlined_label(f);
     if (f->region != REPORT_REGION_REST || f->mapping < 0 || !p->mappings[f->mapping].file)
         return report_mem_strdup(f->name);
     const char *file = p->mappings[f->mapping].file;

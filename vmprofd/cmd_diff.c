@@ -130,14 +130,31 @@ static void rows_free(Rows *rows)
     report_index_free(&rows->index);
 }
 
-/* The name of a location's innermost function, or its address. */
+static const char *function_name(const PprofFile *f, uint64_t id)
+{
+    const Perftools__Profiles__Function *fn = vmprofd_pprof_function(f, id);
+    const char *name = fn ? vmprofd_pprof_string(f, fn->name) : "";
+    if (!*name && fn)
+        name = vmprofd_pprof_string(f, fn->system_name);
+    return name;
+}
+
+/* The name of a location's innermost function, or its address. A
+ * location of several lines is a method inlined into the last line's
+ * (report/pprof.c): "B>>sel (inlined into A>>sel)", the text report's row
+ * for it, so a method inlined into two others stays two rows. */
 static const char *leaf_name(const PprofFile *f, const Perftools__Profiles__Location *l, char *buf, size_t len)
 {
     if (l && l->n_line > 0) {
-        const Perftools__Profiles__Function *fn = vmprofd_pprof_function(f, l->line[0]->function_id);
-        const char *name = fn ? vmprofd_pprof_string(f, fn->name) : "";
-        if (!*name && fn)
-            name = vmprofd_pprof_string(f, fn->system_name);
+        const char *name = function_name(f, l->line[0]->function_id);
+        if (*name && l->n_line > 1) {
+            const char *into = function_name(f, l->line[l->n_line - 1]->function_id);
+            size_t n = strlen(name), suffix = strlen(" (inlined)");
+            if (n >= suffix && strcmp(name + n - suffix, " (inlined)") == 0)
+                n -= suffix;
+            snprintf(buf, len, "%.*s (inlined into %s)", (int)n, name, *into ? into : "?");
+            return buf;
+        }
         if (*name)
             return name;
     }
@@ -172,7 +189,7 @@ static void count(Rows *rows, Side *side, int which)
         double n = side->samples >= 0 ? (double)s->value[side->samples] : 1.0;
         side->total += v;
         side->nsamples += n;
-        char buf[40];
+        char buf[2 * PROF_CODE_LOG_NAME_MAX + 64];
         const Perftools__Profiles__Location *leaf =
             s->n_location_id ? vmprofd_pprof_location(&side->f, s->location_id[0]) : NULL;
         /* an allocation profile's leaf is the class: its "site" allocated */

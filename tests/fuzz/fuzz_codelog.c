@@ -106,6 +106,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (report_codemap_resolve(map, times[t], addr, (ProfCodeSpace)space, &hit) == REPORT_CODE_FOUND) {
                     report_codemap_last_bcpc(hit.piece);
                     report_codemap_first_line(hit.piece);
+                    ReportInlineFrame chain[REPORT_INLINE_MAX_DEPTH];
+                    if (space == PROF_CODE_SPACE_MACHINE)
+                        report_codemap_inline_chain(hit.piece, addr - hit.start, chain, REPORT_INLINE_MAX_DEPTH);
                 }
             }
         }

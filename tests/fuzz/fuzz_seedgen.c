@@ -64,10 +64,24 @@ static void seed_events(ProfCodeLog *log, uint64_t *t, int first, int count, boo
             prof_codelog_load(log, *t, &b);
             continue;
         }
+        /* every other method with a method inlined into it, and one inlined
+         * into that (export version 6's inline section) */
+        static const ProfInlineScope scopes[] = {
+            {.name = "Seed>>inlined", .source = "Seed.som", .lines = lines, .line_count = 3, .bytecode_size = 10,
+             .call_bcpc = 2, .parent = -1},
+            {.name = "Seed>>deeper", .source = "", .bytecode_size = 4, .call_bcpc = 6, .parent = 0},
+        };
+        static const ProfInlineRange ranges[] = {{64, 100, 0}, {100, 120, 1}, {120, 140, 0}};
         ProfCodeLoad e = {.kind = PROF_CODE_METHOD, .name = name, .start = start, .size = 256,
                           .code_start = start + 48, .map = map, .map_count = 3, .source = "Seed.som",
                           .lines = lines, .line_count = 3, .bytecode_size = 12, .unwind = unwind,
                           .unwind_count = 3};
+        if (i % 2) {
+            e.scopes = scopes;
+            e.scope_count = 2;
+            e.ranges = ranges;
+            e.range_count = 3;
+        }
         prof_codelog_load(log, *t, &e);
         if (moves && i % 4 == 1)
             prof_codelog_move(log, *t + 500, start, start + 16 * 256, 256);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -232,6 +233,112 @@ static void jitdump_writes_debug_info_load_move_and_close(void **state)
     jd_file_free(&f);
 }
 
+/* -- Inlined methods (issue 26) ------------------------------------------------- */
+
+/* Foo>>outer with Bar>>inner inlined at its bc 2, and Baz>>leaf inlined
+ * into that at Bar's bc 3: ranges (from the piece's start, code at +48)
+ * B [0x40, 0x50), C [0x50, 0x58), B [0x58, 0x60). Each range begins
+ * with a map pair of its scope, the code after it with its parent's. */
+static const uint32_t inl_map[] = { 0x38, 2, 0x40, 0, 0x48, 3, 0x50, 0, 0x54, 1, 0x58, 5, 0x60, 4, 0x70, 9 };
+static const uint32_t inl_lines_a[] = { 0, 10, 4, 11, 9, 12 };
+static const uint32_t inl_lines_b[] = { 0, 20, 3, 21, 5, 22 };
+static const uint32_t inl_lines_c[] = { 0, 30, 1, 31 };
+static const ProfInlineScope inl_scopes[] = {
+    { .name = "Bar>>inner", .source = "Bar.som", .lines = inl_lines_b, .line_count = 3, .bytecode_size = 8,
+      .call_bcpc = 2, .parent = -1 },
+    { .name = "Baz>>leaf", .source = "Baz.som", .lines = inl_lines_c, .line_count = 2, .bytecode_size = 3,
+      .call_bcpc = 3, .parent = 0 },
+};
+static const ProfInlineRange inl_ranges[] = { { 0x40, 0x50, 0 }, { 0x50, 0x58, 1 }, { 0x58, 0x60, 0 } };
+
+static ProfCodeLoad inlined_load(Piece *p)
+{
+    ProfCodeLoad l = piece_load(p, PROF_CODE_METHOD, "Foo>>outer", 0x80);
+    l.map = inl_map;
+    l.map_count = 8;
+    l.lines = inl_lines_a;
+    l.line_count = 3;
+    l.source = "Foo.som";
+    l.bytecode_size = 10;
+    l.scopes = inl_scopes;
+    l.scope_count = 2;
+    l.ranges = inl_ranges;
+    l.range_count = 3;
+    return l;
+}
+
+static void perf_map_cuts_a_piece_with_inlined_methods_into_consecutive_symbols(void **state)
+{
+    (void)state;
+    char path[300], err[512], want[2048];
+    snprintf(path, sizeof path, "%s/perf-inline.map", tmpdir);
+    const ProfCodeSink *s = prof_perfmap_open(path, err, sizeof err);
+    assert_non_null(s);
+    register_once(s);
+    static Piece a;
+    ProfCodeLoad la = inlined_load(&a);
+    prof_code_load(&la);
+    prof_code_move(la.start, 0x7000, 256); /* every part again, at the new address */
+    prof_perfmap_close();
+    char *got = slurp(path);
+    unsigned long long c = (unsigned long long)la.code_start;
+    snprintf(want, sizeof want,
+             "%llx 10 Foo>>outer\n"
+             "%llx 10 Bar>>inner (inlined into Foo>>outer)\n"
+             "%llx 8 Baz>>leaf (inlined into Foo>>outer)\n"
+             "%llx 8 Bar>>inner (inlined into Foo>>outer)\n"
+             "%llx 50 Foo>>outer\n"
+             "7030 10 Foo>>outer\n"
+             "7040 10 Bar>>inner (inlined into Foo>>outer)\n"
+             "7050 8 Baz>>leaf (inlined into Foo>>outer)\n"
+             "7058 8 Bar>>inner (inlined into Foo>>outer)\n"
+             "7060 50 Foo>>outer\n",
+             c, c + 0x10, c + 0x20, c + 0x28, c + 0x30);
+    assert_string_equal(got, want);
+    free(got);
+}
+
+static void jitdump_debug_info_gives_inlined_ranges_their_methods_file_and_line(void **state)
+{
+    (void)state;
+    char err[512], dir[300], path[600];
+    snprintf(dir, sizeof dir, "%s/inline", tmpdir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    const ProfCodeSink *s = prof_jitdump_open(dir, err, sizeof err);
+    assert_non_null(s);
+    register_once(s);
+    snprintf(path, sizeof path, "%s/jit-%d.dump", dir, (int)getpid());
+    static Piece m;
+    ProfCodeLoad lm = inlined_load(&m);
+    prof_code_load(&lm);
+    prof_jitdump_close();
+
+    JdFile f;
+    if (!jd_file_read(path, &f, err, sizeof err) || !jd_file_check(&f, NULL, err, sizeof err)) fail_msg("%s", err);
+    const JdRecord *d = nth(&f, 0);
+    assert_int_equal(d->id, JD_DEBUG_INFO);
+    /* a row's line is that of the next map pair of the same method (the
+     * pairs end their bytecodes' code), in that method's file */
+    static const struct {
+        uint64_t off;
+        uint32_t line;
+        const char *file;
+    } want[] = {
+        { 0x00, 10, "Foo.som" }, { 0x08, 11, "Foo.som" }, { 0x10, 21, "Bar.som" }, { 0x18, 22, "Bar.som" },
+        { 0x20, 31, "Baz.som" }, { 0x28, 22, "Bar.som" }, { 0x30, 12, "Foo.som" }, { 0x80, 12, "Foo.som" },
+    };
+    assert_int_equal(d->nrows, sizeof want / sizeof want[0]);
+    for (size_t i = 0; i < d->nrows; i++) {
+        assert_int_equal(d->rows[i].addr, lm.code_start + want[i].off);
+        assert_int_equal(d->rows[i].line, want[i].line);
+        assert_string_equal(d->rows[i].file, want[i].file);
+    }
+    const JdRecord *l = nth(&f, 1);
+    assert_int_equal(l->id, JD_LOAD);
+    assert_string_equal(l->name, "Foo>>outer");
+    jd_file_free(&f);
+}
+
 static void jitdump_open_says_why_it_cannot_create_the_file(void **state)
 {
     (void)state;
@@ -385,6 +492,8 @@ int main(void)
         cmocka_unit_test(perf_map_open_says_why_it_cannot_create_the_file),
         cmocka_unit_test(jitdump_writes_debug_info_load_move_and_close),
         cmocka_unit_test(jitdump_open_says_why_it_cannot_create_the_file),
+        cmocka_unit_test(perf_map_cuts_a_piece_with_inlined_methods_into_consecutive_symbols),
+        cmocka_unit_test(jitdump_debug_info_gives_inlined_ranges_their_methods_file_and_line),
         cmocka_unit_test(the_reader_rejects_broken_dumps),
         cmocka_unit_test(livecode_agrees_with_a_shadow_model_through_puts_moves_and_takes),
     };

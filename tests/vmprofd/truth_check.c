@@ -17,6 +17,11 @@
  *   missed      "nothing" where the truth has a piece          -> failure
  *   lost/before unresolved because events were lost / before the log (allowed)
  *
+ * A resolution in code inlined into its piece (TRUTH's R lines after the
+ * piece's L) must be followed by its "i" lines, the first naming the
+ * innermost method there "inlined into" the piece: else it is wrong, and
+ * so is an "i" line where the truth has no inlined code.
+ *
  * and, as evidence the run exercised what it should, how many right ones
  * were in a piece that had been moved and how many at an address that held
  * more than one piece during the run. Exit 0 when nothing is wrong or
@@ -35,7 +40,16 @@ typedef struct Span {
     uint64_t start, size, t_begin, t_end;
     char *name;
     bool moved; /* it came to this address by a move */
+    size_t first_range, nranges; /* its inlined ranges in ranges[] */
 } Span;
+
+typedef struct Range {
+    uint64_t start, end; /* from the piece's start */
+    char *name;          /* the innermost method there */
+} Range;
+
+static Range *ranges;
+static size_t nranges, capranges;
 
 static Span *spans;
 static size_t nspans, capspans;
@@ -85,7 +99,7 @@ static void open_span(uint64_t start, uint64_t size, uint64_t t, char *name, boo
     if (o >= 0)
         close_open(o, t);
     spans = grow(spans, &capspans, nspans + 1, sizeof *spans);
-    spans[nspans] = (Span){start, size, t, UINT64_MAX, name, moved};
+    spans[nspans] = (Span){start, size, t, UINT64_MAX, name, moved, nranges, 0};
     open_idx = grow(open_idx, &capopen, nopen + 1, sizeof *open_idx);
     open_idx[nopen++] = nspans++;
 }
@@ -100,6 +114,7 @@ static void read_truth(const char *path)
     char *line = NULL;
     size_t cap = 0;
     long no = 0;
+    long last_load = -1; /* the span of the last L line, for its R lines */
     while (getline(&line, &cap, f) > 0) {
         no++;
         line[strcspn(line, "\n")] = 0;
@@ -109,10 +124,25 @@ static void read_truth(const char *path)
         if (line[0] == 'L') {
             if (sscanf(line, "L %" SCNu64 " %u %" SCNx64 " %" SCNu64 " %u %n", &t, &space, &a, &size, &kind, &at) != 5)
                 die("bad load line", path, no);
-            if (space != 0)
+            if (space != 0) {
+                last_load = -1;
                 continue; /* bytecodes: another address space */
+            }
             open_span(a, size, t, strdup(line + at), false);
+            last_load = (long)nspans - 1;
+            continue;
+        } else if (line[0] == 'R') {
+            uint64_t rs, re;
+            if (sscanf(line, "R %" SCNx64 " %" SCNx64 " %n", &rs, &re, &at) != 2)
+                die("bad range line", path, no);
+            if (last_load < 0)
+                continue; /* after bytecodes */
+            ranges = grow(ranges, &capranges, nranges + 1, sizeof *ranges);
+            ranges[nranges++] = (Range){rs, re, strdup(line + at)};
+            spans[last_load].nranges++;
+            continue;
         } else if (line[0] == 'M') {
+            last_load = -1;
             if (sscanf(line, "M %" SCNu64 " %" SCNx64 " %" SCNx64 " %" SCNu64, &t, &a, &b, &size) != 4)
                 die("bad move line", path, no);
             long o = find_open(a);
@@ -120,9 +150,13 @@ static void read_truth(const char *path)
                 continue; /* not machine code */
             char *name = spans[open_idx[o]].name;
             uint64_t sz = spans[open_idx[o]].size;
+            size_t fr = spans[open_idx[o]].first_range, nr = spans[open_idx[o]].nranges;
             close_open(o, t);
             open_span(b, sz, t, name, true);
+            spans[nspans - 1].first_range = fr;
+            spans[nspans - 1].nranges = nr;
         } else if (line[0] == 'F') {
+            last_load = -1;
             if (sscanf(line, "F %" SCNu64 " %" SCNx64 " %" SCNu64, &t, &a, &size) != 3)
                 die("bad free line", path, no);
             long o = find_open(a);
@@ -158,6 +192,15 @@ static const Span *truth_at(uint64_t t, uint64_t addr)
     for (size_t k = lo; k-- > 0 && addr - spans[k].start < max_size;)
         if (addr - spans[k].start < spans[k].size && spans[k].t_begin <= t && t < spans[k].t_end)
             return &spans[k];
+    return NULL;
+}
+
+/* The innermost method inlined at offset off of span s, or NULL. */
+static const char *inlined_at(const Span *s, uint64_t off)
+{
+    for (size_t k = s->first_range; k < s->first_range + s->nranges; k++)
+        if (ranges[k].start <= off && off < ranges[k].end)
+            return ranges[k].name;
     return NULL;
 }
 
@@ -204,7 +247,10 @@ int main(int argc, char **argv)
     char *line = NULL;
     size_t cap = 0;
     long no = 0;
-    uint64_t right = 0, wrong = 0, missed = 0, lost = 0, before = 0, in_moved = 0, at_shared = 0;
+    uint64_t right = 0, wrong = 0, missed = 0, lost = 0, before = 0, in_moved = 0, at_shared = 0, inlined_right = 0;
+    bool after_m = false;                 /* the line before was a right "m" */
+    const char *expect_inlined = NULL;    /* ... in inlined code: its innermost method */
+    const char *expect_piece = NULL;
     while (getline(&line, &cap, f) > 0) {
         no++;
         line[strcspn(line, "\n")] = 0;
@@ -214,6 +260,35 @@ int main(int argc, char **argv)
         int at = 0;
         if (sscanf(line, "%" SCNu64 " %u %c 0x%" SCNx64 " %15s %n", &t, &tid, &space, &addr, status, &at) != 5)
             die("bad resolution line", argv[2], no);
+        if (space == 'i') {
+            /* the first "i" line after an "m" line names the innermost inlined method */
+            if (after_m) {
+                int at2 = 0;
+                if (sscanf(line + at, "0x%" SCNx64 " %u %u %n", &start, &from, &to, &at2) != 3)
+                    die("bad inlined line", argv[2], no);
+                char want[2200];
+                snprintf(want, sizeof want, "%s (inlined into %s)", expect_inlined ? expect_inlined : "",
+                         expect_piece ? expect_piece : "");
+                if (expect_inlined && strcmp(line + at + at2, want) == 0) {
+                    inlined_right++;
+                } else {
+                    wrong++;
+                    if (wrong <= 10)
+                        printf("WRONG: t=%" PRIu64 " 0x%" PRIx64 ": vmprofd says %s, truth says %s\n", t, addr,
+                               line + at + at2, expect_inlined ? want : "no inlined method");
+                }
+                expect_inlined = NULL;
+            }
+            after_m = false;
+            continue;
+        }
+        if (expect_inlined) {
+            wrong++;
+            if (wrong <= 10)
+                printf("WRONG: no inlined frame where the truth has %s\n", expect_inlined);
+        }
+        expect_inlined = NULL;
+        after_m = false;
         if (space != 'm')
             continue;
         const Span *s = truth_at(t, addr);
@@ -224,6 +299,9 @@ int main(int argc, char **argv)
             const char *name = line + at + at2;
             if (s && s->start == start && strcmp(s->name, name) == 0) {
                 right++;
+                after_m = true;
+                expect_inlined = inlined_at(s, addr - s->start);
+                expect_piece = s->name;
                 in_moved += s->moved;
                 at_shared += shared_address(addr);
             } else {
@@ -249,11 +327,18 @@ int main(int argc, char **argv)
     }
     free(line);
     fclose(f);
+    if (expect_inlined) {
+        wrong++;
+        printf("WRONG: no inlined frame where the truth has %s\n", expect_inlined);
+    }
     uint64_t min = strtoull(argv[3], NULL, 10);
     printf("truth: %zu spans of machine code; samples in the zone: %" PRIu64 " right (%" PRIu64
            " in moved pieces, %" PRIu64 " at addresses that held several pieces), %" PRIu64 " wrong, %" PRIu64
            " missed, %" PRIu64 " while events were lost, %" PRIu64 " before the log\n",
            nspans, right, in_moved, at_shared, wrong, missed, lost, before);
+    if (nranges)
+        printf("truth: %zu inlined ranges; %" PRIu64 " samples in them named their innermost method right\n", nranges,
+               inlined_right);
     if (wrong || missed)
         return 1;
     if (right < min) {
