@@ -61,6 +61,12 @@ static void usage(FILE *out)
             "  --jit-threshold N      compile a method when it has run N times (default 2);\n"
             "                         each backward jump counts as a run, and a loop\n"
             "                         then continues in machine code\n"
+            "  --inline               inline small monomorphic callees at sends, with\n"
+            "                         deoptimization to the interpreter (the default)\n"
+            "  --no-inline            do not\n"
+            "  --inline-budget N      inline callees of at most N bytecode bytes (default 48)\n"
+            "  --deopt-every N        an inlined body deoptimizes at every Nth bytecode it\n"
+            "                         starts (a stress mode; testing)\n"
             "  --code-size SIZE       machine-code zone (default 1M)\n"
             "  --jit-verify           check every send site, PIC and map after each link,\n"
             "                         unlink and compaction (slow; testing)\n"
@@ -250,6 +256,18 @@ int main(int argc, char **argv)
             long t = strtol(v, &end, 10);
             if (*end || t < 1 || t > 1000000) bad_usage("--jit-threshold needs a number from 1 to 1000000, not '%s'", v);
             o.jit_threshold = (int)t;
+        } else if (!strcmp(a, "--inline")) {
+            if (!o.inline_budget) o.inline_budget = -1;
+        } else if (!strcmp(a, "--no-inline")) {
+            o.inline_budget = 0;
+            o.no_inline = true;
+        } else if (!strcmp(a, "--inline-budget") || !strcmp(a, "--deopt-every")) {
+            const char *v = need_arg(argc, argv, &i);
+            char *end;
+            long t = strtol(v, &end, 10);
+            if (*end || t < 1 || t > 1000000) bad_usage("%s needs a number from 1 to 1000000", a);
+            if (!strcmp(a, "--inline-budget")) o.inline_budget = (int)t;
+            else o.deopt_every = (int)t;
         } else if (!strcmp(a, "--jit-verify")) {
             o.jit_verify = true;
         } else if (!strcmp(a, "--code-zone-stats")) {

@@ -209,6 +209,8 @@ bool vm_boot(const VmOptions *opts, char *err, size_t errlen)
         vm_jit_threshold = opts->jit_threshold > 0 ? opts->jit_threshold : VM_JIT_THRESHOLD_DEFAULT;
         if (!vm_jit_init(opts->code_bytes, err, errlen)) return false;
         vm_jit_verify = opts->jit_verify;
+        int budget = opts->no_inline ? 0 : opts->inline_budget > 0 ? opts->inline_budget : VM_JIT_INLINE_BUDGET_DEFAULT;
+        vm_jit_set_inlining(budget, opts->deopt_every);
     }
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

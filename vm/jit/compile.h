@@ -149,6 +149,14 @@ typedef struct JitCompileRuntime {
     /* Whether the interpreter ran the + - * at site on Doubles (a hint,
      * NULL: none): machine code then tries their Double path first. */
     bool (*site_saw_double)(const uint8_t *site);
+    /* Inlining (vm/jit/inline.c). What the interpreter saw at the plain send
+     * at site (a hint, NULL: none): true when every send there since the
+     * entry was filled went to receivers of class_index and ran `method`
+     * (no primitive). */
+    bool (*site_method)(const uint8_t *site, uint32_t *class_index, Oop *method);
+    const uint8_t *deopt;    /* trampoline: fn(bcpc, words above the args, continuation): never returns */
+    int inline_budget;       /* bytecode bytes of the largest method inlined at a send; 0: no inlining */
+    int64_t *deopt_countdown; /* --deopt-every: an inlined body deoptimizes when it counts this to 0; NULL: off */
 } JitCompileRuntime;
 
 /* -- Global sites ----------------------------------------------------------------

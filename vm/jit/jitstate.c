@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 bool vm_jit_verify;
+int vm_jit_deopt_every;
 VmJitStats vm_jit_stats;
 JitZone vm_jit_code_zone;
 JitCompileRuntime vm_jit_compile_runtime;

@@ -28,6 +28,11 @@
 /* Makes the code zone and its trampolines and sets vm/interp/jitinterface.h's
  * state and hooks. */
 bool vm_jit_init(size_t code_bytes, char *err, size_t errlen);
+/* Inlining (vm/jit/inline.c): callees of at most budget bytecode bytes (0:
+ * none); deopt_every > 0: every deopt_every-th bytecode an inlined body
+ * starts deoptimizes there instead (a stress mode). */
+void vm_jit_set_inlining(int budget, int deopt_every);
+#define VM_JIT_INLINE_BUDGET_DEFAULT 48
 /* m's compiled code (a primitive method's stub), compiling it now. NULL
  * with the reason in why when the JIT declines it. */
 JitMethod *vm_jit_compile_now(Oop m, char *why, size_t whylen);
