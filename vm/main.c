@@ -86,6 +86,10 @@ static void usage(FILE *out)
             "  --disassemble 'Class>>selector'\n"
             "                         compile that method (or 'Class class>>selector')\n"
             "                         and print its decorated machine code, then exit\n"
+            "  --disassemble-after 'Class>>selector'\n"
+            "                         run the program, then print that method's machine code\n"
+            "                         as the run compiled it (inlined sends need the run's\n"
+            "                         send-site feedback)\n"
             "  --help                 this text\n"
             "  --version              print the version\n",
             VM_STACK_PAGES_DEFAULT, VM_STACK_PAGES_MIN, VM_MAX_STACK_DEPTH_DEFAULT, VM_STACK_PAGES_SMALL);
@@ -287,6 +291,8 @@ int main(int argc, char **argv)
             o.snapshot_mode = VM_SNAPSHOT_READ;
         } else if (!strcmp(a, "--no-snapshot")) {
             o.snapshot_mode = VM_SNAPSHOT_NONE;
+        } else if (!strcmp(a, "--disassemble-after")) {
+            o.disassemble_after = need_arg(argc, argv, &i);
         } else if (!strcmp(a, "--disassemble")) {
             o.disassemble = need_arg(argc, argv, &i);
             if (!strstr(o.disassemble, ">>"))

@@ -70,6 +70,13 @@ void vm_print_stats(FILE *out)
 static void print_exit_reports(void)
 {
     if (vm_options.print_stats) vm_print_stats(stderr);
+    if (vm_options.disassemble_after && vm_jit_enabled) {
+        char err[512];
+        fflush(stdout);
+        if (!vm_jit_disassemble_after(vm_options.disassemble_after, stdout, err, sizeof err))
+            fprintf(stderr, "stvm: %s\n", err);
+        fflush(stdout);
+    }
     if (vm_options.code_zone_stats) {
         if (vm_jit_enabled) vm_jit_print_zone_stats(stderr);
         else fprintf(stderr, "code zone: none (the JIT is off: --no-jit)\n");

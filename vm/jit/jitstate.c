@@ -44,6 +44,7 @@ const char *vm_jit_trampoline_name(const void *addr)
         { vm_jit_compile_runtime.interpret, "ceInterpretHere" },
         { vm_jit_compile_runtime.super_send, "ceSuperSend" },
         { vm_jit_compile_runtime.block_value_miss, "ceBlockValueMiss" },
+        { vm_jit_compile_runtime.deopt, "ceDeopt" },
         { vm_jit_pic_runtime.closed_miss, "ceClosedPICMiss" },
         { vm_jit_pic_runtime.open_miss, "ceOpenPICMiss" },
         { vm_jit_prim_return, "cePrimitiveAnswer" },

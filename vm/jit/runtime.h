@@ -39,6 +39,9 @@ JitMethod *vm_jit_compile_now(Oop m, char *why, size_t whylen);
 /* --disassemble (vm/jit/jitdisasm.c): spec is 'Class>>selector' or
  * 'Class class>>selector'. */
 bool vm_jit_disassemble(const char *spec, FILE *out, char *err, size_t errlen);
+/* --disassemble-after: the same at the end of a run, printing the code the
+ * run compiled (compiled now if it was not). */
+bool vm_jit_disassemble_after(const char *spec, FILE *out, char *err, size_t errlen);
 
 /* --code-zone-stats (vm/jit/zonestats.c): reference 002's Tables 1 and 2. */
 void vm_jit_print_zone_stats(FILE *out);

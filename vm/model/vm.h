@@ -38,6 +38,7 @@ typedef struct VmOptions {
     int deopt_every;       /* --deopt-every N: the stress mode; 0: off */
     bool code_zone_stats;  /* --code-zone-stats: the zone analysis on stderr at exit */
     const char *disassemble; /* --disassemble 'Class>>selector': print and exit */
+    const char *disassemble_after; /* --disassemble-after 'Class>>selector': print its code as the run left it */
     bool print_stats; /* --print-stats: counters on stderr at exit */
     bool no_export;   /* --no-export: no /dev/shm/stvm-<pid> segment */
     size_t export_log_bytes;    /* --export-log-size: the export's code event ring; 0 = default */
