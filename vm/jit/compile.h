@@ -184,6 +184,12 @@ bool jit_compile_global_site_fill(uint8_t *site, Oop value, uint32_t epoch);
 
 JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char *why, size_t whylen);
 
+/* Turns inlined body `range` of jm off in place (vm/jit/inline.c): its
+ * first instruction, a 5-byte nop, becomes a jump to the code after the
+ * range, the generic send, so the guard's hits send as its misses do.
+ * false when the code is not what the compiler left there. */
+bool jit_inline_disable(JitMethod *jm, uint32_t range);
+
 /* The stub of a block-evaluation primitive (value, value:, ...): jumps to
  * the receiver closure's compiled block when there is one taking nargs
  * arguments, else to rt->block_value_miss. NULL when the zone is full. */

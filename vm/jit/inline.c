@@ -23,6 +23,7 @@
 #include "vm/model/vm.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define INLINE_BOUND_GUARD 96     /* the class and probe tests, the frame's temps */
 #define INLINE_BOUND_BYTECODE 176 /* the largest template below, its deopt stub, a --deopt-every check */
@@ -404,6 +405,7 @@ void jit_inline_emit(Compiler *c, const JitInlineSite *s)
 
     uint32_t start = (uint32_t)jit_x64_size(b);
     jit_compile_map_here(c, 0, JIT_MAP_LOCAL); /* the range begins with its scope's bcpc */
+    jit_x64_nop(b, JIT_X64_JMP_REL32_SIZE); /* jit_inline_disable's jmp to the send */
     if (y.ntemps) {
         jit_x64_mov_ri(b, R11, (int64_t)c->rt->nil);
         for (int t = 0; t < y.ntemps; t++) jit_x64_push_r(b, R11);
@@ -448,4 +450,22 @@ void jit_inline_emit(Compiler *c, const JitInlineSite *s)
     free(y.labels);
     free(y.stubs);
     free(y.stub_used);
+}
+
+/* The 5-byte nop (Intel's recommended one) every range starts with. */
+static const uint8_t range_nop[JIT_X64_JMP_REL32_SIZE] = { 0x0F, 0x1F, 0x44, 0x00, 0x00 };
+
+bool jit_inline_disable(JitMethod *jm, uint32_t range)
+{
+    VM_ASSERT(range < jit_method_inline_range_count(jm));
+    const JitInlineRange *r = &jit_method_inline_ranges(jm)[range];
+    uint8_t *at = jit_method_at(jm, r->start);
+    uint8_t *after = at + JIT_X64_JMP_REL32_SIZE;
+    if (at[0] == 0xE9) {
+        uint8_t *t;
+        return jit_x64_read_rel32(after, &t) && t == jit_method_at(jm, r->end);
+    }
+    if (memcmp(at, range_nop, sizeof range_nop)) return false;
+    at[0] = 0xE9; /* the rel32 next, then read back: no frame runs in a body (it calls nothing) */
+    return jit_x64_patch_rel32(after, jit_method_at(jm, r->end));
 }

@@ -31,6 +31,7 @@ typedef struct VmJitStats {
     uint64_t osr_entries;                 /* interpreter frames continued in machine code */
     uint64_t inlined;                     /* sends compiled with their callee inlined */
     uint64_t deopts;                      /* inlined bodies that went back to the interpreter */
+    uint64_t inline_disabled;             /* inlined bodies turned off for deoptimizing again and again */
 } VmJitStats;
 extern VmJitStats vm_jit_stats;
 extern bool vm_jit_verify; /* --jit-verify */

@@ -369,6 +369,34 @@ static uint64_t rt_interpret(uint64_t bcpc)
  * go aside, the word under the arguments gets the continuation (the
  * generic send's return address), and the interpreter activates the callee
  * there and continues it at bcpc. */
+/* Deopts per inlined body, by the address of its range (stale after a
+ * compaction moves it: then another body may be counted with it, which
+ * only turns that one off sooner). A body that keeps deoptimizing costs an
+ * exit to the interpreter each time, far more than the send: past
+ * JIT_INLINE_DEOPT_LIMIT it is turned off (jit_inline_disable). */
+#define JIT_INLINE_DEOPT_LIMIT 16
+#define DEOPT_COUNTS 256
+static struct {
+    const uint8_t *range;
+    uint32_t count;
+} deopt_counts[DEOPT_COUNTS];
+
+static void count_deopt(JitMethod *jm, uint32_t mcpc)
+{
+    uint32_t n = jit_method_inline_range_count(jm);
+    const JitInlineRange *r = jit_method_inline_ranges(jm);
+    uint32_t i = 0;
+    while (i < n && !(r[i].start <= mcpc && mcpc < r[i].end)) i++;
+    VM_ASSERT(i < n);
+    const uint8_t *key = jit_method_at(jm, r[i].start);
+    size_t h = ((uintptr_t)key >> 4) % DEOPT_COUNTS;
+    if (deopt_counts[h].range != key) deopt_counts[h].range = key, deopt_counts[h].count = 0;
+    if (++deopt_counts[h].count < JIT_INLINE_DEOPT_LIMIT) return;
+    if (!jit_inline_disable(jm, i)) vm_panic("inlined body at %p did not take its jump", (void *)key);
+    deopt_counts[h].count = 0;
+    vm_jit_stats.inline_disabled++;
+}
+
 static uint64_t rt_deopt(uint64_t bcpc, uint64_t words, uint8_t *cont)
 {
     Oop *sp = jit_cstate.st_sp; /* [0] into the stub, [1] the top of the operand stack, [words] temp 0 */
@@ -384,7 +412,9 @@ static uint64_t rt_deopt(uint64_t bcpc, uint64_t words, uint8_t *cont)
     sp[words] = (Oop)cont;
     jit_cstate.st_sp = sp + words;
     if (vm_jit_compile_runtime.deopt_countdown && *vm_jit_compile_runtime.deopt_countdown <= 0)
-        *vm_jit_compile_runtime.deopt_countdown = vm_jit_deopt_every;
+        *vm_jit_compile_runtime.deopt_countdown = vm_jit_deopt_every; /* the stress mode's: not counted */
+    else
+        count_deopt(jm, jit_method_offset(jm, (void *)sp[0]));
     vm_jit_stats.deopts++;
     return exit_to_interpreter(VM_JIT_PENDING_DEOPT, m, vm_method_nargs(m));
 }

@@ -918,6 +918,31 @@ static void monomorphic_send_is_inlined(void **state)
     assert_int_equal(seen.sends, 3);
 }
 
+/* A body turned off (jit_inline_disable: it deoptimized again and again)
+ * sends for the guard's class too; turning it off twice is harmless. */
+static void inlined_body_turned_off_sends(void **state)
+{
+    (void)state;
+    seen.hook = answer_99;
+    Oop sel = gc_alloc_old(CLASS_INDEX_ARRAY, FMT_POINTERS, 1);
+    Oop lits[] = { sel };
+    Oop caller = METHOD(0, 0, lits, BC_PUSH_SELF, /* 1 */ BC_SEND, 0, 0, BC_RETURN_TOP);
+    Oop rcvr = gc_alloc_old(CLASS_INDEX_ARRAY, FMT_POINTERS, 1);
+    inl.site = vm_method_bytecodes(caller) + 1;
+    inl.class_index = CLASS_INDEX_ARRAY;
+    inl.method = METHOD0(0, 0, BC_PUSH_1, BC_RETURN_TOP);
+    JitMethod *jm = compile_ok(caller);
+    assert_int_equal(run(jm, rcvr, 0), I(1));
+    assert_int_equal(seen.sends, 0);
+    assert_true(jit_inline_disable(jm, 0));
+    assert_int_equal(run(jm, rcvr, 0), I(99));
+    assert_int_equal(seen.sends, 1);
+    assert_true(jit_inline_disable(jm, 0));
+    check_inline_tables(jm, caller);
+    assert_int_equal(run(jm, rcvr, 0), I(99));
+    assert_int_equal(seen.sends, 2);
+}
+
 /* No feedback, feedback of a callee that sends, one with a heap literal, or
  * with the wrong argument count: no inlining. */
 static void other_sends_are_not_inlined(void **state)
@@ -1165,6 +1190,7 @@ int main(void)
         cmocka_unit_test_setup(declines_with_a_reason, reset),
         cmocka_unit_test_setup(monomorphic_send_is_inlined, reset),
         cmocka_unit_test_setup(other_sends_are_not_inlined, reset),
+        cmocka_unit_test_setup(inlined_body_turned_off_sends, reset),
         cmocka_unit_test_setup(deopt_points_reach_the_continuation, reset),
         /* last: it slides every piece the tests before it compiled */
         cmocka_unit_test_setup(compaction_follows_moved_callees_and_unlinks_freed_ones, reset),
