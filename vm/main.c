@@ -62,9 +62,11 @@ static void usage(FILE *out)
             "                         each backward jump counts as a run, and a loop\n"
             "                         then continues in machine code\n"
             "  --inline               inline small monomorphic callees at sends, with\n"
-            "                         deoptimization to the interpreter (the default)\n"
-            "  --no-inline            do not\n"
-            "  --inline-budget N      inline callees of at most N bytecode bytes (default 48)\n"
+            "                         deoptimization to the interpreter (off by default\n"
+            "                         until profilers see through it)\n"
+            "  --no-inline            do not (the default)\n"
+            "  --inline-budget N      inline callees of at most N bytecode bytes (default 48;\n"
+            "                         implies --inline)\n"
             "  --deopt-every N        an inlined body deoptimizes at every Nth bytecode it\n"
             "                         starts (a stress mode; testing)\n"
             "  --code-size SIZE       machine-code zone (default 1M)\n"
@@ -261,9 +263,9 @@ int main(int argc, char **argv)
             if (*end || t < 1 || t > 1000000) bad_usage("--jit-threshold needs a number from 1 to 1000000, not '%s'", v);
             o.jit_threshold = (int)t;
         } else if (!strcmp(a, "--inline")) {
+            o.no_inline = false;
             if (!o.inline_budget) o.inline_budget = -1;
         } else if (!strcmp(a, "--no-inline")) {
-            o.inline_budget = 0;
             o.no_inline = true;
         } else if (!strcmp(a, "--inline-budget") || !strcmp(a, "--deopt-every")) {
             const char *v = need_arg(argc, argv, &i);

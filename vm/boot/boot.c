@@ -216,7 +216,11 @@ bool vm_boot(const VmOptions *opts, char *err, size_t errlen)
         vm_jit_threshold = opts->jit_threshold > 0 ? opts->jit_threshold : VM_JIT_THRESHOLD_DEFAULT;
         if (!vm_jit_init(opts->code_bytes, err, errlen)) return false;
         vm_jit_verify = opts->jit_verify;
-        int budget = opts->no_inline ? 0 : opts->inline_budget > 0 ? opts->inline_budget : VM_JIT_INLINE_BUDGET_DEFAULT;
+        /* --inline-budget N, --inline (-1): on; neither: VM_JIT_INLINE_BY_DEFAULT */
+        int budget = opts->no_inline                                                ? 0
+                     : opts->inline_budget > 0                                      ? opts->inline_budget
+                     : opts->inline_budget < 0 || VM_JIT_INLINE_BY_DEFAULT ? VM_JIT_INLINE_BUDGET_DEFAULT
+                                                                                    : 0;
         vm_jit_set_inlining(budget, opts->deopt_every);
     }
     struct timespec ts;

@@ -33,7 +33,7 @@ typedef struct VmOptions {
     int jit_threshold;     /* invocations before a method is compiled */
     size_t code_bytes;     /* machine-code zone */
     bool jit_verify;       /* --jit-verify: check send sites and maps after every change */
-    int inline_budget;     /* --inline-budget N; 0 (or -1): the default (vm/jit/inline.c) */
+    int inline_budget;     /* --inline-budget N; -1: --inline; 0: the default (vm/jit/runtime.h) */
     bool no_inline;        /* --no-inline */
     int deopt_every;       /* --deopt-every N: the stress mode; 0: off */
     bool code_zone_stats;  /* --code-zone-stats: the zone analysis on stderr at exit */
