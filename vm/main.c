@@ -61,6 +61,14 @@ static void usage(FILE *out)
             "  --jit-threshold N      compile a method when it has run N times (default 2);\n"
             "                         each backward jump counts as a run, and a loop\n"
             "                         then continues in machine code\n"
+            "  --inline               inline small monomorphic callees at sends, with\n"
+            "                         deoptimization to the interpreter (off by default\n"
+            "                         until profilers see through it)\n"
+            "  --no-inline            do not (the default)\n"
+            "  --inline-budget N      inline callees of at most N bytecode bytes (default 48;\n"
+            "                         implies --inline)\n"
+            "  --deopt-every N        an inlined body deoptimizes at every Nth bytecode it\n"
+            "                         starts (a stress mode; testing)\n"
             "  --code-size SIZE       machine-code zone (default 1M)\n"
             "  --jit-verify           check every send site, PIC and map after each link,\n"
             "                         unlink and compaction (slow; testing)\n"
@@ -80,6 +88,10 @@ static void usage(FILE *out)
             "  --disassemble 'Class>>selector'\n"
             "                         compile that method (or 'Class class>>selector')\n"
             "                         and print its decorated machine code, then exit\n"
+            "  --disassemble-after 'Class>>selector'\n"
+            "                         run the program, then print that method's machine code\n"
+            "                         as the run compiled it (inlined sends need the run's\n"
+            "                         send-site feedback)\n"
             "  --help                 this text\n"
             "  --version              print the version\n",
             VM_STACK_PAGES_DEFAULT, VM_STACK_PAGES_MIN, VM_MAX_STACK_DEPTH_DEFAULT, VM_STACK_PAGES_SMALL);
@@ -250,6 +262,18 @@ int main(int argc, char **argv)
             long t = strtol(v, &end, 10);
             if (*end || t < 1 || t > 1000000) bad_usage("--jit-threshold needs a number from 1 to 1000000, not '%s'", v);
             o.jit_threshold = (int)t;
+        } else if (!strcmp(a, "--inline")) {
+            o.no_inline = false;
+            if (!o.inline_budget) o.inline_budget = -1;
+        } else if (!strcmp(a, "--no-inline")) {
+            o.no_inline = true;
+        } else if (!strcmp(a, "--inline-budget") || !strcmp(a, "--deopt-every")) {
+            const char *v = need_arg(argc, argv, &i);
+            char *end;
+            long t = strtol(v, &end, 10);
+            if (*end || t < 1 || t > 1000000) bad_usage("%s needs a number from 1 to 1000000", a);
+            if (!strcmp(a, "--inline-budget")) o.inline_budget = (int)t;
+            else o.deopt_every = (int)t;
         } else if (!strcmp(a, "--jit-verify")) {
             o.jit_verify = true;
         } else if (!strcmp(a, "--code-zone-stats")) {
@@ -269,6 +293,8 @@ int main(int argc, char **argv)
             o.snapshot_mode = VM_SNAPSHOT_READ;
         } else if (!strcmp(a, "--no-snapshot")) {
             o.snapshot_mode = VM_SNAPSHOT_NONE;
+        } else if (!strcmp(a, "--disassemble-after")) {
+            o.disassemble_after = need_arg(argc, argv, &i);
         } else if (!strcmp(a, "--disassemble")) {
             o.disassemble = need_arg(argc, argv, &i);
             if (!strstr(o.disassemble, ">>"))

@@ -70,6 +70,13 @@ void vm_print_stats(FILE *out)
 static void print_exit_reports(void)
 {
     if (vm_options.print_stats) vm_print_stats(stderr);
+    if (vm_options.disassemble_after && vm_jit_enabled) {
+        char err[512];
+        fflush(stdout);
+        if (!vm_jit_disassemble_after(vm_options.disassemble_after, stdout, err, sizeof err))
+            fprintf(stderr, "stvm: %s\n", err);
+        fflush(stdout);
+    }
     if (vm_options.code_zone_stats) {
         if (vm_jit_enabled) vm_jit_print_zone_stats(stderr);
         else fprintf(stderr, "code zone: none (the JIT is off: --no-jit)\n");
@@ -209,6 +216,12 @@ bool vm_boot(const VmOptions *opts, char *err, size_t errlen)
         vm_jit_threshold = opts->jit_threshold > 0 ? opts->jit_threshold : VM_JIT_THRESHOLD_DEFAULT;
         if (!vm_jit_init(opts->code_bytes, err, errlen)) return false;
         vm_jit_verify = opts->jit_verify;
+        /* --inline-budget N, --inline (-1): on; neither: VM_JIT_INLINE_BY_DEFAULT */
+        int budget = opts->no_inline                                                ? 0
+                     : opts->inline_budget > 0                                      ? opts->inline_budget
+                     : opts->inline_budget < 0 || VM_JIT_INLINE_BY_DEFAULT ? VM_JIT_INLINE_BUDGET_DEFAULT
+                                                                                    : 0;
+        vm_jit_set_inlining(budget, opts->deopt_every);
     }
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

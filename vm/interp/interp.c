@@ -290,6 +290,7 @@ typedef enum InterpNext {
 
 static InterpNext from_machine_code(InterpRegs *r, JitStatus jst, const JitRegs *jregs) INTERP_HELPER;
 static InterpNext return_across(InterpRegs *r, JitRegs *jregs, Oop *caller, Oop saved_ip) INTERP_HELPER;
+static InterpNext deopt_activate(InterpRegs *r) INTERP_HELPER;
 static InterpNext return_nonlocal(InterpRegs *r) INTERP_HELPER;
 static InterpNext primitive_special(InterpRegs *r, const VmPrimEntry *e) INTERP_HELPER;
 static InterpNext not_understood(InterpRegs *r) INTERP_HELPER;
@@ -1524,6 +1525,7 @@ static InterpNext from_machine_code(InterpRegs *r, JitStatus jst, const JitRegs 
         ip = r->bytes + vm_jit_pending_nargs;
         return NEXT_DISPATCH;
     }
+    if (vm_jit_pending_kind == VM_JIT_PENDING_DEOPT) return deopt_activate(r);
     if (vm_jit_pending_kind == VM_JIT_PENDING_METHOD) {
         r->m = vm_jit_pending_oop;
         vm_jit_pending_oop = 0;
@@ -1533,6 +1535,55 @@ static InterpNext from_machine_code(InterpRegs *r, JitStatus jst, const JitRegs 
     r->sel = vm_jit_pending_oop;
     vm_jit_pending_oop = 0;
     return NEXT_SEND;
+}
+
+/* An inlined body deoptimized (vm/jit/inline.c): its method is activated on
+ * the receiver and args machine code pushed, as push_frame does for a send
+ * machine code hands over (fp[1] its continuation, the generic send's
+ * return address), then gets the temps and operand stack the body had and
+ * continues at the bytecode where the body stopped. Nothing allocates
+ * before the values are placed (vm_jit_deopt_values is a GC root anyway). */
+static InterpNext deopt_activate(InterpRegs *r)
+{
+    Oop m = vm_jit_pending_oop;
+    vm_jit_pending_oop = 0;
+    int n = r->n;
+    Oop *sp = r->sp;
+    intptr_t hdr = vm_method_hdr(m);
+    int mnargs = (int)VM_MHDR_GET(hdr, NARGS), ntemps = (int)VM_MHDR_GET(hdr, NTEMPS), maxs = (int)VM_MHDR_GET(hdr, MAX_STACK);
+    VM_ASSERT(mnargs == n && r->mc_retaddr && vm_jit_deopt_count >= ntemps && vm_jit_deopt_count <= ntemps + maxs);
+    Oop *link = fp;
+    if (sp - (FRAME_HEADER_WORDS + ntemps + maxs) < r->limit) {
+        Oop *nlimit;
+        sp = overflow_page(fp, sp, n, &nlimit);
+        r->limit = nlimit;
+        link = NULL;
+    }
+    intptr_t caller_nargs = VM_FRAME_PUT(CALLER_NARGS, r->mc_nargs & VM_FRAME_MAX(CALLER_NARGS));
+    sp[-1] = r->mc_retaddr;
+    r->mc_retaddr = 0;
+    sp[-2] = (Oop)link;
+    Oop *nfp = sp - 2;
+    if (!link) vm_page->bottom_fp = nfp;
+    nfp[FRAME_METHOD] = m;
+    nfp[FRAME_CONTEXT] = vm_nil;
+    nfp[FRAME_FLAGS] = oop_from_int(FRAME_FLAGS_MAKE(mnargs, ntemps, 0) | caller_nargs);
+    nfp[FRAME_RECEIVER] = sp[n];
+    IP_CLEAR(); /* the header is complete: only now may r14 point at it */
+    FP_SET_NEW(nfp);
+    sp = fp + FRAME_RECEIVER;
+    for (int i = 0; i < vm_jit_deopt_count; i++) *--sp = vm_jit_deopt_values[i];
+    vm_jit_deopt_count = 0;
+    r->sp = sp;
+    r->method = m;
+    r->nargs = mnargs;
+    r->bytes = (uint8_t *)(obj_slots(m) + VM_MHDR_GET(hdr, SLOTS));
+    IP_SET(r->bytes + vm_jit_deopt_bcpc);
+    if (BASE_UNLIKELY(VM_PROBE_METHODS_TRACED())) {
+        fp[FRAME_FLAGS] = oop_from_int(frame_flags(fp) | FRAME_FLAG_TRACED);
+        VM_PROBE_METHOD_ENTRY(m, 0);
+    }
+    return NEXT_DISPATCH;
 }
 
 /* A return whose caller is not an interpreted frame on this page: machine

@@ -13,3 +13,6 @@ Oop vm_jit_pending_oop;
 int vm_jit_pending_nargs;
 uintptr_t vm_jit_zone_start, vm_jit_zone_end;
 const VmJitHooks *vm_jit_hooks;
+Oop vm_jit_deopt_values[VM_JIT_DEOPT_MAX_WORDS];
+int vm_jit_deopt_count;
+size_t vm_jit_deopt_bcpc;

@@ -123,10 +123,19 @@ typedef enum VmJitPending {
     VM_JIT_PENDING_METHOD,         /* activate vm_jit_pending_oop (a method) on the receiver and args */
     VM_JIT_PENDING_UNKNOWN_GLOBAL, /* send #unknownGlobal:; vm_jit_pending_nargs is the name's literal index */
     VM_JIT_PENDING_BYTECODE,       /* interpret the frame from bcpc vm_jit_pending_nargs on */
+    VM_JIT_PENDING_DEOPT,          /* an inlined body deoptimized: activate vm_jit_pending_oop on the receiver
+                                    * and args, its temps and operand stack vm_jit_deopt_values, at vm_jit_deopt_bcpc */
 } VmJitPending;
 extern VmJitPending vm_jit_pending_kind;
 extern Oop vm_jit_pending_oop; /* a GC root (vm_jit_visit_roots) */
 extern int vm_jit_pending_nargs;
+/* VM_JIT_PENDING_DEOPT's frame contents, bottom first: the callee's temps,
+ * then its operand stack; GC roots (vm_jit_visit_roots) until placed. An
+ * inlined body's temps and stack fit the page's headroom (vm/jit/inline.c). */
+#define VM_JIT_DEOPT_MAX_WORDS 32
+extern Oop vm_jit_deopt_values[VM_JIT_DEOPT_MAX_WORDS];
+extern int vm_jit_deopt_count;
+extern size_t vm_jit_deopt_bcpc;
 /* caller-nargs field value: machine code pushed nothing (a global fetch) */
 #define VM_JIT_CALLER_PUSHED_NOTHING 0xff
 

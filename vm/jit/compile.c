@@ -758,7 +758,6 @@ static void emit_double_send(Compiler *c, size_t pc, JitDoubleSend kind)
     c->xmm0_pc = pc + vm_bytecode_length[p[0]];
 }
 
-static void barrier_unneeded(Compiler *c, X64Label *done);
 
 /* A getter or setter send whose site the interpreter saw run an accessor of
  * one class (rt->site_accessor): inline behind a test of the receiver's
@@ -814,7 +813,7 @@ static bool emit_inline_accessor(Compiler *c, size_t pc)
     }
     if (setter) {
         X64Label store = JIT_X64_LABEL("accessor store");
-        barrier_unneeded(c, &store);
+        jit_compile_barrier_unneeded(c, &store);
         jit_x64_jmp_label32(b, &slow);
         jit_x64_label_bind(b, &store);
         jit_x64_mov_mr(b, field_of_rax(field), RCX); /* and self, in rax, is the answer */
@@ -833,7 +832,7 @@ static bool emit_inline_accessor(Compiler *c, size_t pc)
 static void barrier(Compiler *c, size_t bcpc)
 {
     X64Label done = JIT_X64_LABEL("barrier done");
-    barrier_unneeded(c, &done);
+    jit_compile_barrier_unneeded(c, &done);
     jit_x64_mov_rr(&c->b, RDI, RAX);
     jit_x64_call_rel32(&c->b, c->rt->barrier);
     jit_compile_map_here(c, (uint32_t)bcpc, JIT_MAP_OTHER);
@@ -842,7 +841,7 @@ static void barrier(Compiler *c, size_t bcpc)
 
 /* To done unless storing rcx into object rax must remember rax (old object,
  * young pointer, not yet remembered). Clobbers rdx and r11. */
-static void barrier_unneeded(Compiler *c, X64Label *done)
+void jit_compile_barrier_unneeded(Compiler *c, X64Label *done)
 {
     X64Buf *b = &c->b;
     jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->old_start);
@@ -1104,6 +1103,11 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
         }
         if (emit_inline_accessor(c, pc)) break;
         jit_sim_flush(c);
+        const JitInlineSite *site = jit_inline_site_at(c, pc);
+        if (site) {
+            jit_inline_emit(c, site);
+            break;
+        }
         emit_send_rax(c, op == BC_SEND ? p[1] : jit_compile_operand_w(p + 1), op == BC_SEND ? p[2] : p[3], pc);
         jit_sim_push(c, SIM_RAX, 0);
         break;
@@ -1213,7 +1217,7 @@ static void emit_setter_fast_path(Compiler *c, X64Label *slow)
     emit_interrupt_check(c, slow);
     jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 16)); /* self, then the argument, above the return address */
     jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 8));
-    barrier_unneeded(c, &store);
+    jit_compile_barrier_unneeded(c, &store);
     jit_x64_jmp_label32(b, &full);
     jit_x64_label_bind(b, &store);
     jit_x64_mov_mr(b, field_of_rax(c->code[3]), RCX);
@@ -1318,14 +1322,23 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
     jit_double_types_plan(&c);
     bound += jit_double_cache_bound(&c);
     size_t map_bound = MAP_ENTRIES_PER_BYTECODE * JIT_MAP_ENTRY_MAX_BYTES * (c.len + 1);
+    size_t inline_code, inline_map;
+    if (!jit_inline_plan(&c, &inline_code, &inline_map)) {
+        fail(z, NULL, why, whylen, "out of C memory");
+        goto out;
+    }
+    bound += inline_code;
+    map_bound += inline_map;
+    /* the inline tables (vm/jit/jitmethod.h), 8-aligned */
+    size_t inline_bound = c.ninline_sites ? 16 + c.ninline_sites * (sizeof(JitInlineScope) + sizeof(JitInlineRange)) : 0;
     /* unwind pairs: the entry, prologue, end, and two per return (at most one per bytecode) */
     size_t unwind_bound = 4 + 8 * (4 + 2 * (c.len + 1));
     /* the cold section gets the main code's bound too until the join; when
      * the zone has no room for that, the cold code stays in line */
     JitMethodKind kind = c.is_block ? JIT_KIND_BLOCK : JIT_KIND_METHOD;
-    m = jit_zone_alloc(z, kind, 2 * bound + map_bound + unwind_bound + JIT_METHOD_ALIGN);
+    m = jit_zone_alloc(z, kind, 2 * bound + map_bound + unwind_bound + inline_bound + JIT_METHOD_ALIGN);
     if (m) c.cold_at = (uint32_t)bound;
-    else m = jit_zone_alloc(z, kind, bound + map_bound + unwind_bound + JIT_METHOD_ALIGN);
+    else m = jit_zone_alloc(z, kind, bound + map_bound + unwind_bound + inline_bound + JIT_METHOD_ALIGN);
     if (!m) {
         fail(z, NULL, why, whylen, JIT_COMPILE_ZONE_FULL);
         goto out;
@@ -1347,8 +1360,8 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
         m = fail(z, m, why, whylen, msg);
     } else if (!jit_map_builder_ok(&c.map) || c.lits_failed) {
         m = fail(z, m, why, whylen, "out of C memory for the map");
-    } else if (!jit_method_layout_unwind(&l, jit_x64_size(&c.b) - JIT_METHOD_CODE, jit_map_builder_bytes(&c.map),
-                                         jit_map_builder_count(&c.map), c.nlits, c.nunwind) ||
+    } else if (!jit_method_layout_inline(&l, jit_x64_size(&c.b) - JIT_METHOD_CODE, jit_map_builder_bytes(&c.map),
+                                         jit_map_builder_count(&c.map), c.nlits, c.nunwind, c.nscopes, c.nranges) ||
                l.size > m->size) {
         m = fail(z, m, why, whylen, "the map does not fit after the code");
     } else {
@@ -1357,12 +1370,19 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
         jit_map_encode(&c.map, jit_method_map_bytes(m), m->size - l.map_offset);
         for (uint32_t i = 0; i < c.nlits; i++) jit_method_set_lit_site(m, i, jit_method_at(m, c.lits[i]));
         if (c.nunwind) memcpy(jit_method_unwind(m), c.unwind, c.nunwind * 2 * sizeof *c.unwind);
+        if (c.nscopes) {
+            memcpy(jit_method_inline_scopes(m), c.scopes, c.nscopes * sizeof *c.scopes);
+            memcpy(jit_method_inline_ranges(m), c.ranges, c.nranges * sizeof *c.ranges);
+        }
         jit_zone_shrink(z, m, l.size);
     }
     jit_map_builder_release(&c.map);
     jit_map_builder_release(&c.cold_map);
     jit_x64_buf_release(&c.b);
 out:
+    free(c.inline_sites);
+    free(c.scopes);
+    free(c.ranges);
     free(c.region_of);
     free(c.sim);
     free(c.held);

@@ -149,6 +149,14 @@ typedef struct JitCompileRuntime {
     /* Whether the interpreter ran the + - * at site on Doubles (a hint,
      * NULL: none): machine code then tries their Double path first. */
     bool (*site_saw_double)(const uint8_t *site);
+    /* Inlining (vm/jit/inline.c). What the interpreter saw at the plain send
+     * at site (a hint, NULL: none): true when every send there since the
+     * entry was filled went to receivers of class_index and ran `method`
+     * (no primitive). */
+    bool (*site_method)(const uint8_t *site, uint32_t *class_index, Oop *method);
+    const uint8_t *deopt;    /* trampoline: fn(bcpc, words above the args, continuation): never returns */
+    int inline_budget;       /* bytecode bytes of the largest method inlined at a send; 0: no inlining */
+    int64_t *deopt_countdown; /* --deopt-every: an inlined body deoptimizes when it counts this to 0; NULL: off */
 } JitCompileRuntime;
 
 /* -- Global sites ----------------------------------------------------------------
@@ -175,6 +183,12 @@ bool jit_compile_global_site_fill(uint8_t *site, Oop value, uint32_t epoch);
 #define JIT_COMPILE_ZONE_FULL "the code zone is full"
 
 JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char *why, size_t whylen);
+
+/* Turns inlined body `range` of jm off in place (vm/jit/inline.c): its
+ * first instruction, a 5-byte nop, becomes a jump to the code after the
+ * range, the generic send, so the guard's hits send as its misses do.
+ * false when the code is not what the compiler left there. */
+bool jit_inline_disable(JitMethod *jm, uint32_t range);
 
 /* The stub of a block-evaluation primitive (value, value:, ...): jumps to
  * the receiver closure's compiled block when there is one taking nargs

@@ -14,6 +14,7 @@
 #define JIT_COMPILE_INT_H
 
 #include "gc/object.h"
+#include "vm/jit/jitmethod.h"
 #include "vm/jit/map.h"
 #include "vm/jit/x64.h"
 #include "vm/jit/x64_regs.h"
@@ -86,6 +87,13 @@ typedef struct Compiler {
     uint8_t *region_of;         /* [len + 1]: 1 + index into regions, or 0 */
     JitDoubleRegion regions[JIT_DOUBLE_REGIONS_MAX];
     int nregions;
+    /* Inlining (vm/jit/inline.c): the sites scan() chose, and the tables
+     * the method gets (vm/jit/jitmethod.h) */
+    struct JitInlineSite *inline_sites;
+    uint32_t ninline_sites;
+    JitInlineScope *scopes;
+    JitInlineRange *ranges;
+    uint32_t nscopes, nranges;
 } Compiler;
 
 typedef enum SimKind { SIM_CONST, SIM_SELF, SIM_ARG, SIM_TEMP, SIM_FIELD, SIM_LIT, SIM_RAX } SimKind;
@@ -146,6 +154,30 @@ void jit_compile_entry_exits(X64Buf *b, JitMapBuilder *map, const JitCompileRunt
 
 /* Compares rax with the Oop v (clobbers r11). */
 void jit_compile_cmp_rax_oop(Compiler *c, Oop v);
+
+/* To done unless storing rcx into object rax must remember rax (old object,
+ * young pointer, not yet remembered). Clobbers rdx and r11. */
+void jit_compile_barrier_unneeded(Compiler *c, X64Label *done);
+
+/* -- vm/jit/inline.c ------------------------------------------------------------------- */
+
+/* At most this many sites of one method are inlined. */
+#define JIT_INLINE_SITES_MAX 16
+/* A plain send whose callee is inlined (chosen by jit_inline_plan). */
+typedef struct JitInlineSite {
+    size_t pc;            /* the SEND in the compiled method */
+    uint32_t class_index; /* the receiver class the body is guarded by */
+    Oop method;           /* the callee */
+} JitInlineSite;
+/* Chooses the sends to inline (after the scan marked the jump targets):
+ * answers the code bytes and the map bytes they add, at most. false: out
+ * of C memory. */
+bool jit_inline_plan(Compiler *c, size_t *code_bound, size_t *map_bound);
+/* The site at pc, or NULL. */
+const JitInlineSite *jit_inline_site_at(const Compiler *c, size_t pc);
+/* Emits the send at pc with its callee inlined (everything flushed); the
+ * answer is SIM_RAX after it. */
+void jit_inline_emit(Compiler *c, const JitInlineSite *s);
 
 /* -- vm/jit/simstack.c ---------------------------------------------------------------- */
 

@@ -132,9 +132,19 @@ static void describe_map(Listing *L, uint32_t start, uint32_t end, Line *d)
     while (L->has_next && L->next.mcpc <= end) {
         JitMapEntry e = L->next;
         char buf[NAME_BYTES];
-        const char *text = L->names->bytecode_text ? L->names->bytecode_text(L->m, e.bcpc, buf, sizeof buf, L->names->ctx)
-                                                   : NULL;
-        deco_put(d, "bc %" PRIu32 " %s", e.bcpc, map_kind_names[e.kind & JIT_MAP_KIND_MASK]);
+        int32_t scope = jit_method_inline_scope_at(L->m, e.mcpc);
+        const char *text = NULL;
+        if (scope >= 0) {
+            text = L->names->inlined_text
+                       ? L->names->inlined_text(L->m, (uint32_t)scope, e.bcpc, buf, sizeof buf, L->names->ctx)
+                       : NULL;
+            deco_put(d, "inlined (scope %" PRId32 ") bc %" PRIu32 " %s", scope, e.bcpc,
+                     map_kind_names[e.kind & JIT_MAP_KIND_MASK]);
+        } else {
+            text = L->names->bytecode_text ? L->names->bytecode_text(L->m, e.bcpc, buf, sizeof buf, L->names->ctx)
+                                           : NULL;
+            deco_put(d, "bc %" PRIu32 " %s", e.bcpc, map_kind_names[e.kind & JIT_MAP_KIND_MASK]);
+        }
         if (text) line_put(d, ": %s", text);
         if (e.mcpc != end && e.mcpc != start) line_put(d, " (at +%" PRIu32 ")", e.mcpc);
         L->has_next = jit_map_iter_next(&L->map, &L->next);

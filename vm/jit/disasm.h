@@ -73,6 +73,10 @@ typedef struct JitDisasmNames {
     const char *(*bytecode_text)(const JitMethod *m, uint32_t bcpc, char *buf, size_t len, void *ctx);
     /* Names an 8-byte immediate that may be an object pointer (nil, a literal, a selector), or NULL. */
     const char *(*immediate_name)(uint64_t value, char *buf, size_t len, void *ctx);
+    /* The same as bytecode_text for bytecode bcpc of inlined scope `scope`
+     * of m (vm/jit/jitmethod.h), naming the inlined method; NULL: such
+     * entries are shown as "inlined scope N". */
+    const char *(*inlined_text)(const JitMethod *m, uint32_t scope, uint32_t bcpc, char *buf, size_t len, void *ctx);
 } JitDisasmNames;
 
 /* Prints m to out: a header line (kind, address, size, code bytes, map

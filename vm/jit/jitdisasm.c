@@ -42,10 +42,8 @@ static const char *address_name(const void *addr, char *buf, size_t len, void *c
     return buf;
 }
 
-static const char *bytecode_text(const JitMethod *jm, uint32_t bcpc, char *buf, size_t len, void *ctx)
+static const char *method_bytecode_text(Oop m, uint32_t bcpc, char *buf, size_t len)
 {
-    (void)ctx;
-    Oop m = jm->method;
     if (bcpc >= vm_method_bytecode_length(m)) return NULL;
     const uint8_t *p = vm_method_bytecodes(m) + bcpc;
     int n = snprintf(buf, len, "%s", vm_bytecode_name[p[0]]);
@@ -59,6 +57,25 @@ static const char *bytecode_text(const JitMethod *jm, uint32_t bcpc, char *buf, 
     } else if (p[0] >= BC_SEND_ADD && p[0] <= BC_SEND_LAST_SPECIAL) {
         snprintf(buf + n, len - (size_t)n, " #%s", vm_special_selector[p[0] - BC_SEND_ADD]);
     }
+    return buf;
+}
+
+static const char *bytecode_text(const JitMethod *jm, uint32_t bcpc, char *buf, size_t len, void *ctx)
+{
+    (void)ctx;
+    return method_bytecode_text(jm->method, bcpc, buf, len);
+}
+
+/* "Class>>selector: the bytecode" of an inlined method's bytecode. */
+static const char *inlined_text(const JitMethod *jm, uint32_t scope, uint32_t bcpc, char *buf, size_t len, void *ctx)
+{
+    (void)ctx;
+    if (scope >= jit_method_inline_scope_count(jm)) return NULL;
+    Oop m = jit_method_inline_scopes(jm)[scope].method;
+    char name[300], text[300];
+    vm_method_name(m, name, sizeof name);
+    const char *t = method_bytecode_text(m, bcpc, text, sizeof text);
+    snprintf(buf, len, "%s, %s", name, t ? t : "?");
     return buf;
 }
 
@@ -85,7 +102,7 @@ static const char *immediate_name(uint64_t v, char *buf, size_t len, void *ctx)
     return NULL;
 }
 
-bool vm_jit_disassemble(const char *spec, FILE *out, char *err, size_t errlen)
+static bool disassemble(const char *spec, FILE *out, char *err, size_t errlen, bool after_run)
 {
     const char *sep = strstr(spec, ">>");
     char cls_name[256], sel_name[256];
@@ -113,7 +130,7 @@ bool vm_jit_disassemble(const char *spec, FILE *out, char *err, size_t errlen)
     /* The interpreter decides on entry which special selectors are still the VM's
      * primitives, and the JIT inlines only those: enter it once (nil isNil) so the
      * code printed is the code a run would get, inline paths included. */
-    vm_interpret(vm_nil, vm_symbol_from_cstr("isNil"), NULL, 0);
+    if (!after_run) vm_interpret(vm_nil, vm_symbol_from_cstr("isNil"), NULL, 0);
     char why[256];
     JitMethod *jm = vm_jit_compile_now(m, why, sizeof why);
     if (!jm) {
@@ -121,6 +138,16 @@ bool vm_jit_disassemble(const char *spec, FILE *out, char *err, size_t errlen)
         return false;
     }
     JitDisasmNames names = { .address_name = address_name, .bytecode_text = bytecode_text,
-                             .immediate_name = immediate_name };
+                             .immediate_name = immediate_name, .inlined_text = inlined_text };
     return jit_disasm_print(out, jm, &names, err, errlen);
+}
+
+bool vm_jit_disassemble(const char *spec, FILE *out, char *err, size_t errlen)
+{
+    return disassemble(spec, out, err, errlen, false);
+}
+
+bool vm_jit_disassemble_after(const char *spec, FILE *out, char *err, size_t errlen)
+{
+    return disassemble(spec, out, err, errlen, true);
 }

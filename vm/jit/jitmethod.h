@@ -26,6 +26,10 @@
  *   +-----------+-------------+-----------+-----+---------------+--------------+-----+
  *   0           48            map_offset        lits_offset                        size
  *
+ *   The inline tables (only with JIT_METHOD_F_INLINED), after the unwind
+ *   table, 8-aligned: u32 scope count, u32 range count, the JitInlineScopes,
+ *   the JitInlineRanges (sorted by start, disjoint).
+ *
  *   The unwind table (at lits_offset + 4 * lit_count): a u32 count n, then n
  *   pairs (u32 offset from the header, u32 PROF_UNWIND_* rule of
  *   proto/stackabi.h) by offset: how a profiler finds the caller of a pc
@@ -85,6 +89,25 @@ typedef enum JitMethodKind {
 #define JIT_METHOD_F_YOUNG_REFERRER (1u << 0)
 /* Has an activation on the stack pages: compaction keeps it (vm/jit/compact.c). */
 #define JIT_METHOD_F_ON_STACK (1u << 1)
+/* Has inlined methods: the inline tables follow the unwind table (below). */
+#define JIT_METHOD_F_INLINED (1u << 2)
+
+/* A method inlined into a compiled one (vm/jit/inline.c; vm/jit/DESIGN.md,
+ * "Inlining and deoptimization"). The compiled method itself is scope -1. */
+typedef struct JitInlineScope {
+    Oop method;         /* the inlined method; a GC root like JitMethod.method (methods move in a full GC) */
+    uint32_t call_bcpc; /* bcpc of the send in the parent scope */
+    int32_t parent;     /* index of the enclosing scope; -1: the compiled method itself */
+} JitInlineScope;
+/* Code that belongs to an inlined scope: map entries whose mcpc lies in
+ * [start, end) carry bcpcs of that scope's method. Every range begins with a
+ * map entry of its scope's bcpc, and the code right after it with one of the
+ * enclosing scope's, so "the last map entry <= pc" is always right. */
+typedef struct JitInlineRange {
+    uint32_t start, end; /* mcpc offsets, counted like map entries' */
+    uint32_t scope;      /* index into the scopes: the innermost scope this code belongs to */
+} JitInlineRange;
+_Static_assert(sizeof(JitInlineScope) == 16 && sizeof(JitInlineRange) == 12, "the tables' layout");
 
 typedef struct JitMethod {
     uint32_t size;
@@ -175,22 +198,40 @@ typedef struct JitMethodLayout {
     uint32_t lits_offset, lit_count;
     uint32_t size; /* what to ask jit_zone_alloc / jit_zone_shrink for */
     uint32_t unwind_count;
+    uint32_t scope_count, range_count; /* the inline tables (0: none) */
 } JitMethodLayout;
+
+/* Where the inline tables start, after an unwind table of unwind_count pairs. */
+static inline uint64_t jit_method_inline_at(uint64_t lits_offset, uint32_t lit_count, uint32_t unwind_count)
+{
+    uint64_t end = lits_offset + 4 * (uint64_t)lit_count + 4 + 8 * (uint64_t)unwind_count;
+    return (end + 7) & ~(uint64_t)7;
+}
 
 /* false (and an all-zero layout) when the piece would not fit the 32-bit
  * offsets. */
-static inline bool jit_method_layout_unwind(JitMethodLayout *l, size_t code_bytes, size_t map_bytes,
-                                            uint32_t map_count, uint32_t lit_count, uint32_t unwind_count)
+static inline bool jit_method_layout_inline(JitMethodLayout *l, size_t code_bytes, size_t map_bytes,
+                                            uint32_t map_count, uint32_t lit_count, uint32_t unwind_count,
+                                            uint32_t scope_count, uint32_t range_count)
 {
     uint64_t map_offset = (uint64_t)JIT_METHOD_CODE + code_bytes;
     uint64_t lits = (map_offset + map_bytes + JIT_METHOD_LIT_ALIGN - 1) & ~(uint64_t)(JIT_METHOD_LIT_ALIGN - 1);
-    uint64_t size = jit_method_round(lits + (uint64_t)lit_count * sizeof(uint32_t) + sizeof(uint32_t) +
-                                     (uint64_t)unwind_count * 2 * sizeof(uint32_t));
+    uint64_t end = lits + (uint64_t)lit_count * sizeof(uint32_t) + sizeof(uint32_t) +
+                   (uint64_t)unwind_count * 2 * sizeof(uint32_t);
+    if (scope_count)
+        end = jit_method_inline_at(lits, lit_count, unwind_count) + 8 + (uint64_t)scope_count * sizeof(JitInlineScope) +
+              (uint64_t)range_count * sizeof(JitInlineRange);
+    uint64_t size = jit_method_round(end);
     bool fits = code_bytes <= UINT32_MAX && map_bytes <= UINT32_MAX && size <= UINT32_MAX;
     *l = fits ? (JitMethodLayout){ (uint32_t)map_offset, map_count, (uint32_t)lits, lit_count, (uint32_t)size,
-                                   unwind_count }
+                                   unwind_count, scope_count, range_count }
               : (JitMethodLayout){ 0 };
     return fits;
+}
+static inline bool jit_method_layout_unwind(JitMethodLayout *l, size_t code_bytes, size_t map_bytes,
+                                            uint32_t map_count, uint32_t lit_count, uint32_t unwind_count)
+{
+    return jit_method_layout_inline(l, code_bytes, map_bytes, map_count, lit_count, unwind_count, 0, 0);
 }
 static inline bool jit_method_layout(JitMethodLayout *l, size_t code_bytes, size_t map_bytes, uint32_t map_count,
                                      uint32_t lit_count)
@@ -209,6 +250,13 @@ static inline void jit_method_apply_layout(JitMethod *m, const JitMethodLayout *
     m->lit_count = l->lit_count;
     uint32_t n = l->unwind_count;
     memcpy(jit_method_at(m, l->lits_offset + 4 * l->lit_count), &n, sizeof n);
+    m->flags &= (uint16_t)~JIT_METHOD_F_INLINED;
+    if (l->scope_count) {
+        m->flags |= JIT_METHOD_F_INLINED;
+        uint8_t *t = jit_method_at(m, (uint32_t)jit_method_inline_at(l->lits_offset, l->lit_count, n));
+        memcpy(t, &l->scope_count, 4);
+        memcpy(t + 4, &l->range_count, 4);
+    }
 }
 
 /* -- The unwind table ----------------------------------------------------------- */
@@ -223,6 +271,47 @@ static inline uint32_t jit_method_unwind_count(const JitMethod *m)
 static inline uint32_t *jit_method_unwind(const JitMethod *m)
 {
     return (uint32_t *)jit_method_at(m, m->lits_offset + 4 * m->lit_count + 4);
+}
+
+/* -- The inline tables (vm/jit/inline.c) --------------------------------------------- */
+
+static inline uint8_t *jit_method_inline_tables(const JitMethod *m)
+{
+    return jit_method_at(m, (uint32_t)jit_method_inline_at(m->lits_offset, m->lit_count, jit_method_unwind_count(m)));
+}
+static inline uint32_t jit_method_inline_scope_count(const JitMethod *m)
+{
+    if (!(m->flags & JIT_METHOD_F_INLINED)) return 0;
+    uint32_t n;
+    memcpy(&n, jit_method_inline_tables(m), sizeof n);
+    return n;
+}
+/* 8-aligned by the layout. */
+static inline JitInlineScope *jit_method_inline_scopes(const JitMethod *m)
+{
+    return (JitInlineScope *)(jit_method_inline_tables(m) + 8);
+}
+static inline uint32_t jit_method_inline_range_count(const JitMethod *m)
+{
+    if (!(m->flags & JIT_METHOD_F_INLINED)) return 0;
+    uint32_t n;
+    memcpy(&n, jit_method_inline_tables(m) + 4, sizeof n);
+    return n;
+}
+/* Sorted by start, disjoint. */
+static inline JitInlineRange *jit_method_inline_ranges(const JitMethod *m)
+{
+    return (JitInlineRange *)(jit_method_inline_tables(m) + 8 + jit_method_inline_scope_count(m) * sizeof(JitInlineScope));
+}
+/* The innermost inlined scope the code at mcpc belongs to, or -1 (the
+ * compiled method's own code). */
+static inline int32_t jit_method_inline_scope_at(const JitMethod *m, uint32_t mcpc)
+{
+    uint32_t n = jit_method_inline_range_count(m);
+    const JitInlineRange *r = jit_method_inline_ranges(m);
+    for (uint32_t i = 0; i < n && r[i].start <= mcpc; i++)
+        if (mcpc < r[i].end) return (int32_t)r[i].scope;
+    return -1;
 }
 
 /* -- The map ------------------------------------------------------------------ */
@@ -269,6 +358,8 @@ typedef void (*JitOopVisitFn)(Oop *slot, void *ctx);
 static inline void jit_method_visit_oops(JitMethod *m, JitOopVisitFn visit, void *ctx)
 {
     visit(&m->method, ctx);
+    JitInlineScope *scopes = jit_method_inline_scopes(m);
+    for (uint32_t i = 0, n = jit_method_inline_scope_count(m); i < n; i++) visit(&scopes[i].method, ctx);
     for (uint32_t i = 0; i < m->lit_count; i++) {
         Oop old = jit_method_lit_get(m, i), v = old;
         visit(&v, ctx);

@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 bool vm_jit_verify;
+int vm_jit_deopt_every;
 VmJitStats vm_jit_stats;
 JitZone vm_jit_code_zone;
 JitCompileRuntime vm_jit_compile_runtime;
@@ -43,6 +44,7 @@ const char *vm_jit_trampoline_name(const void *addr)
         { vm_jit_compile_runtime.interpret, "ceInterpretHere" },
         { vm_jit_compile_runtime.super_send, "ceSuperSend" },
         { vm_jit_compile_runtime.block_value_miss, "ceBlockValueMiss" },
+        { vm_jit_compile_runtime.deopt, "ceDeopt" },
         { vm_jit_pic_runtime.closed_miss, "ceClosedPICMiss" },
         { vm_jit_pic_runtime.open_miss, "ceOpenPICMiss" },
         { vm_jit_prim_return, "cePrimitiveAnswer" },

@@ -29,9 +29,13 @@ typedef struct VmJitStats {
     uint64_t unlinked_by_compaction;      /* sites whose callee was freed */
     uint64_t young_referrers_added;       /* methods that cached a young global */
     uint64_t osr_entries;                 /* interpreter frames continued in machine code */
+    uint64_t inlined;                     /* sends compiled with their callee inlined */
+    uint64_t deopts;                      /* inlined bodies that went back to the interpreter */
+    uint64_t inline_disabled;             /* inlined bodies turned off for deoptimizing again and again */
 } VmJitStats;
 extern VmJitStats vm_jit_stats;
 extern bool vm_jit_verify; /* --jit-verify */
+extern int vm_jit_deopt_every; /* --deopt-every; 0: off */
 
 /* Set by vm_jit_init only; the rest read them through the two calls below. */
 extern JitZone vm_jit_code_zone;

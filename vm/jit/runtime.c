@@ -48,6 +48,17 @@ static bool site_accessor(const uint8_t *site, uint32_t *class_index, bool *sett
     return true;
 }
 
+/* The interpreter's send-site cache as inlining's feedback (vm/jit/compile.h,
+ * site_method): a method the site ran for one class, with no miss since. */
+static bool site_method(const uint8_t *site, uint32_t *class_index, Oop *method)
+{
+    const VmSendCacheEntry *e = vm_sendcache_entry(site);
+    if (e->site != site || e->kind != SENDCACHE_METHOD || e->misses != 0) return false;
+    *class_index = e->class_index;
+    *method = e->method;
+    return true;
+}
+
 /* A primitive's answer on its way back to machine code: the dispatch
  * trampoline jumps to vm_jit_prim_return (vm/jit/jitstate.h), which loads it
  * and returns to the caller (whose return address is on top of the stack). */
@@ -352,6 +363,62 @@ static uint64_t rt_interpret(uint64_t bcpc)
     return exit_to_interpreter(VM_JIT_PENDING_BYTECODE, 0, (int)bcpc);
 }
 
+/* An inlined body's deopt point (vm/jit/inline.c): the return address on
+ * top of the stack is in its stub, `words` words (the callee's temps, then
+ * its operand stack, top first) lie above the receiver and arguments. They
+ * go aside, the word under the arguments gets the continuation (the
+ * generic send's return address), and the interpreter activates the callee
+ * there and continues it at bcpc. */
+/* Deopts per inlined body, by the address of its range (stale after a
+ * compaction moves it: then another body may be counted with it, which
+ * only turns that one off sooner). A body that keeps deoptimizing costs an
+ * exit to the interpreter each time, far more than the send: past
+ * JIT_INLINE_DEOPT_LIMIT it is turned off (jit_inline_disable). */
+#define JIT_INLINE_DEOPT_LIMIT 16
+#define DEOPT_COUNTS 256
+static struct {
+    const uint8_t *range;
+    uint32_t count;
+} deopt_counts[DEOPT_COUNTS];
+
+static void count_deopt(JitMethod *jm, uint32_t mcpc)
+{
+    uint32_t n = jit_method_inline_range_count(jm);
+    const JitInlineRange *r = jit_method_inline_ranges(jm);
+    uint32_t i = 0;
+    while (i < n && !(r[i].start <= mcpc && mcpc < r[i].end)) i++;
+    VM_ASSERT(i < n);
+    const uint8_t *key = jit_method_at(jm, r[i].start);
+    size_t h = ((uintptr_t)key >> 4) % DEOPT_COUNTS;
+    if (deopt_counts[h].range != key) deopt_counts[h].range = key, deopt_counts[h].count = 0;
+    if (++deopt_counts[h].count < JIT_INLINE_DEOPT_LIMIT) return;
+    if (!jit_inline_disable(jm, i)) vm_panic("inlined body at %p did not take its jump", (void *)key);
+    deopt_counts[h].count = 0;
+    vm_jit_stats.inline_disabled++;
+}
+
+static uint64_t rt_deopt(uint64_t bcpc, uint64_t words, uint8_t *cont)
+{
+    Oop *sp = jit_cstate.st_sp; /* [0] into the stub, [1] the top of the operand stack, [words] temp 0 */
+    JitMethod *jm = jit_zone_find(&vm_jit_code_zone, (void *)sp[0]);
+    int32_t scope = jm ? jit_method_inline_scope_at(jm, jit_method_offset(jm, (void *)sp[0])) : -1;
+    if (scope < 0) vm_panic("a deopt from outside an inlined body (%p)", (void *)sp[0]);
+    Oop m = jit_method_inline_scopes(jm)[scope].method;
+    VM_ASSERT(words <= VM_JIT_DEOPT_MAX_WORDS && jit_method_contains(jm, cont));
+    if (vm_jit_verify) jit_verify_deopt(m, (size_t)bcpc, (int)words);
+    for (uint64_t i = 0; i < words; i++) vm_jit_deopt_values[i] = sp[words - i];
+    vm_jit_deopt_count = (int)words;
+    vm_jit_deopt_bcpc = (size_t)bcpc;
+    sp[words] = (Oop)cont;
+    jit_cstate.st_sp = sp + words;
+    if (vm_jit_compile_runtime.deopt_countdown && *vm_jit_compile_runtime.deopt_countdown <= 0)
+        *vm_jit_compile_runtime.deopt_countdown = vm_jit_deopt_every; /* the stress mode's: not counted */
+    else
+        count_deopt(jm, jit_method_offset(jm, (void *)sp[0]));
+    vm_jit_stats.deopts++;
+    return exit_to_interpreter(VM_JIT_PENDING_DEOPT, m, vm_method_nargs(m));
+}
+
 static uint64_t rt_super_send(uint64_t tag64)
 {
     uint32_t tag = (uint32_t)tag64;
@@ -430,6 +497,7 @@ intptr_t vm_jit_compile(Oop method, Oop *ra)
         return -1;
     }
     vm_jit_stats.compiled++;
+    vm_jit_stats.inlined += jit_method_inline_scope_count(jm);
     vm_jit_publish_load(jm);
     vm_counter_set(method, vm_counter_of_code(jm)); /* the caller stores it too */
     if (vm_jit_verify) jit_verify_method(&vm_jit_code_zone, vm_jit_compile_runtime.send, jm, "after compiling");
@@ -466,7 +534,7 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     static const VmJitHooks hooks = { .compile = vm_jit_compile, .osr_entry = vm_jit_osr_entry, .resume_bcpc = resume_bcpc };
     JitZoneConfig cfg = {
         .zone_bytes = code_bytes,
-        .trampoline_bytes = 4096, /* enilopmarts + a dozen trampolines need < 2 KiB */
+        .trampoline_bytes = 8192, /* enilopmarts and the trampolines: each piece takes its bound until it is shrunk */
         .near = (const void *)vm_jit_init,
     };
     if (!jit_zone_init(&vm_jit_code_zone, &cfg, err, errlen)) return false;
@@ -488,19 +556,21 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     vm_jit_compile_runtime.interpret = jit_enter_runtime_trampoline(&vm_jit_code_zone, (const void *)rt_interpret, 1);
     vm_jit_compile_runtime.super_send = jit_enter_dispatch_trampoline(&vm_jit_code_zone, (const void *)rt_super_send, 1);
     vm_jit_compile_runtime.block_value_miss = jit_enter_dispatch_trampoline(&vm_jit_code_zone, (const void *)rt_block_value_miss, 2);
+    vm_jit_compile_runtime.deopt = jit_enter_runtime_trampoline(&vm_jit_code_zone, (const void *)rt_deopt, 3);
     vm_jit_pic_runtime.closed_miss = jit_enter_dispatch_trampoline(&vm_jit_code_zone, (const void *)rt_closed_pic_miss, 2);
     vm_jit_pic_runtime.open_miss = jit_enter_dispatch_trampoline(&vm_jit_code_zone, (const void *)rt_open_pic_miss, 2);
     vm_jit_pic_runtime.lookup_cache = vm_lookup_cache;
     if (!vm_jit_prim_return || !vm_jit_compile_runtime.send || !vm_jit_compile_runtime.method_abort || !vm_jit_compile_runtime.entry_slow || !vm_jit_compile_runtime.primitive ||
         !vm_jit_compile_runtime.safepoint || !vm_jit_compile_runtime.barrier || !vm_jit_compile_runtime.global || !vm_jit_pic_runtime.closed_miss ||
         !vm_jit_compile_runtime.push_block || !vm_jit_compile_runtime.outer_get || !vm_jit_compile_runtime.outer_set || !vm_jit_compile_runtime.widow || !vm_jit_compile_runtime.interpret ||
-        !vm_jit_compile_runtime.super_send || !vm_jit_compile_runtime.block_value_miss ||
+        !vm_jit_compile_runtime.super_send || !vm_jit_compile_runtime.block_value_miss || !vm_jit_compile_runtime.deopt ||
         !vm_jit_pic_runtime.open_miss) {
         snprintf(err, errlen, "the code zone's trampoline area is too small");
         return false;
     }
     vm_jit_compile_runtime.site_accessor = site_accessor;
     vm_jit_compile_runtime.site_saw_double = vm_double_site_seen;
+    vm_jit_compile_runtime.site_method = site_method;
     vm_jit_compile_runtime.globals_epoch = &vm_globals_epoch;
     vm_jit_compile_runtime.double_prims = &vm_double_special_prims;
     vm_jit_compile_runtime.double_divide_inline = &vm_double_divide_is_prim;
@@ -534,13 +604,28 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     return true;
 }
 
+void vm_jit_set_inlining(int budget, int deopt_every)
+{
+    static int64_t countdown;
+    vm_jit_compile_runtime.inline_budget = budget;
+    vm_jit_deopt_every = deopt_every;
+    countdown = deopt_every;
+    vm_jit_compile_runtime.deopt_countdown = deopt_every > 0 ? &countdown : NULL;
+}
+
 uint8_t *vm_jit_osr_entry(Oop *fp, size_t jump_bcpc)
 {
     JitMethod *jm = vm_jit_method_of(fp[FRAME_METHOD]);
     Oop *caller = (Oop *)fp[FRAME_SAVED_FP];
     if (!jm || !jit_method_is_compiled(jm) || !caller) return NULL;
+    /* the back jump's safepoint: an inlined body's entries carry its callee's bcpcs */
     JitMapEntry e;
-    if (!jit_map_mcpc_for(jit_method_map(jm), (uint32_t)jump_bcpc, &e) || e.kind != JIT_MAP_BACKJUMP) return NULL;
+    JitMapIter it;
+    bool found = false;
+    jit_map_iter_init(&it, jit_method_map(jm));
+    while (!found && jit_map_iter_next(&it, &e))
+        found = e.bcpc == jump_bcpc && e.kind == JIT_MAP_BACKJUMP && jit_method_inline_scope_at(jm, e.mcpc) < 0;
+    if (!found) return NULL;
     intptr_t fl = frame_flags(fp);
     int n = frame_nargs(fp);
     Oop saved = fp[FRAME_SAVED_IP];
@@ -583,6 +668,7 @@ void vm_jit_visit_roots(GcVisitFn visit, void *ctx)
 {
     if (!vm_jit_enabled) return;
     if (vm_jit_pending_oop) visit(&vm_jit_pending_oop, ctx);
+    for (int i = 0; i < vm_jit_deopt_count; i++) visit(&vm_jit_deopt_values[i], ctx);
     /* methods' heap methods and PICs' selectors; in a full GC every
      * literal in machine code, in a scavenge those of the young referrers
      * (no other code holds a young object) */

@@ -28,12 +28,24 @@
 /* Makes the code zone and its trampolines and sets vm/interp/jitinterface.h's
  * state and hooks. */
 bool vm_jit_init(size_t code_bytes, char *err, size_t errlen);
+/* Inlining (vm/jit/inline.c): callees of at most budget bytecode bytes (0:
+ * none); deopt_every > 0: every deopt_every-th bytecode an inlined body
+ * starts deoptimizes there instead (a stress mode). */
+void vm_jit_set_inlining(int budget, int deopt_every);
+#define VM_JIT_INLINE_BUDGET_DEFAULT 48
+/* Off until the profiler sees through inlining (issue 26: samples in an
+ * inlined body are the callee's; vmprofd's known splits of two methods
+ * inlined into one caller fail otherwise): --inline turns it on. */
+#define VM_JIT_INLINE_BY_DEFAULT 0
 /* m's compiled code (a primitive method's stub), compiling it now. NULL
  * with the reason in why when the JIT declines it. */
 JitMethod *vm_jit_compile_now(Oop m, char *why, size_t whylen);
 /* --disassemble (vm/jit/jitdisasm.c): spec is 'Class>>selector' or
  * 'Class class>>selector'. */
 bool vm_jit_disassemble(const char *spec, FILE *out, char *err, size_t errlen);
+/* --disassemble-after: the same at the end of a run, printing the code the
+ * run compiled (compiled now if it was not). */
+bool vm_jit_disassemble_after(const char *spec, FILE *out, char *err, size_t errlen);
 
 /* --code-zone-stats (vm/jit/zonestats.c): reference 002's Tables 1 and 2. */
 void vm_jit_print_zone_stats(FILE *out);

@@ -9,6 +9,7 @@
 #include "vm/jit/sendsite.h"
 #include "vm/model/counter.h"
 #include "vm/model/method.h"
+#include "vm/bytecode/bytecodes.h"
 #include "vm/model/vm.h"
 
 static const char *const state_names[] = { "unlinked", "monomorphic", "polymorphic", "megamorphic", "bad" };
@@ -66,12 +67,25 @@ void jit_verify_method(JitZone *zone, const void *send, const JitMethod *m, cons
     /* the heap method's counter slot holds -(JitMethod address) once compiled */
     if (vm_counter(m->method) != vm_counter_of_code(m))
         vm_panic("--jit-verify %s: method %p's heap method does not point back to it", when, (void *)m);
-    size_t len = vm_method_bytecode_length(m->method);
+    size_t own_len = vm_method_bytecode_length(m->method);
+    /* the inline ranges: sorted, disjoint, inside the code, each beginning
+     * with a map entry */
+    const JitInlineRange *r = jit_method_inline_ranges(m);
+    uint32_t nr = jit_method_inline_range_count(m), ns = jit_method_inline_scope_count(m);
+    for (uint32_t i = 0; i < nr; i++) {
+        JitMapEntry first;
+        if (r[i].start >= r[i].end || r[i].end > m->map_offset || r[i].scope >= ns ||
+            (i && r[i].start < r[i - 1].end) || !jit_map_bcpc_at(jit_method_map(m), r[i].start, &first) ||
+            first.mcpc != r[i].start)
+            vm_panic("--jit-verify %s: inline range %u of %p is malformed", when, i, (void *)m);
+    }
     JitMapIter it;
     JitMapEntry e;
     uint32_t last = 0;
     jit_map_iter_init(&it, jit_method_map(m));
     while (jit_map_iter_next(&it, &e)) {
+        int32_t scope = jit_method_inline_scope_at(m, e.mcpc);
+        size_t len = scope < 0 ? own_len : vm_method_bytecode_length(jit_method_inline_scopes(m)[scope].method);
         if (e.mcpc < last || e.mcpc <= JIT_METHOD_CODE || e.mcpc > m->map_offset || (e.bcpc >= len && e.bcpc != 0))
             vm_panic("--jit-verify %s: map entry (mcpc %u, bcpc %u) of %p out of order or range", when, e.mcpc,
                      e.bcpc, (void *)m);
@@ -89,4 +103,40 @@ void jit_verify_zone(JitZone *zone, const void *send, const char *when)
         if (jit_method_is_compiled(m)) jit_verify_method(zone, send, m, when);
         else if (m->kind == JIT_KIND_CLOSED_PIC) verify_pic_cases(zone, m, when);
     }
+}
+
+/* The operand stack depth before bytecode `at` of m, from the bytecodes'
+ * stack effects along every path (the compiler's jumps agree on depths). */
+static int stack_depth_at(Oop m, size_t at)
+{
+    const uint8_t *code = vm_method_bytecodes(m);
+    size_t len = vm_method_bytecode_length(m);
+    int depth[256];
+    if (len >= sizeof depth / sizeof depth[0]) return -1;
+    for (size_t i = 0; i <= len; i++) depth[i] = -1;
+    depth[0] = 0;
+    for (size_t pc = 0; pc < len; pc += vm_bytecode_length[code[pc]]) {
+        uint8_t op = code[pc];
+        if (depth[pc] < 0) continue;
+        int eff = vm_bytecode_effect[op];
+        if (eff == BC_VARIABLE) eff = -(int)(op == BC_SEND || op == BC_SUPER_SEND ? code[pc + 2] : code[pc + 3]);
+        int d = depth[pc] + eff;
+        long t = -1;
+        if (op == BC_JUMP || (op >= BC_JUMP_IF_TRUE && op <= BC_JUMP_IF_NOT_NIL))
+            t = (long)(pc + 3 + (code[pc + 1] | code[pc + 2] << 8));
+        if (t >= 0 && (size_t)t <= len && depth[t] < 0) depth[t] = d;
+        size_t next = pc + vm_bytecode_length[op];
+        if (op != BC_JUMP && op != BC_JUMP_BACK && op != BC_RETURN_TOP && op != BC_RETURN_SELF && next <= len &&
+            depth[next] < 0)
+            depth[next] = d;
+    }
+    return at <= len ? depth[at] : -1;
+}
+
+void jit_verify_deopt(Oop m, size_t bcpc, int words)
+{
+    int d = stack_depth_at(m, bcpc);
+    if (d < 0 || words != vm_method_ntemps(m) + d)
+        vm_panic("--jit-verify at a deopt: %d words at bcpc %zu, the bytecodes give %d temps and a stack of %d", words,
+                 bcpc, vm_method_ntemps(m), d);
 }

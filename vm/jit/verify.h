@@ -35,5 +35,9 @@ void jit_verify_site(JitZone *zone, const void *send, const uint8_t *ra, const c
  * its send sites, and that its heap method points back to it. */
 void jit_verify_method(JitZone *zone, const void *send, const JitMethod *m, const char *when);
 void jit_verify_zone(JitZone *zone, const void *send, const char *when);
+/* At a deopt of an inlined body of method m at bcpc: that the words it
+ * materialises above the arguments (temps and operand stack) are what the
+ * bytecodes' own stack effects give at bcpc; panics otherwise. */
+void jit_verify_deopt(Oop m, size_t bcpc, int words);
 
 #endif

@@ -33,8 +33,12 @@ typedef struct VmOptions {
     int jit_threshold;     /* invocations before a method is compiled */
     size_t code_bytes;     /* machine-code zone */
     bool jit_verify;       /* --jit-verify: check send sites and maps after every change */
+    int inline_budget;     /* --inline-budget N; -1: --inline; 0: the default (vm/jit/runtime.h) */
+    bool no_inline;        /* --no-inline */
+    int deopt_every;       /* --deopt-every N: the stress mode; 0: off */
     bool code_zone_stats;  /* --code-zone-stats: the zone analysis on stderr at exit */
     const char *disassemble; /* --disassemble 'Class>>selector': print and exit */
+    const char *disassemble_after; /* --disassemble-after 'Class>>selector': print its code as the run left it */
     bool print_stats; /* --print-stats: counters on stderr at exit */
     bool no_export;   /* --no-export: no /dev/shm/stvm-<pid> segment */
     size_t export_log_bytes;    /* --export-log-size: the export's code event ring; 0 = default */

@@ -22,6 +22,7 @@
 #include "vm/jit/map.h"
 #include "vm/jit/relocate.h"
 #include "vm/jit/sendsite.h"
+#include "vm/jit/verify.h"
 #include "vm/model/counter.h"
 #include "vm/model/frame.h"
 #include "vm/model/method.h"
@@ -105,6 +106,41 @@ static Oop rt_barrier(Oop obj)
     return 0;
 }
 
+/* Inlining's feedback (vm/jit/inline.c): the one site the test names. */
+static struct {
+    const uint8_t *site;
+    uint32_t class_index;
+    Oop method;
+    int deopts;
+    uint64_t bcpc, words;
+    Oop values[8]; /* what lay above the arguments, top first */
+    Oop answer;    /* what the fake interpreter answers */
+} inl;
+
+static bool fake_site_method(const uint8_t *site, uint32_t *class_index, Oop *method)
+{
+    if (!inl.site || site != inl.site) return false;
+    *class_index = inl.class_index;
+    *method = inl.method;
+    return true;
+}
+
+/* The deopt: records the frame the interpreter would build and, instead of
+ * running the callee, answers inl.answer through the continuation as the
+ * interpreter's return into machine code would (the trampoline returns to
+ * st_sp[0] with rax). */
+static uint64_t fake_deopt(uint64_t bcpc, uint64_t words, uint8_t *cont)
+{
+    Oop *sp = jit_cstate.st_sp;
+    inl.deopts++;
+    inl.bcpc = bcpc;
+    inl.words = words;
+    for (uint64_t i = 0; i < words && i < 8; i++) inl.values[i] = sp[1 + i];
+    sp[words] = (Oop)cont;
+    jit_cstate.st_sp = sp + words;
+    return inl.answer;
+}
+
 static void visit_no_roots(GcVisitFn visit, void *ctx, void *client)
 {
     (void)visit, (void)ctx, (void)client;
@@ -138,6 +174,9 @@ static int setup(void **state)
         .old_start = &gc_old_start,
         .nil = nil, .true_obj = tru, .false_obj = fals,
         .int_prims = &int_prims,
+        .site_method = fake_site_method,
+        .deopt = jit_enter_runtime_trampoline(&zone, (const void *)fake_deopt, 3),
+        .inline_budget = 48,
     };
     int_prims = ~(uint64_t)0;
     assert_non_null(rt.send);
@@ -168,6 +207,8 @@ static int reset(void **state)
     int_prims = ~(uint64_t)0;
     rt.double_prims = NULL;
     rt.double_divide_inline = rt.double_sqrt_inline = NULL;
+    memset(&inl, 0, sizeof inl);
+    rt.deopt_countdown = NULL;
     return 0;
 }
 
@@ -794,6 +835,243 @@ static void double_chains_fit_their_bound(void **state)
     compile_ok(make_method_full(1, 0, lits, 2, code, n, false, 0));
 }
 
+/* m with a max stack of 4 instead of make_method_full's 16: an inlined
+ * body's temps and stack must fit the page's headroom. */
+static Oop small_stack(Oop m)
+{
+    obj_slots(m)[METHOD_HEADER] = oop_from_int(vm_method_make_header(vm_method_pointer_slots(m), vm_method_nargs(m),
+                                                                     vm_method_ntemps(m), 4, false));
+    return m;
+}
+
+/* The map rules of vm/jit/jitmethod.h's inline ranges: each begins with an
+ * entry of its scope's method, the code after it with one of the caller's;
+ * --jit-verify's checks accept the method. */
+static void check_inline_tables(JitMethod *jm, Oop caller)
+{
+    uint32_t nr = jit_method_inline_range_count(jm);
+    const JitInlineRange *r = jit_method_inline_ranges(jm);
+    const JitInlineScope *sc = jit_method_inline_scopes(jm);
+    for (uint32_t i = 0; i < nr; i++) {
+        JitMapEntry e;
+        assert_true(jit_map_bcpc_at(jit_method_map(jm), r[i].start, &e));
+        assert_int_equal(e.mcpc, r[i].start);
+        assert_true(e.bcpc < vm_method_bytecode_length(sc[r[i].scope].method));
+        assert_true(jit_map_bcpc_at(jit_method_map(jm), r[i].end, &e));
+        assert_int_equal(e.mcpc, r[i].end);
+        assert_int_equal(e.bcpc, sc[r[i].scope].call_bcpc);
+        assert_int_equal(sc[r[i].scope].parent, -1);
+        assert_int_equal(jit_method_inline_scope_at(jm, r[i].start), (int32_t)r[i].scope);
+        assert_int_equal(jit_method_inline_scope_at(jm, r[i].end), -1);
+        if (i) assert_true(r[i - 1].end <= r[i].start);
+    }
+    vm_counter_set(caller, vm_counter_of_code(jm));
+    jit_verify_method(&zone, rt.send, jm, "in a test");
+}
+
+/* A send whose site saw one class run a small method (the feedback) gets
+ * that method's body behind a class test: no send for that class, the
+ * generic send for another; the scope and range tables describe it. */
+static void monomorphic_send_is_inlined(void **state)
+{
+    (void)state;
+    seen.hook = answer_99;
+    Oop sel = gc_alloc_old(CLASS_INDEX_ARRAY, FMT_POINTERS, 1);
+    /* callee  plus: x  | t |  t := x + 1. ^t + t */
+    Oop callee = small_stack(METHOD0(1, 1, BC_PUSH_ARG, 2, BC_PUSH_1, BC_SEND_ADD, BC_POP_TEMP, 0, BC_PUSH_TEMP, 0,
+                                     BC_PUSH_TEMP, 0, BC_SEND_ADD, BC_RETURN_TOP));
+    /* caller  a: x  ^(self plus: x) + 1 */
+    Oop lits[] = { sel };
+    Oop caller = METHOD(1, 0, lits, BC_PUSH_SELF, BC_PUSH_ARG, 2, /* 3 */ BC_SEND, 0, 1, BC_PUSH_1, BC_SEND_ADD,
+                        BC_RETURN_TOP);
+    Oop rcvr = gc_alloc_old(CLASS_INDEX_ARRAY, FMT_POINTERS, 1);
+    inl.site = vm_method_bytecodes(caller) + 3;
+    inl.class_index = CLASS_INDEX_ARRAY;
+    inl.method = callee;
+    JitMethod *jm = compile_ok(caller);
+    assert_int_equal(jit_method_inline_scope_count(jm), 1);
+    assert_int_equal(jit_method_inline_range_count(jm), 1);
+    assert_int_equal(jit_method_inline_scopes(jm)[0].method, callee);
+    assert_int_equal(jit_method_inline_scopes(jm)[0].call_bcpc, 3);
+    check_inline_tables(jm, caller);
+    assert_int_equal(run(jm, rcvr, 1, I(20)), I(43));
+    assert_int_equal(seen.sends, 0);
+    assert_int_equal(inl.deopts, 0);
+    /* another class, an immediate: the send */
+    assert_int_equal(run(jm, I(5), 1, I(20)), I(100));
+    assert_int_equal(run(jm, nil, 1, I(20)), I(100));
+    assert_int_equal(seen.sends, 2);
+    assert_int_equal(seen.last_rcvr, nil);
+
+    /* a SmallInteger receiver class: the tag test */
+    Oop self_callee = METHOD0(0, 0, BC_PUSH_SELF, BC_PUSH_SELF, BC_SEND_MUL, BC_RETURN_TOP);
+    Oop c2 = METHOD(1, 0, lits, BC_PUSH_ARG, 2, /* 2 */ BC_SEND, 0, 0, BC_RETURN_TOP);
+    inl.site = vm_method_bytecodes(c2) + 2;
+    inl.class_index = CLASS_INDEX_SMALLINT;
+    inl.method = self_callee;
+    JitMethod *j2 = compile_ok(c2);
+    assert_int_equal(jit_method_inline_scope_count(j2), 1);
+    check_inline_tables(j2, c2);
+    assert_int_equal(run(j2, nil, 1, I(-12)), I(144));
+    assert_int_equal(seen.sends, 2);
+    assert_int_equal(run(j2, nil, 1, rcvr), I(99));
+    assert_int_equal(seen.sends, 3);
+}
+
+/* A body turned off (jit_inline_disable: it deoptimized again and again)
+ * sends for the guard's class too; turning it off twice is harmless. */
+static void inlined_body_turned_off_sends(void **state)
+{
+    (void)state;
+    seen.hook = answer_99;
+    Oop sel = gc_alloc_old(CLASS_INDEX_ARRAY, FMT_POINTERS, 1);
+    Oop lits[] = { sel };
+    Oop caller = METHOD(0, 0, lits, BC_PUSH_SELF, /* 1 */ BC_SEND, 0, 0, BC_RETURN_TOP);
+    Oop rcvr = gc_alloc_old(CLASS_INDEX_ARRAY, FMT_POINTERS, 1);
+    inl.site = vm_method_bytecodes(caller) + 1;
+    inl.class_index = CLASS_INDEX_ARRAY;
+    inl.method = METHOD0(0, 0, BC_PUSH_1, BC_RETURN_TOP);
+    JitMethod *jm = compile_ok(caller);
+    assert_int_equal(run(jm, rcvr, 0), I(1));
+    assert_int_equal(seen.sends, 0);
+    assert_true(jit_inline_disable(jm, 0));
+    assert_int_equal(run(jm, rcvr, 0), I(99));
+    assert_int_equal(seen.sends, 1);
+    assert_true(jit_inline_disable(jm, 0));
+    check_inline_tables(jm, caller);
+    assert_int_equal(run(jm, rcvr, 0), I(99));
+    assert_int_equal(seen.sends, 2);
+}
+
+/* No feedback, feedback of a callee that sends, one with a heap literal, or
+ * with the wrong argument count: no inlining. */
+static void other_sends_are_not_inlined(void **state)
+{
+    (void)state;
+    seen.hook = answer_99;
+    Oop sel = gc_alloc_old(CLASS_INDEX_ARRAY, FMT_POINTERS, 1);
+    Oop lits[] = { sel };
+    Oop caller = METHOD(0, 0, lits, BC_PUSH_SELF, /* 1 */ BC_SEND, 0, 0, BC_RETURN_TOP);
+    Oop rcvr = gc_alloc_old(CLASS_INDEX_ARRAY, FMT_POINTERS, 1);
+    assert_int_equal(jit_method_inline_scope_count(compile_ok(caller)), 0); /* no feedback (a polymorphic site) */
+    inl.site = vm_method_bytecodes(caller) + 1;
+    inl.class_index = CLASS_INDEX_ARRAY;
+    inl.method = METHOD(0, 0, lits, BC_PUSH_SELF, BC_SEND, 0, 0, BC_RETURN_TOP);
+    assert_int_equal(jit_method_inline_scope_count(compile_ok(caller)), 0); /* a send in the callee */
+    inl.method = METHOD(0, 0, lits, BC_PUSH_LITERAL, 0, BC_RETURN_TOP);
+    assert_int_equal(jit_method_inline_scope_count(compile_ok(caller)), 0); /* a heap literal */
+    inl.method = METHOD0(1, 0, BC_PUSH_ARG, 2, BC_RETURN_TOP);
+    assert_int_equal(jit_method_inline_scope_count(compile_ok(caller)), 0); /* another argument count */
+    inl.method = METHOD0(0, 0, BC_PUSH_1, BC_RETURN_TOP);
+    rt.inline_budget = 0;
+    assert_int_equal(jit_method_inline_scope_count(compile_ok(caller)), 0); /* --no-inline */
+    rt.inline_budget = 48;
+    JitMethod *jm = compile_ok(caller);
+    assert_int_equal(jit_method_inline_scope_count(jm), 1);
+    assert_int_equal(run(jm, rcvr, 0), I(1));
+    assert_int_equal(seen.sends, 0);
+}
+
+/* Each kind of deopt point leaves the callee's temps and operand stack as
+ * the bytecodes have them there and continues where the generic send's
+ * answer arrives. */
+static void deopt_points_reach_the_continuation(void **state)
+{
+    (void)state;
+    seen.hook = answer_99;
+    Oop sel = gc_alloc_old(CLASS_INDEX_ARRAY, FMT_POINTERS, 1);
+    Oop lits[] = { sel };
+    Oop rcvr = gc_alloc_old(CLASS_INDEX_ARRAY, FMT_POINTERS, 2);
+    /* caller  a: x  ^(self f: x) + 1000 */
+    Oop thousand[] = { sel, I(1000) };
+    Oop caller = METHOD(1, 0, thousand, BC_PUSH_SELF, BC_PUSH_ARG, 2, /* 3 */ BC_SEND, 0, 1, BC_PUSH_LITERAL, 1,
+                        BC_SEND_ADD, BC_RETURN_TOP);
+    inl.site = vm_method_bytecodes(caller) + 3;
+    inl.class_index = CLASS_INDEX_ARRAY;
+    inl.answer = I(5);
+
+    /* overflow:  f: x  | t |  t := 7. ^x * 4  (SEND_MUL at 5) */
+    inl.method = small_stack(METHOD0(1, 1, BC_PUSH_1, BC_POP_TEMP, 0, BC_PUSH_ARG, 2, BC_PUSH_1, BC_PUSH_1,
+                                     BC_SEND_ADD, /* 8 */ BC_SEND_MUL, BC_RETURN_TOP));
+    (void)lits;
+    JitMethod *jm = compile_ok(caller);
+    assert_int_equal(jit_method_inline_scope_count(jm), 1);
+    check_inline_tables(jm, caller);
+    assert_int_equal(run(jm, rcvr, 1, I(10)), I(1020));
+    assert_int_equal(inl.deopts, 0);
+    intptr_t big = ((intptr_t)1 << 61);
+    assert_int_equal(run(jm, rcvr, 1, I(big)), I(1005));
+    assert_int_equal(inl.deopts, 1);
+    assert_int_equal(inl.bcpc, 8); /* the SEND_MUL */
+    assert_int_equal(inl.words, 3);  /* the temp, x and 2 */
+    assert_int_equal(inl.values[0], I(2));
+    assert_int_equal(inl.values[1], I(big));
+    assert_int_equal(inl.values[2], I(1));
+    /* not a SmallInteger: at the SEND_ADD? no, at the SEND_MUL (x is the receiver) */
+    assert_int_equal(run(jm, rcvr, 1, nil), I(1005));
+    assert_int_equal(inl.bcpc, 8);
+    assert_int_equal(seen.sends, 0);
+
+    /* a non-Boolean condition:  f: x  x ifTrue: [^1]. ^2 */
+    inl.method = METHOD0(1, 0, BC_PUSH_ARG, 2, /* 2 */ BC_JUMP_IF_FALSE, 2, 0, BC_PUSH_1, BC_RETURN_TOP, BC_PUSH_1,
+                         BC_PUSH_1, BC_SEND_ADD, BC_RETURN_TOP);
+    jm = compile_ok(caller);
+    check_inline_tables(jm, caller);
+    assert_int_equal(run(jm, rcvr, 1, tru), I(1001));
+    assert_int_equal(run(jm, rcvr, 1, fals), I(1002));
+    assert_int_equal(inl.deopts, 2);
+    assert_int_equal(run(jm, rcvr, 1, I(3)), I(1005));
+    assert_int_equal(inl.deopts, 3);
+    assert_int_equal(inl.bcpc, 2);
+    assert_int_equal(inl.words, 1);
+    assert_int_equal(inl.values[0], I(3));
+
+    /* a store that needs the barrier:  f: x  field0 := x. ^x */
+    inl.method = METHOD0(1, 0, BC_PUSH_ARG, 2, /* 2 */ BC_POP_FIELD, 0, BC_PUSH_ARG, 2, BC_RETURN_TOP);
+    jm = compile_ok(caller);
+    assert_int_equal(run(jm, rcvr, 1, I(4)), I(1004));
+    assert_int_equal(obj_slots(rcvr)[0], I(4));
+    Oop young = gc_alloc(CLASS_INDEX_ARRAY, FMT_POINTERS, 1);
+    /* new old objects start remembered: stored inline; young + 1000 is a send */
+    assert_int_equal(run(jm, rcvr, 1, young), I(99));
+    assert_int_equal(inl.deopts, 3);
+    obj_slots(rcvr)[0] = I(4);
+    assert_true(gc_collect(false)); /* forgets rcvr (nothing young survives: no roots) */
+    assert_false(obj_header(rcvr) & OBJ_GC_REMEMBERED);
+    young = gc_alloc(CLASS_INDEX_ARRAY, FMT_POINTERS, 1);
+    assert_true(gc_is_young(young));
+    assert_int_equal(run(jm, rcvr, 1, young), I(1005));
+    assert_int_equal(inl.deopts, 4);
+    assert_int_equal(inl.bcpc, 2);
+    assert_int_equal(obj_slots(rcvr)[0], I(4)); /* the interpreter stores it */
+
+    /* a loop's back jump while a collection is wanted:  f: x  [x > 0] whileTrue: [x := x - 1]. ^x */
+    inl.method = METHOD0(1, 0, BC_PUSH_ARG, 2, BC_PUSH_0, BC_SEND_GT, BC_JUMP_IF_FALSE, 9, 0, BC_PUSH_ARG, 2, BC_PUSH_1,
+                         BC_SEND_SUB, BC_POP_ARG, 2, /* 13 */ BC_JUMP_BACK, 16, 0, BC_PUSH_ARG, 2, BC_RETURN_TOP);
+    jm = compile_ok(caller);
+    assert_int_equal(jit_method_inline_scope_count(jm), 1);
+    check_inline_tables(jm, caller);
+    assert_int_equal(run(jm, rcvr, 1, I(30)), I(1000));
+    gc_collect_wanted = true;
+    assert_int_equal(run(jm, rcvr, 1, I(30)), I(1005));
+    gc_collect_wanted = false;
+    assert_int_equal(inl.bcpc, 13);
+    assert_int_equal(inl.words, 0);
+
+    /* the stress mode: every 2nd bytecode boundary deoptimizes */
+    int64_t countdown = 2;
+    rt.deopt_countdown = &countdown;
+    inl.method = METHOD0(1, 0, BC_PUSH_ARG, 2, BC_PUSH_1, BC_SEND_ADD, BC_RETURN_TOP);
+    jm = compile_ok(caller);
+    check_inline_tables(jm, caller);
+    int before = inl.deopts;
+    assert_int_equal(run(jm, rcvr, 1, I(1)), I(1005));
+    assert_int_equal(inl.deopts, before + 1);
+    assert_int_equal(inl.bcpc, 2); /* the second bytecode */
+    assert_int_equal(inl.words, 1);
+    assert_int_equal(seen.sends, 1); /* young + 1000 above */
+}
+
 static void declines_with_a_reason(void **state)
 {
     (void)state;
@@ -910,6 +1188,10 @@ int main(void)
         cmocka_unit_test_setup(simulated_stack_keeps_values_exact, reset),
         cmocka_unit_test_setup(double_chains_fit_their_bound, reset),
         cmocka_unit_test_setup(declines_with_a_reason, reset),
+        cmocka_unit_test_setup(monomorphic_send_is_inlined, reset),
+        cmocka_unit_test_setup(other_sends_are_not_inlined, reset),
+        cmocka_unit_test_setup(inlined_body_turned_off_sends, reset),
+        cmocka_unit_test_setup(deopt_points_reach_the_continuation, reset),
         /* last: it slides every piece the tests before it compiled */
         cmocka_unit_test_setup(compaction_follows_moved_callees_and_unlinks_freed_ones, reset),
     };
