@@ -54,6 +54,69 @@ const char *vm_jit_publish_name(const JitMethod *m, char *buf, size_t len)
     return buf;
 }
 
+/* The inlined methods of m as the sinks take them (profiler/codeevents.h,
+ * "Inlining"): names, sources and line tables read from the heap methods
+ * now, as the piece's own are. Freed with inline_tables_free. */
+typedef struct InlineTables {
+    ProfInlineScope *scopes;
+    char (*text)[2][PROF_CODE_LOG_SOURCE_MAX + 1]; /* per scope: its name, its source */
+    uint32_t **lines;
+    ProfInlineRange *ranges;
+    uint32_t count;
+} InlineTables;
+
+static void inline_tables_free(InlineTables *t)
+{
+    for (uint32_t i = 0; t->lines && i < t->count; i++) free(t->lines[i]);
+    free(t->lines);
+    free(t->text);
+    free(t->scopes);
+    free(t->ranges);
+    *t = (InlineTables){0};
+}
+
+/* Fills e's scopes and ranges from m's inline tables; on a failed
+ * allocation the piece is published without them (one method, as before
+ * inlining), never with a part of them. */
+static void inline_tables(const JitMethod *m, ProfCodeLoad *e, InlineTables *t)
+{
+    uint32_t n = jit_method_inline_scope_count(m);
+    *t = (InlineTables){0};
+    if (n == 0) return;
+    t->scopes = calloc(n, sizeof *t->scopes);
+    t->text = calloc(n, sizeof *t->text);
+    t->lines = calloc(n, sizeof *t->lines);
+    uint32_t nr = jit_method_inline_range_count(m);
+    t->ranges = malloc((nr ? nr : 1) * sizeof *t->ranges);
+    if (!t->scopes || !t->text || !t->lines || !t->ranges) {
+        inline_tables_free(t);
+        return;
+    }
+    t->count = n;
+    const JitInlineScope *js = jit_method_inline_scopes(m);
+    for (uint32_t i = 0; i < n; i++) {
+        ProfInlineScope *s = &t->scopes[i];
+        Oop im = js[i].method;
+        s->name = vm_method_name(im, t->text[i][0], sizeof t->text[i][0]);
+        s->source = vm_method_source_path(im, t->text[i][1], sizeof t->text[i][1]);
+        size_t nl = vm_method_lines(im, NULL, 0);
+        if (nl && (t->lines[i] = malloc(nl * 2 * sizeof **t->lines))) {
+            vm_method_lines(im, t->lines[i], nl);
+            s->lines = t->lines[i];
+            s->line_count = (uint32_t)nl;
+        }
+        s->bytecode_size = (uint32_t)vm_method_bytecode_length(im);
+        s->call_bcpc = js[i].call_bcpc;
+        s->parent = js[i].parent;
+    }
+    const JitInlineRange *jr = jit_method_inline_ranges(m);
+    for (uint32_t i = 0; i < nr; i++) t->ranges[i] = (ProfInlineRange){jr[i].start, jr[i].end, jr[i].scope};
+    e->scopes = t->scopes;
+    e->scope_count = n;
+    e->ranges = t->ranges;
+    e->range_count = nr;
+}
+
 static void announce(const JitMethod *m, const ProfCodeSink *only)
 {
     char name[600], file[1100];
@@ -68,6 +131,7 @@ static void announce(const JitMethod *m, const ProfCodeSink *only)
         .unwind_count = jit_method_unwind_count(m),
     };
     uint32_t *map = NULL, *lines = NULL;
+    InlineTables inl = {0};
     vm_jit_publish_name(m, name, sizeof name);
     if (jit_method_is_compiled(m)) {
         map = malloc((m->map_count ? m->map_count : 1) * 2 * sizeof *map);
@@ -91,6 +155,7 @@ static void announce(const JitMethod *m, const ProfCodeSink *only)
             e.line_count = (uint32_t)nl;
         }
         e.bytecode_size = (uint32_t)vm_method_bytecode_length(m->method);
+        inline_tables(m, &e, &inl);
     }
     if (only) {
         if (only->load) only->load(&e, only->ctx);
@@ -99,6 +164,7 @@ static void announce(const JitMethod *m, const ProfCodeSink *only)
     }
     free(map);
     free(lines);
+    inline_tables_free(&inl);
 }
 
 void vm_jit_publish_load(const JitMethod *m)
