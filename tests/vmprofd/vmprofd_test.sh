@@ -748,9 +748,28 @@ row_samples() {
     awk -F'\t' -v f="$2" '$2 == f { s = $3; gsub(/[()]/, "", s); print s + 0; exit }' "$1"
 }
 
-# ratio_vm_flags MODE: stvm's flags for jit / interp.
+# Samples of METHOD in the text report FILE: its own row and the rows of
+# its bodies inlined into other methods ("METHOD (inlined into A>>sel)").
+method_samples() {
+    awk -F'\t' -v f="$2" '$2 == f || index($2, f " (inlined into ") == 1 {
+                              s = $3; gsub(/[()]/, "", s); n += s; hit = 1 }
+                            END { if (hit) print n + 0 }' "$1"
+}
+
+# Samples of METHOD's rows inlined into other methods only.
+inlined_samples() {
+    awk -F'\t' -v f="$2" 'index($2, f " (inlined into ") == 1 { s = $3; gsub(/[()]/, "", s); n += s }
+                            END { print n + 0 }' "$1"
+}
+
+# ratio_vm_flags MODE: stvm's flags for jit (compiled, no inlining) /
+# inline (the JIT's default: light: and heavy: inlined into run:) / interp.
 ratio_vm_flags() {
-    if [ "$1" = interp ]; then echo "--no-jit"; else echo "--jit"; fi
+    case $1 in
+    interp) echo "--no-jit" ;;
+    inline) echo "--jit" ;;
+    *) echo "--jit --no-inline" ;;
+    esac
 }
 
 # row_name MODE METHOD: how the report names METHOD's row in MODE.
@@ -759,7 +778,9 @@ row_name() {
 }
 
 # Two methods whose work is 1:3 (RatioMethods.som): their rows share the
-# samples 25/75 +- 3 points, in JIT'd code or, with --no-jit, interpreted.
+# samples 25/75 +- 3 points: in JIT'd code (jit: --no-inline), inlined into
+# run: (inline, the default: a method's row plus its inlined rows), or, with
+# --no-jit, interpreted.
 test_som_methods() {
     local mode=$1
     local light heavy
@@ -767,11 +788,21 @@ test_som_methods() {
         "$VMPROFD" --seconds 60 -o "$WORK/m.txt" -- "$STVM" $(ratio_vm_flags "$mode") -cp "$SOM_DIR" RatioMethods \
             $((4000 * SCALE)) >"$WORK/stvm.out" 2>"$WORK/vmprofd.err" || fail "vmprofd exited with status $?"
         grep -q "^ratio: done" "$WORK/stvm.out" || fail "RatioMethods did not finish: $(cat "$WORK/stvm.out")"
-        light=$(row_samples "$WORK/m.txt" "$(row_name "$mode" "RatioMethods>>light:")")
-        heavy=$(row_samples "$WORK/m.txt" "$(row_name "$mode" "RatioMethods>>heavy:")")
+        light=$(method_samples "$WORK/m.txt" "$(row_name "$mode" "RatioMethods>>light:")")
+        heavy=$(method_samples "$WORK/m.txt" "$(row_name "$mode" "RatioMethods>>heavy:")")
         [ -n "$light" ] && [ -n "$heavy" ] || fail "no rows for RatioMethods>>light: and heavy: in the report"
         enough $((light + heavy)) 1000 "samples in light: and heavy:" && break
     done
+    # inlined: the two bodies run inside run:'s code (once run: is compiled with
+    # the sends' feedback), and their samples are theirs, not run:'s
+    local inl
+    inl=$(($(inlined_samples "$WORK/m.txt" "RatioMethods>>light:") + $(inlined_samples "$WORK/m.txt" "RatioMethods>>heavy:")))
+    if [ "$mode" = inline ]; then
+        [ $((inl * 2)) -ge $((light + heavy)) ] ||
+            fail "inline: only $inl of $((light + heavy)) samples of light: and heavy: in rows inlined into run:: $(grep -F '(inlined into' "$WORK/m.txt")"
+    else
+        [ "$inl" -eq 0 ] || fail "$mode: $inl samples in inlined rows with $(ratio_vm_flags "$mode")"
+    fi
     local share clock
     share=$(awk -v l="$light" -v h="$heavy" 'BEGIN { printf "%.2f", 100 * l / (l + h) }')
     clock=$(sed -n 's/.*light: took \([0-9]*\) per mille.*/\1/p' "$WORK/stvm.out")
@@ -793,7 +824,7 @@ test_som_methods() {
         fail "$mode: light: has $share% of the two methods' samples ($light vs $heavy); its own clock says $expect% (+- $tol)"
     # the code zone is per method now: no anonymous row is left for resolved code
     [ "$mode" = jit ] && grep -qF "[code zone" "$WORK/m.txt" && fail "anonymous code zone rows: $(grep -F '[code zone' "$WORK/m.txt")"
-    echo "ok: $mode: light: $share% of $((light + heavy)) samples (its own clock: $expect% +- $tol)"
+    echo "ok: $mode: light: $share% of $((light + heavy)) samples, $inl of them inlined (its own clock: $expect% +- $tol)"
 }
 
 # One method with two loops 1:3 on two source lines (RatioLoops.som): the
@@ -954,6 +985,7 @@ bad_options) test_bad_options ;;
 not_permitted) test_not_permitted ;;
 corrupt_segment) test_corrupt_segment ;;
 som_methods_jit) test_som_methods jit ;;
+som_methods_inline) test_som_methods inline ;;
 som_methods_interp) test_som_methods interp ;;
 som_loops_jit) test_som_loops jit ;;
 som_loops_interp) test_som_loops interp ;;

@@ -33,10 +33,10 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen);
  * starts deoptimizes there instead (a stress mode). */
 void vm_jit_set_inlining(int budget, int deopt_every);
 #define VM_JIT_INLINE_BUDGET_DEFAULT 48
-/* Off until the profiler sees through inlining (issue 26: samples in an
- * inlined body are the callee's; vmprofd's known splits of two methods
- * inlined into one caller fail otherwise): --inline turns it on. */
-#define VM_JIT_INLINE_BY_DEFAULT 0
+/* On by default since the profilers see through inlined code (issue 26:
+ * samples in an inlined body are the callee's, "B>>sel (inlined into A>>sel)");
+ * --no-inline turns it off. */
+#define VM_JIT_INLINE_BY_DEFAULT 1
 /* m's compiled code (a primitive method's stub), compiling it now. NULL
  * with the reason in why when the JIT declines it. */
 JitMethod *vm_jit_compile_now(Oop m, char *why, size_t whylen);
