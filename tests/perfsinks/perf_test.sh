@@ -101,7 +101,7 @@ compaction)
         fail "perf map check: $out"
     echo "$out"
     # every move the zone counted is a line of the map
-    echo "$out" | grep -q "($moved from moves)" || fail "the zone moved $moved pieces; the map says: $out"
+    echo "$out" | grep -q "($moved from moves," || fail "the zone moved $moved pieces; the map says: $out"
     "$JITDUMP_CHECK" "$DUMP" --zone "$ZONE" --moves --close --disassemble --sources "$SOURCES" ||
         fail "jitdump check"
     ;;
