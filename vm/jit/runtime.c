@@ -48,10 +48,52 @@ static bool site_accessor(const uint8_t *site, uint32_t *class_index, bool *sett
     return true;
 }
 
-/* The interpreter's send-site cache as inlining's feedback (vm/jit/compile.h,
- * site_method): a method the site ran for one class, with no miss since. */
+/* The code tier-up is replacing, while it compiles the new one (NULL
+ * otherwise): its linked send sites are the feedback. */
+static const JitMethod *tier_old;
+
+/* The callee a linked site of tier_old's at bytecode site reached for one
+ * class: a monomorphic site, or a closed PIC of one case. */
+static bool linked_site_method(const uint8_t *site, uint32_t *class_index, Oop *method)
+{
+    if (!tier_old) return false;
+    const uint8_t *code = vm_method_bytecodes(tier_old->method);
+    if (site < code || site >= code + vm_method_bytecode_length(tier_old->method)) return false;
+    uint32_t bcpc = (uint32_t)(site - code);
+    JitMapIter it;
+    JitMapEntry e;
+    jit_map_iter_init(&it, jit_method_map(tier_old));
+    while (jit_map_iter_next(&it, &e)) {
+        /* an inlined body has no sends, so a SEND entry of this bcpc is the
+         * method's own send (or an inlined site's fallback send) */
+        if (e.kind != JIT_MAP_SEND || e.bcpc != bcpc) continue;
+        JitSendSite s;
+        if (!jit_sendsite_read(jit_method_at(tier_old, e.mcpc), &s)) continue;
+        JitMethod *t = jit_zone_find(&vm_jit_code_zone, s.target);
+        if (!t) continue;
+        uint32_t cls = s.tag;
+        if (t->kind == JIT_KIND_CLOSED_PIC) {
+            uint8_t *target;
+            if (jit_sendsite_pic_case_count(t) != 1 || !jit_sendsite_pic_case_read(t, 0, &cls, &target)) continue;
+            t = jit_zone_find(&vm_jit_code_zone, target);
+            if (!t || t->kind != JIT_KIND_METHOD || target != jit_method_unchecked_entry(t)) continue;
+        } else if (t->kind != JIT_KIND_METHOD || s.target != jit_method_checked_entry(t)) {
+            continue;
+        }
+        if (cls > OBJ_CLASS_MASK) continue;
+        *class_index = cls;
+        *method = t->method;
+        return true;
+    }
+    return false;
+}
+
+/* Inlining's feedback (vm/jit/compile.h, site_method): when tier-up
+ * recompiles, the old code's linked site; else the interpreter's send-site
+ * cache, a method the site ran for one class, with no miss since. */
 static bool site_method(const uint8_t *site, uint32_t *class_index, Oop *method)
 {
+    if (linked_site_method(site, class_index, method)) return true;
     const VmSendCacheEntry *e = vm_sendcache_entry(site);
     if (e->site != site || e->kind != SENDCACHE_METHOD || e->misses != 0) return false;
     *class_index = e->class_index;
@@ -266,6 +308,69 @@ static uint64_t rt_open_pic_miss(uint64_t unused, JitMethod *pic)
     return dispatch(pic->method, pic->nargs);
 }
 
+/* Every monomorphic site and closed-PIC case linked to old's entries links
+ * to new_m's instead (the same method, so the same class tests hold): old
+ * then has no incoming links and the zone frees it once no frame runs it. */
+static void relink(const JitMethod *old, JitMethod *new_m)
+{
+    uint8_t *oc = jit_method_checked_entry(old), *ou = jit_method_unchecked_entry(old);
+    for (JitMethod *p = jit_zone_first(&vm_jit_code_zone); p; p = jit_zone_next(&vm_jit_code_zone, p)) {
+        if (p->kind == JIT_KIND_CLOSED_PIC) {
+            for (int i = 0; i < JIT_MAX_PIC_CASES; i++) {
+                uint32_t cls;
+                uint8_t *t;
+                if (jit_sendsite_pic_case_read(p, i, &cls, &t) && t == ou) {
+                    bool ok = jit_sendsite_pic_case_write(p, i, cls, jit_method_unchecked_entry(new_m));
+                    VM_ASSERT(ok);
+                }
+            }
+            continue;
+        }
+        if (!jit_method_is_compiled(p)) continue;
+        JitMapIter it;
+        JitMapEntry e;
+        jit_map_iter_init(&it, jit_method_map(p));
+        while (jit_map_iter_next(&it, &e)) {
+            JitSendSite s;
+            uint8_t *ra = jit_method_at(p, e.mcpc);
+            if (e.kind == JIT_MAP_SEND && jit_sendsite_read(ra, &s) && s.target == oc) {
+                bool ok = jit_sendsite_write(ra, s.tag, jit_method_checked_entry(new_m));
+                VM_ASSERT(ok);
+            }
+        }
+    }
+}
+
+/* Tier-up (vm/jit/DESIGN.md): old's countdown reached 0 at its entry, before
+ * its frame exists. Recompiles its method with old's linked sites as
+ * inlining's feedback and without a countdown; the new code replaces old
+ * everywhere but in frames already running old. NULL (old stays) when the
+ * zone is full: tier-up never compacts, so old cannot move or go under it. */
+static JitMethod *tier_up(JitMethod *old)
+{
+    Oop m = old->method;
+    char why[256];
+    int32_t after = vm_jit_compile_runtime.tier_up_after;
+    vm_jit_compile_runtime.tier_up_after = 0;
+    tier_old = old;
+    JitMethod *n = jit_compile(&vm_jit_code_zone, &vm_jit_compile_runtime, m, why, sizeof why);
+    tier_old = NULL;
+    vm_jit_compile_runtime.tier_up_after = after;
+    if (!n) return NULL;
+    vm_jit_stats.compiled++;
+    vm_jit_stats.tier_ups++;
+    vm_jit_stats.inlined += jit_method_inline_scope_count(n);
+    vm_jit_publish_load(n);
+    vm_counter_set(m, vm_counter_of_code(n));
+    old->flags |= JIT_METHOD_F_SUPERSEDED;
+    relink(old, n);
+    if (vm_jit_verify) {
+        jit_verify_method(&vm_jit_code_zone, vm_jit_compile_runtime.send, n, "after tier-up");
+        jit_verify_zone(&vm_jit_code_zone, vm_jit_compile_runtime.send, "after tier-up");
+    }
+    return n;
+}
+
 /* The unchecked entry's checks failed: a GC is wanted, a tracer holds the
  * method probes (profiler/usdt.h: the interpreter runs the activation and
  * fires them), or the frame does not fit the page (the interpreter then
@@ -280,6 +385,12 @@ static uint64_t rt_entry_slow(uint64_t unused, uint8_t *resume)
         /* st_sp points at the return address into the caller: not an Oop */
         vm_interp_set_saved_frame(jit_cstate.st_sp + 1, jit_cstate.st_fp);
         gc_collect(false);
+    }
+    int32_t *left = jit_compile_tier_counter(jm);
+    if (left && *left <= 0) {
+        *left = INT32_MAX; /* one try: a full zone leaves the old code for good */
+        JitMethod *n = vm_jit_method_of(jm->method) == jm ? tier_up(jm) : NULL;
+        if (n) return unchecked(n); /* the activation starts over in the new code, its checks included */
     }
     Oop m = jm->method;
     int words = FRAME_HEADER_WORDS + vm_method_ntemps(m) + vm_method_max_stack(m) + 1 + VM_STACK_HEADROOM_WORDS;
@@ -604,8 +715,16 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     return true;
 }
 
+void vm_jit_set_tier_up(int32_t after) { vm_jit_compile_runtime.tier_up_after = after; }
+
 void vm_jit_set_inlining(int budget, int deopt_every)
 {
+    /* tier-up feeds inlining: on with it, as the options say */
+    int32_t after = vm_options.no_tier_up || budget <= 0                          ? 0
+                    : vm_options.tier_up_after > 0                                ? vm_options.tier_up_after
+                    : vm_options.tier_up_after < 0 || VM_JIT_TIER_UP_BY_DEFAULT ? VM_JIT_TIER_UP_AFTER_DEFAULT
+                                                                                  : 0;
+    vm_jit_set_tier_up(after);
     static int64_t countdown;
     vm_jit_compile_runtime.inline_budget = budget;
     vm_jit_deopt_every = deopt_every;

@@ -32,11 +32,18 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen);
  * none); deopt_every > 0: every deopt_every-th bytecode an inlined body
  * starts deoptimizes there instead (a stress mode). */
 void vm_jit_set_inlining(int budget, int deopt_every);
+/* Tier-up (vm/jit/DESIGN.md, "Tier-up"): a method compiled with plain sends
+ * that had no feedback is recompiled after `after` more invocations, its
+ * linked sites as inlining's feedback; 0: never. Only with inlining on. */
+void vm_jit_set_tier_up(int32_t after);
 #define VM_JIT_INLINE_BUDGET_DEFAULT 48
 /* Off until the profiler sees through inlining (issue 26: samples in an
  * inlined body are the callee's; vmprofd's known splits of two methods
  * inlined into one caller fail otherwise): --inline turns it on. */
 #define VM_JIT_INLINE_BY_DEFAULT 0
+/* Tier-up with inlining unless --no-tier-up; --tier-up-after N sets N. */
+#define VM_JIT_TIER_UP_BY_DEFAULT 1
+#define VM_JIT_TIER_UP_AFTER_DEFAULT 1000
 /* m's compiled code (a primitive method's stub), compiling it now. NULL
  * with the reason in why when the JIT declines it. */
 JitMethod *vm_jit_compile_now(Oop m, char *why, size_t whylen);
