@@ -32,6 +32,7 @@
 #include "vm/model/vm.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define JIT_MAX_PRIM_ARGS 8 /* sends to primitives with more arguments take the interpreter's path */
@@ -48,25 +49,40 @@ static bool site_accessor(const uint8_t *site, uint32_t *class_index, bool *sett
     return true;
 }
 
-/* The code tier-up is replacing, while it compiles the new one (NULL
- * otherwise): its linked send sites are the feedback. */
-static const JitMethod *tier_old;
+/* While tier-up compiles: the old code's linked sites by bcpc (one walk of
+ * its map, not one per site asked), NULL otherwise. */
+typedef struct TierFeedback {
+    uint32_t class_index; /* JIT_SENDSITE_NO_CLASS: none */
+    Oop method;
+} TierFeedback;
+static TierFeedback *tier_feedback;
+static const uint8_t *tier_code;
+static size_t tier_len;
 
-/* The callee a linked site of tier_old's at bytecode site reached for one
- * class: a monomorphic site, or a closed PIC of one case. */
 static bool linked_site_method(const uint8_t *site, uint32_t *class_index, Oop *method)
 {
-    if (!tier_old) return false;
-    const uint8_t *code = vm_method_bytecodes(tier_old->method);
-    if (site < code || site >= code + vm_method_bytecode_length(tier_old->method)) return false;
-    uint32_t bcpc = (uint32_t)(site - code);
+    if (!tier_feedback || site < tier_code || site >= tier_code + tier_len) return false;
+    const TierFeedback *f = &tier_feedback[site - tier_code];
+    if (f->class_index == JIT_SENDSITE_NO_CLASS) return false;
+    *class_index = f->class_index;
+    *method = f->method;
+    return true;
+}
+
+/* Fills tier_feedback from old's linked sites: a monomorphic site, or one
+ * linked to a closed PIC of one case, names the class and the callee. */
+static void read_linked_sites(const JitMethod *old)
+{
+    for (size_t i = 0; i < tier_len; i++) tier_feedback[i].class_index = JIT_SENDSITE_NO_CLASS;
     JitMapIter it;
     JitMapEntry e;
-    jit_map_iter_init(&it, jit_method_map(tier_old));
+    jit_map_iter_init(&it, jit_method_map(old));
     while (jit_map_iter_next(&it, &e)) {
-        /* an inlined body has no sends, so a SEND entry of this bcpc is the
-         * method's own send (or an inlined site's fallback send) */
-        if (e.kind != JIT_MAP_SEND || e.bcpc != bcpc) continue;
+        /* an inlined body has no sends, so a SEND entry is the method's own
+         * send (or an inlined site's fallback send) */
+        if (e.kind != JIT_MAP_SEND || e.bcpc >= tier_len || tier_feedback[e.bcpc].class_index != JIT_SENDSITE_NO_CLASS)
+            continue;
+        const JitMethod *tier_old = old;
         JitSendSite s;
         if (!jit_sendsite_read(jit_method_at(tier_old, e.mcpc), &s)) continue;
         JitMethod *t = jit_zone_find(&vm_jit_code_zone, s.target);
@@ -81,11 +97,8 @@ static bool linked_site_method(const uint8_t *site, uint32_t *class_index, Oop *
             continue;
         }
         if (cls > OBJ_CLASS_MASK) continue;
-        *class_index = cls;
-        *method = t->method;
-        return true;
+        tier_feedback[e.bcpc] = (TierFeedback){ cls, t->method };
     }
-    return false;
 }
 
 /* Inlining's feedback (vm/jit/compile.h, site_method): when tier-up
@@ -350,11 +363,16 @@ static JitMethod *tier_up(JitMethod *old)
 {
     Oop m = old->method;
     char why[256];
+    tier_code = vm_method_bytecodes(m);
+    tier_len = vm_method_bytecode_length(m);
+    tier_feedback = malloc((tier_len + 1) * sizeof *tier_feedback);
+    if (!tier_feedback) return NULL;
+    read_linked_sites(old);
     int32_t after = vm_jit_compile_runtime.tier_up_after;
     vm_jit_compile_runtime.tier_up_after = 0;
-    tier_old = old;
     JitMethod *n = jit_compile(&vm_jit_code_zone, &vm_jit_compile_runtime, m, why, sizeof why);
-    tier_old = NULL;
+    free(tier_feedback);
+    tier_feedback = NULL;
     vm_jit_compile_runtime.tier_up_after = after;
     if (!n) return NULL;
     vm_jit_stats.compiled++;
