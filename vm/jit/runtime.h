@@ -41,8 +41,10 @@ void vm_jit_set_tier_up(int32_t after);
  * inlined body are the callee's; vmprofd's known splits of two methods
  * inlined into one caller fail otherwise): --inline turns it on. */
 #define VM_JIT_INLINE_BY_DEFAULT 0
-/* Tier-up with inlining unless --no-tier-up; --tier-up-after N sets N. */
-#define VM_JIT_TIER_UP_BY_DEFAULT 1
+/* Off by default (--tier-up or --tier-up-after N turn it on, with
+ * inlining): measured with callgrind, DeltaBlue (20 iterations) ran 18%
+ * more instructions with it, Richards 2% fewer (vm/jit/DESIGN.md, "Tier-up"). */
+#define VM_JIT_TIER_UP_BY_DEFAULT 0
 #define VM_JIT_TIER_UP_AFTER_DEFAULT 1000
 /* m's compiled code (a primitive method's stub), compiling it now. NULL
  * with the reason in why when the JIT declines it. */
