@@ -65,6 +65,11 @@ static void usage(FILE *out)
             "                         deoptimization to the interpreter (off by default\n"
             "                         until profilers see through it)\n"
             "  --no-inline            do not (the default)\n"
+            "  --tier-up-after N      with inlining, recompile a method that had sends without\n"
+            "                         feedback after N more invocations, its machine code's\n"
+            "                         linked sends as the feedback (default 1000)\n"
+            "  --tier-up              tier-up on (with inlining; off by default)\n"
+            "  --no-tier-up           no tier-up (the default)\n"
             "  --inline-budget N      inline callees of at most N bytecode bytes (default 48;\n"
             "                         implies --inline)\n"
             "  --deopt-every N        an inlined body deoptimizes at every Nth bytecode it\n"
@@ -267,6 +272,18 @@ int main(int argc, char **argv)
             if (!o.inline_budget) o.inline_budget = -1;
         } else if (!strcmp(a, "--no-inline")) {
             o.no_inline = true;
+        } else if (!strcmp(a, "--tier-up")) {
+            o.no_tier_up = false;
+            if (!o.tier_up_after) o.tier_up_after = -1;
+        } else if (!strcmp(a, "--no-tier-up")) {
+            o.no_tier_up = true;
+        } else if (!strcmp(a, "--tier-up-after")) {
+            const char *v = need_arg(argc, argv, &i);
+            char *end;
+            long t = strtol(v, &end, 10);
+            if (*end || t < 1 || t > 1000000) bad_usage("--tier-up-after needs a number from 1 to 1000000, not '%s'", v);
+            o.tier_up_after = (int)t;
+            o.no_tier_up = false;
         } else if (!strcmp(a, "--inline-budget") || !strcmp(a, "--deopt-every")) {
             const char *v = need_arg(argc, argv, &i);
             char *end;

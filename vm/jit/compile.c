@@ -1237,6 +1237,18 @@ static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *che
     unwind_from_here(c, PROF_UNWIND_FRAMELESS); /* entry checks run before the frame exists */
     jit_compile_checked_entry(&c->b, c->nargs, &abort);
     jit_x64_label_bind(&c->b, unchecked_entry);
+    /* Tier-up's countdown, first at the unchecked entry: every activation
+     * passes there (linked sites, PICs and the interpreter enter there or at
+     * the checked entry just above), it costs one read-modify-write of a
+     * word in this piece, and at 0 it takes entry_slow before the frame
+     * exists, so the runtime can hand the activation to the new code with
+     * nothing to rebuild. A getter has no sends, so no countdown. */
+    X64Label tier = JIT_X64_LABEL("tier-up countdown");
+    bool countdown = c->rt->tier_up_after > 0 && c->unfed_sends > 0 && !c->is_block && !is_getter(c);
+    if (countdown) {
+        jit_x64_dec32_l(&c->b, &tier);
+        jit_x64_jcc_label32(&c->b, JIT_X64_CC_Z, &slow);
+    }
     if (is_getter(c)) {
         emit_getter_body(c, &slow, &checked);
         jit_compile_entry_exits(&c->b, &c->map, c->rt, &header, &abort, &slow, &checked);
@@ -1274,9 +1286,24 @@ static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *che
         jit_x64_label_bind(&c->b, &c->float_bias);
         jit_x64_data(&c->b, &bias, sizeof bias);
     }
+    if (countdown) {
+        int32_t n = c->rt->tier_up_after;
+        jit_x64_align(&c->b, sizeof n);
+        jit_x64_label_bind(&c->b, &tier);
+        jit_x64_data(&c->b, &n, sizeof n);
+    }
     cold_join(c);
     unwind_from_here(c, PROF_UNWIND_FRAMELESS); /* the entry checks' exits */
     jit_compile_entry_exits(&c->b, &c->map, c->rt, &header, &abort, &slow, &checked);
+}
+
+int32_t *jit_compile_tier_counter(const JitMethod *m)
+{
+    uint8_t *p = jit_method_unchecked_entry(m);
+    if (p[0] != 0xFF || p[1] != 0x0D) return NULL; /* dec dword [rip + rel32] */
+    int32_t rel;
+    memcpy(&rel, p + 2, sizeof rel);
+    return (int32_t *)(void *)(p + 6 + rel);
 }
 
 static JitMethod *fail(JitZone *z, JitMethod *m, char *why, size_t whylen, const char *reason)
@@ -1328,6 +1355,7 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
         goto out;
     }
     bound += inline_code;
+    bound += 32; /* tier-up's countdown: dec, jz, the word and its alignment */
     map_bound += inline_map;
     /* the inline tables (vm/jit/jitmethod.h), 8-aligned */
     size_t inline_bound = c.ninline_sites ? 16 + c.ninline_sites * (sizeof(JitInlineScope) + sizeof(JitInlineRange)) : 0;

@@ -157,6 +157,10 @@ typedef struct JitCompileRuntime {
     const uint8_t *deopt;    /* trampoline: fn(bcpc, words above the args, continuation): never returns */
     int inline_budget;       /* bytecode bytes of the largest method inlined at a send; 0: no inlining */
     int64_t *deopt_countdown; /* --deopt-every: an inlined body deoptimizes when it counts this to 0; NULL: off */
+    /* Tier-up (vm/jit/DESIGN.md, "Tier-up"): a method with plain sends that
+     * had no feedback counts its invocations down from this in its code
+     * (jit_compile_tier_counter) and takes entry_slow at 0; 0: no countdown. */
+    int32_t tier_up_after;
 } JitCompileRuntime;
 
 /* -- Global sites ----------------------------------------------------------------
@@ -183,6 +187,9 @@ bool jit_compile_global_site_fill(uint8_t *site, Oop value, uint32_t epoch);
 #define JIT_COMPILE_ZONE_FULL "the code zone is full"
 
 JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char *why, size_t whylen);
+/* The invocations left before tier-up of compiled method m (the word its
+ * unchecked entry's countdown decrements), or NULL: no countdown. */
+int32_t *jit_compile_tier_counter(const JitMethod *m);
 
 /* Turns inlined body `range` of jm off in place (vm/jit/inline.c): its
  * first instruction, a 5-byte nop, becomes a jump to the code after the

@@ -94,6 +94,7 @@ typedef struct Compiler {
     JitInlineScope *scopes;
     JitInlineRange *ranges;
     uint32_t nscopes, nranges;
+    uint32_t unfed_sends; /* plain sends jit_inline_plan skipped for want of feedback: tier-up's reason */
 } Compiler;
 
 typedef enum SimKind { SIM_CONST, SIM_SELF, SIM_ARG, SIM_TEMP, SIM_FIELD, SIM_LIT, SIM_RAX } SimKind;

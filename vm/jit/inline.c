@@ -130,7 +130,11 @@ bool jit_inline_plan(Compiler *c, size_t *code_bound, size_t *map_bound)
         if (jit_compile_accessor(c, pc, &cls, &setter, &field)) continue;
         Oop m;
         int nargs = op == BC_SEND ? c->code[pc + 2] : c->code[pc + 3];
-        if (!c->rt->site_method(c->code + pc, &cls, &m) || cls == CLASS_INDEX_DOUBLE || !inlinable(c, m, nargs)) continue;
+        if (!c->rt->site_method(c->code + pc, &cls, &m)) {
+            c->unfed_sends++;
+            continue;
+        }
+        if (cls == CLASS_INDEX_DOUBLE || !inlinable(c, m, nargs)) continue;
         if (!c->inline_sites) {
             c->inline_sites = malloc(JIT_INLINE_SITES_MAX * sizeof *c->inline_sites);
             c->scopes = malloc(JIT_INLINE_SITES_MAX * sizeof *c->scopes);

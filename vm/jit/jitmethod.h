@@ -91,6 +91,10 @@ typedef enum JitMethodKind {
 #define JIT_METHOD_F_ON_STACK (1u << 1)
 /* Has inlined methods: the inline tables follow the unwind table (below). */
 #define JIT_METHOD_F_INLINED (1u << 2)
+/* Replaced by tier-up (vm/jit/runtime.c): its heap method points at the new
+ * code, no site or PIC case links to it, frames on the stack may still run
+ * it; the zone frees it as any other piece. */
+#define JIT_METHOD_F_SUPERSEDED (1u << 3)
 
 /* A method inlined into a compiled one (vm/jit/inline.c; vm/jit/DESIGN.md,
  * "Inlining and deoptimization"). The compiled method itself is scope -1. */

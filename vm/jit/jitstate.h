@@ -30,6 +30,7 @@ typedef struct VmJitStats {
     uint64_t young_referrers_added;       /* methods that cached a young global */
     uint64_t osr_entries;                 /* interpreter frames continued in machine code */
     uint64_t inlined;                     /* sends compiled with their callee inlined */
+    uint64_t tier_ups;                    /* methods recompiled by tier-up */
     uint64_t deopts;                      /* inlined bodies that went back to the interpreter */
     uint64_t inline_disabled;             /* inlined bodies turned off for deoptimizing again and again */
 } VmJitStats;

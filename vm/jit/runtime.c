@@ -32,6 +32,7 @@
 #include "vm/model/vm.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define JIT_MAX_PRIM_ARGS 8 /* sends to primitives with more arguments take the interpreter's path */
@@ -48,10 +49,64 @@ static bool site_accessor(const uint8_t *site, uint32_t *class_index, bool *sett
     return true;
 }
 
-/* The interpreter's send-site cache as inlining's feedback (vm/jit/compile.h,
- * site_method): a method the site ran for one class, with no miss since. */
+/* While tier-up compiles: the old code's linked sites by bcpc (one walk of
+ * its map, not one per site asked), NULL otherwise. */
+typedef struct TierFeedback {
+    uint32_t class_index; /* JIT_SENDSITE_NO_CLASS: none */
+    Oop method;
+} TierFeedback;
+static TierFeedback *tier_feedback;
+static const uint8_t *tier_code;
+static size_t tier_len;
+
+static bool linked_site_method(const uint8_t *site, uint32_t *class_index, Oop *method)
+{
+    if (!tier_feedback || site < tier_code || site >= tier_code + tier_len) return false;
+    const TierFeedback *f = &tier_feedback[site - tier_code];
+    if (f->class_index == JIT_SENDSITE_NO_CLASS) return false;
+    *class_index = f->class_index;
+    *method = f->method;
+    return true;
+}
+
+/* Fills tier_feedback from old's linked sites: a monomorphic site, or one
+ * linked to a closed PIC of one case, names the class and the callee. */
+static void read_linked_sites(const JitMethod *old)
+{
+    for (size_t i = 0; i < tier_len; i++) tier_feedback[i].class_index = JIT_SENDSITE_NO_CLASS;
+    JitMapIter it;
+    JitMapEntry e;
+    jit_map_iter_init(&it, jit_method_map(old));
+    while (jit_map_iter_next(&it, &e)) {
+        /* an inlined body has no sends, so a SEND entry is the method's own
+         * send (or an inlined site's fallback send) */
+        if (e.kind != JIT_MAP_SEND || e.bcpc >= tier_len || tier_feedback[e.bcpc].class_index != JIT_SENDSITE_NO_CLASS)
+            continue;
+        const JitMethod *tier_old = old;
+        JitSendSite s;
+        if (!jit_sendsite_read(jit_method_at(tier_old, e.mcpc), &s)) continue;
+        JitMethod *t = jit_zone_find(&vm_jit_code_zone, s.target);
+        if (!t) continue;
+        uint32_t cls = s.tag;
+        if (t->kind == JIT_KIND_CLOSED_PIC) {
+            uint8_t *target;
+            if (jit_sendsite_pic_case_count(t) != 1 || !jit_sendsite_pic_case_read(t, 0, &cls, &target)) continue;
+            t = jit_zone_find(&vm_jit_code_zone, target);
+            if (!t || t->kind != JIT_KIND_METHOD || target != jit_method_unchecked_entry(t)) continue;
+        } else if (t->kind != JIT_KIND_METHOD || s.target != jit_method_checked_entry(t)) {
+            continue;
+        }
+        if (cls > OBJ_CLASS_MASK) continue;
+        tier_feedback[e.bcpc] = (TierFeedback){ cls, t->method };
+    }
+}
+
+/* Inlining's feedback (vm/jit/compile.h, site_method): when tier-up
+ * recompiles, the old code's linked site; else the interpreter's send-site
+ * cache, a method the site ran for one class, with no miss since. */
 static bool site_method(const uint8_t *site, uint32_t *class_index, Oop *method)
 {
+    if (linked_site_method(site, class_index, method)) return true;
     const VmSendCacheEntry *e = vm_sendcache_entry(site);
     if (e->site != site || e->kind != SENDCACHE_METHOD || e->misses != 0) return false;
     *class_index = e->class_index;
@@ -266,6 +321,74 @@ static uint64_t rt_open_pic_miss(uint64_t unused, JitMethod *pic)
     return dispatch(pic->method, pic->nargs);
 }
 
+/* Every monomorphic site and closed-PIC case linked to old's entries links
+ * to new_m's instead (the same method, so the same class tests hold): old
+ * then has no incoming links and the zone frees it once no frame runs it. */
+static void relink(const JitMethod *old, JitMethod *new_m)
+{
+    uint8_t *oc = jit_method_checked_entry(old), *ou = jit_method_unchecked_entry(old);
+    for (JitMethod *p = jit_zone_first(&vm_jit_code_zone); p; p = jit_zone_next(&vm_jit_code_zone, p)) {
+        if (p->kind == JIT_KIND_CLOSED_PIC) {
+            for (int i = 0; i < JIT_MAX_PIC_CASES; i++) {
+                uint32_t cls;
+                uint8_t *t;
+                if (jit_sendsite_pic_case_read(p, i, &cls, &t) && t == ou) {
+                    bool ok = jit_sendsite_pic_case_write(p, i, cls, jit_method_unchecked_entry(new_m));
+                    VM_ASSERT(ok);
+                }
+            }
+            continue;
+        }
+        if (!jit_method_is_compiled(p)) continue;
+        JitMapIter it;
+        JitMapEntry e;
+        jit_map_iter_init(&it, jit_method_map(p));
+        while (jit_map_iter_next(&it, &e)) {
+            JitSendSite s;
+            uint8_t *ra = jit_method_at(p, e.mcpc);
+            if (e.kind == JIT_MAP_SEND && jit_sendsite_read(ra, &s) && s.target == oc) {
+                bool ok = jit_sendsite_write(ra, s.tag, jit_method_checked_entry(new_m));
+                VM_ASSERT(ok);
+            }
+        }
+    }
+}
+
+/* Tier-up (vm/jit/DESIGN.md): old's countdown reached 0 at its entry, before
+ * its frame exists. Recompiles its method with old's linked sites as
+ * inlining's feedback and without a countdown; the new code replaces old
+ * everywhere but in frames already running old. NULL (old stays) when the
+ * zone is full: tier-up never compacts, so old cannot move or go under it. */
+static JitMethod *tier_up(JitMethod *old)
+{
+    Oop m = old->method;
+    char why[256];
+    tier_code = vm_method_bytecodes(m);
+    tier_len = vm_method_bytecode_length(m);
+    tier_feedback = malloc((tier_len + 1) * sizeof *tier_feedback);
+    if (!tier_feedback) return NULL;
+    read_linked_sites(old);
+    int32_t after = vm_jit_compile_runtime.tier_up_after;
+    vm_jit_compile_runtime.tier_up_after = 0;
+    JitMethod *n = jit_compile(&vm_jit_code_zone, &vm_jit_compile_runtime, m, why, sizeof why);
+    free(tier_feedback);
+    tier_feedback = NULL;
+    vm_jit_compile_runtime.tier_up_after = after;
+    if (!n) return NULL;
+    vm_jit_stats.compiled++;
+    vm_jit_stats.tier_ups++;
+    vm_jit_stats.inlined += jit_method_inline_scope_count(n);
+    vm_jit_publish_load(n);
+    vm_counter_set(m, vm_counter_of_code(n));
+    old->flags |= JIT_METHOD_F_SUPERSEDED;
+    relink(old, n);
+    if (vm_jit_verify) {
+        jit_verify_method(&vm_jit_code_zone, vm_jit_compile_runtime.send, n, "after tier-up");
+        jit_verify_zone(&vm_jit_code_zone, vm_jit_compile_runtime.send, "after tier-up");
+    }
+    return n;
+}
+
 /* The unchecked entry's checks failed: a GC is wanted, a tracer holds the
  * method probes (profiler/usdt.h: the interpreter runs the activation and
  * fires them), or the frame does not fit the page (the interpreter then
@@ -280,6 +403,12 @@ static uint64_t rt_entry_slow(uint64_t unused, uint8_t *resume)
         /* st_sp points at the return address into the caller: not an Oop */
         vm_interp_set_saved_frame(jit_cstate.st_sp + 1, jit_cstate.st_fp);
         gc_collect(false);
+    }
+    int32_t *left = jit_compile_tier_counter(jm);
+    if (left && *left <= 0) {
+        *left = INT32_MAX; /* one try: a full zone leaves the old code for good */
+        JitMethod *n = vm_jit_method_of(jm->method) == jm ? tier_up(jm) : NULL;
+        if (n) return unchecked(n); /* the activation starts over in the new code, its checks included */
     }
     Oop m = jm->method;
     int words = FRAME_HEADER_WORDS + vm_method_ntemps(m) + vm_method_max_stack(m) + 1 + VM_STACK_HEADROOM_WORDS;
@@ -604,8 +733,16 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     return true;
 }
 
+void vm_jit_set_tier_up(int32_t after) { vm_jit_compile_runtime.tier_up_after = after; }
+
 void vm_jit_set_inlining(int budget, int deopt_every)
 {
+    /* tier-up feeds inlining: on with it, as the options say */
+    int32_t after = vm_options.no_tier_up || budget <= 0                          ? 0
+                    : vm_options.tier_up_after > 0                                ? vm_options.tier_up_after
+                    : vm_options.tier_up_after < 0 || VM_JIT_TIER_UP_BY_DEFAULT ? VM_JIT_TIER_UP_AFTER_DEFAULT
+                                                                                  : 0;
+    vm_jit_set_tier_up(after);
     static int64_t countdown;
     vm_jit_compile_runtime.inline_budget = budget;
     vm_jit_deopt_every = deopt_every;

@@ -46,7 +46,8 @@ static void verify_pic_cases(JitZone *zone, const JitMethod *pic, const char *wh
             continue;
         }
         JitMethod *m = jit_zone_find(zone, t);
-        if (cls > OBJ_CLASS_MASK || !m || m->kind != JIT_KIND_METHOD || t != jit_method_unchecked_entry(m))
+        if (cls > OBJ_CLASS_MASK || !m || m->kind != JIT_KIND_METHOD || t != jit_method_unchecked_entry(m) ||
+            (m->flags & JIT_METHOD_F_SUPERSEDED)) /* tier-up relinks every case to the new code */
             vm_panic("--jit-verify %s: case %d of PIC %p (class %u) does not reach a method's unchecked entry", when,
                      i, (void *)pic, cls);
     }
@@ -59,13 +60,15 @@ void jit_verify_site(JitZone *zone, const void *send, const uint8_t *ra, const c
     if (st == JIT_SITE_BAD)
         vm_panic("--jit-verify %s: the send site returning to %p is not a valid site", when, (void *)ra);
     if (st == JIT_SITE_POLY) verify_pic_cases(zone, pic, when);
+    if (st == JIT_SITE_MONO && (pic->flags & JIT_METHOD_F_SUPERSEDED))
+        vm_panic("--jit-verify %s: the send site returning to %p is linked to code tier-up replaced", when, (void *)ra);
 }
 
 void jit_verify_method(JitZone *zone, const void *send, const JitMethod *m, const char *when)
 {
     if (!jit_method_is_compiled(m)) vm_panic("--jit-verify %s: %p is not a method or block", when, (void *)m);
     /* the heap method's counter slot holds -(JitMethod address) once compiled */
-    if (vm_counter(m->method) != vm_counter_of_code(m))
+    if (!(m->flags & JIT_METHOD_F_SUPERSEDED) && vm_counter(m->method) != vm_counter_of_code(m))
         vm_panic("--jit-verify %s: method %p's heap method does not point back to it", when, (void *)m);
     size_t own_len = vm_method_bytecode_length(m->method);
     /* the inline ranges: sorted, disjoint, inside the code, each beginning

@@ -615,6 +615,16 @@ void jit_x64_add_rl(X64Buf *b, X64Reg dst, X64Label *label) { op_rl(b, 0x03, dst
 /* REX.W 2B /r */
 void jit_x64_sub_rl(X64Buf *b, X64Reg dst, X64Label *label) { op_rl(b, 0x2B, dst, label); }
 
+/* FF /1 with ModRM mod = 00, rm = 101: dec dword [rip + label] (6 bytes,
+ * the displacement last so readers find the word from the instruction) */
+void jit_x64_dec32_l(X64Buf *b, X64Label *label)
+{
+    Ins in = { .n = 0 };
+    head(&in, 0, 0, 0xFF, 1, 0, 0, false);
+    put8(&in, modrm(0, 1, 5));
+    rel32_to_label(b, &in, label);
+}
+
 /* REX.W 0F 40+cc /r */
 void jit_x64_cmovcc_rr(X64Buf *b, X64Cond cc, X64Reg dst, X64Reg src)
 {

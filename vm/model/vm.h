@@ -36,6 +36,8 @@ typedef struct VmOptions {
     int inline_budget;     /* --inline-budget N; -1: --inline; 0: the default (vm/jit/runtime.h) */
     bool no_inline;        /* --no-inline */
     int deopt_every;       /* --deopt-every N: the stress mode; 0: off */
+    int tier_up_after;     /* --tier-up-after N; -1: --tier-up; 0: the default; --no-tier-up: no_tier_up */
+    bool no_tier_up;       /* --no-tier-up */
     bool code_zone_stats;  /* --code-zone-stats: the zone analysis on stderr at exit */
     const char *disassemble; /* --disassemble 'Class>>selector': print and exit */
     const char *disassemble_after; /* --disassemble-after 'Class>>selector': print its code as the run left it */

@@ -209,6 +209,7 @@ static int reset(void **state)
     rt.double_divide_inline = rt.double_sqrt_inline = NULL;
     memset(&inl, 0, sizeof inl);
     rt.deopt_countdown = NULL;
+    rt.tier_up_after = 0;
     return 0;
 }
 
@@ -918,6 +919,48 @@ static void monomorphic_send_is_inlined(void **state)
     assert_int_equal(seen.sends, 3);
 }
 
+/* Tier-up's countdown (vm/jit/DESIGN.md, "Tier-up"): a method whose plain
+ * send had no feedback counts its invocations down at its entry and takes
+ * entry_slow (which here resumes the old code) when the count reaches 0; a
+ * method whose send had feedback, or one compiled with tier-up off, has no
+ * countdown. */
+static void tier_up_countdown_takes_entry_slow(void **state)
+{
+    (void)state;
+    seen.hook = answer_99;
+    Oop sel = gc_alloc_old(CLASS_INDEX_ARRAY, FMT_POINTERS, 1);
+    Oop lits[] = { sel };
+    /* caller  a: x  ^self plus: x */
+    Oop caller = METHOD(1, 0, lits, BC_PUSH_SELF, BC_PUSH_ARG, 2, /* 3 */ BC_SEND, 0, 1, BC_RETURN_TOP);
+    rt.tier_up_after = 3;
+    JitMethod *jm = compile_ok(caller);
+    int32_t *left = jit_compile_tier_counter(jm);
+    assert_non_null(left);
+    assert_int_equal(*left, 3);
+    assert_int_equal(run(jm, I(5), 1, I(20)), I(99));
+    assert_int_equal(run(jm, I(5), 1, I(20)), I(99));
+    assert_int_equal(*left, 1);
+    assert_int_equal(seen.entry_slow, 0);
+    assert_int_equal(run(jm, I(5), 1, I(20)), I(99));
+    assert_int_equal(*left, 0);
+    assert_int_equal(seen.entry_slow, 1);
+    assert_int_equal(seen.sends, 3);
+
+    /* the site has feedback: inlined, nothing to wait for */
+    Oop callee = METHOD0(1, 0, BC_PUSH_ARG, 2, BC_RETURN_TOP);
+    inl.site = vm_method_bytecodes(caller) + 3;
+    inl.class_index = CLASS_INDEX_ARRAY;
+    inl.method = callee;
+    JitMethod *fed = compile_ok(caller);
+    assert_int_equal(jit_method_inline_scope_count(fed), 1);
+    assert_null(jit_compile_tier_counter(fed));
+    /* no sends at all, or tier-up off: no countdown */
+    assert_null(jit_compile_tier_counter(compile_ok(METHOD0(0, 0, BC_PUSH_1, BC_RETURN_TOP))));
+    memset(&inl, 0, sizeof inl);
+    rt.tier_up_after = 0;
+    assert_null(jit_compile_tier_counter(compile_ok(caller)));
+}
+
 /* A body turned off (jit_inline_disable: it deoptimized again and again)
  * sends for the guard's class too; turning it off twice is harmless. */
 static void inlined_body_turned_off_sends(void **state)
@@ -1191,6 +1234,7 @@ int main(void)
         cmocka_unit_test_setup(monomorphic_send_is_inlined, reset),
         cmocka_unit_test_setup(other_sends_are_not_inlined, reset),
         cmocka_unit_test_setup(inlined_body_turned_off_sends, reset),
+        cmocka_unit_test_setup(tier_up_countdown_takes_entry_slow, reset),
         cmocka_unit_test_setup(deopt_points_reach_the_continuation, reset),
         /* last: it slides every piece the tests before it compiled */
         cmocka_unit_test_setup(compaction_follows_moved_callees_and_unlinks_freed_ones, reset),
