@@ -47,8 +47,6 @@
 #define BOUND_RETURN 48     /* widow check + call + epilogue */
 #define MAP_ENTRIES_PER_BYTECODE 4 /* + where its cold code starts */
 
-static bool is_compare(uint8_t op) { return (op >= BC_SEND_LT && op <= BC_SEND_NE) || op == BC_SEND_NOT_EQUAL; }
-
 static size_t template_bound(uint8_t op)
 {
     switch (op) {
@@ -397,18 +395,6 @@ static void emit_prologue(Compiler *c, X64Label *header, X64Label *slow, X64Labe
     for (int t = 0; t < c->ntemps; t++) jit_x64_push_r(b, R11);
 }
 
-static X64Cond compare_cond(uint8_t op)
-{
-    switch (op) {
-    case BC_SEND_LT: return JIT_X64_CC_L;
-    case BC_SEND_GT: return JIT_X64_CC_G;
-    case BC_SEND_LE: return JIT_X64_CC_LE;
-    case BC_SEND_GE: return JIT_X64_CC_GE;
-    case BC_SEND_EQ: return JIT_X64_CC_E;
-    default: return JIT_X64_CC_NE;
-    }
-}
-
 /* JUMP_IF_TRUE/FALSE/NIL/NOT_NIL at pc on the condition in rax (already
  * popped; nothing is on the simulated stack). */
 static void emit_cond_jump_rax(Compiler *c, size_t pc)
@@ -551,7 +537,7 @@ static size_t emit_special(Compiler *c, size_t pc)
     /* a conditional jump fused with the compare flushes what lies below, as
      * every jump does; a chain whose later link takes the answer so far as
      * its argument finds that link's receiver on the real stack */
-    bool hold = keeps && !(is_compare(op) && jit_compile_fused_branch(c, next) >= 0);
+    bool hold = keeps && !(jit_compile_is_compare(op) && jit_compile_fused_branch(c, next) >= 0);
     if (hold && (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL)) {
         JitDoubleLink links[JIT_DOUBLE_CHAIN_MAX];
         int n = jit_double_chain_scan(c, pc, links, JIT_DOUBLE_CHAIN_MAX);
@@ -591,7 +577,7 @@ static size_t emit_special(Compiler *c, size_t pc)
      * start (load_lazy_rcx), so a counter's `i + 1` or `n < 2` costs no mov */
     c->lazy_rcx = arg_int && ints && !double_first &&
                   (((op == BC_SEND_ADD || op == BC_SEND_SUB) && jit_compile_fits_i32(arg_const - 1)) ||
-                   (is_compare(op) && op != BC_SEND_NOT_EQUAL && op != BC_SEND_NE && jit_compile_fits_i32(arg_const)));
+                   (jit_compile_is_compare(op) && op != BC_SEND_NOT_EQUAL && op != BC_SEND_NE && jit_compile_fits_i32(arg_const)));
     c->lazy_rcx_value = arg_const;
     if (c->lazy_rcx) {
         jit_sim_load(c, c->sim[0], RAX);
@@ -627,7 +613,7 @@ static size_t emit_special(Compiler *c, size_t pc)
             }
             if (second) jit_compile_cold_end(c);
         }
-    } else if (is_compare(op) && (ints || dbl_cmp)) {
+    } else if (jit_compile_is_compare(op) && (ints || dbl_cmp)) {
         uint8_t after = next < c->len ? c->code[next] : BC_HALT;
         long br = jit_compile_fused_branch(c, next);
         bool fuse = br >= 0;
@@ -641,7 +627,7 @@ static size_t emit_special(Compiler *c, size_t pc)
             else jit_x64_cmp_rr(b, RAX, RCX);
         }
         if (fuse) {
-            X64Cond cc = compare_cond(op);
+            X64Cond cc = jit_compile_compare_cond(op);
             if (br_op == BC_JUMP_IF_FALSE) cc = jit_x64_cc_negate(cc);
             X64Label fallthrough = JIT_X64_LABEL("fused fallthrough");
             X64Label *taken = &c->labels[jit_compile_jump_target(c->code, (size_t)br)];
@@ -676,7 +662,7 @@ static size_t emit_special(Compiler *c, size_t pc)
             return 1 + vm_bytecode_length[after];
         }
         if (ints) {
-            jit_compile_set_boolean(c, compare_cond(op));
+            jit_compile_set_boolean(c, jit_compile_compare_cond(op));
             jit_x64_jmp_forward(b, &done);
         }
         if (dbl) {

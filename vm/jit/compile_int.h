@@ -14,6 +14,7 @@
 #define JIT_COMPILE_INT_H
 
 #include "gc/object.h"
+#include "vm/bytecode/bytecodes.h"
 #include "vm/jit/jitmethod.h"
 #include "vm/jit/map.h"
 #include "vm/jit/x64.h"
@@ -142,6 +143,24 @@ long jit_compile_fused_branch(const Compiler *c, size_t next);
 /* Whether the SEND or SEND_W at pc is an accessor send machine code
  * inlines (vm/jit/compile.h, site_accessor): its receiver class, kind and field. */
 bool jit_compile_accessor(const Compiler *c, size_t pc, uint32_t *class_index, bool *setter, int *field);
+/* Whether special send op is one of the comparisons (< > <= >= = ~= <>), and
+ * the condition under which it answers true after `cmp receiver, argument`
+ * of two SmallIntegers: one table for the templates and the inlined bodies. */
+static inline bool jit_compile_is_compare(uint8_t op)
+{
+    return (op >= BC_SEND_LT && op <= BC_SEND_NE) || op == BC_SEND_NOT_EQUAL;
+}
+static inline X64Cond jit_compile_compare_cond(uint8_t op)
+{
+    switch (op) {
+    case BC_SEND_LT: return JIT_X64_CC_L;
+    case BC_SEND_GT: return JIT_X64_CC_G;
+    case BC_SEND_LE: return JIT_X64_CC_LE;
+    case BC_SEND_GE: return JIT_X64_CC_GE;
+    case BC_SEND_EQ: return JIT_X64_CC_E;
+    default: return JIT_X64_CC_NE;
+    }
+}
 /* rax := true when cc holds after the compare, else false. */
 void jit_compile_set_boolean(Compiler *c, X64Cond cc);
 

@@ -30,23 +30,6 @@
 #define INLINE_BOUND_SEND 64      /* the generic send after the body */
 #define INLINE_MAP_PER_BYTECODE 3 /* its start, its stub's start and call */
 
-static bool is_inline_compare(uint8_t op)
-{
-    return (op >= BC_SEND_LT && op <= BC_SEND_NE) || op == BC_SEND_NOT_EQUAL;
-}
-
-static X64Cond inline_compare_cond(uint8_t op)
-{
-    switch (op) {
-    case BC_SEND_LT: return JIT_X64_CC_L;
-    case BC_SEND_GT: return JIT_X64_CC_G;
-    case BC_SEND_LE: return JIT_X64_CC_LE;
-    case BC_SEND_GE: return JIT_X64_CC_GE;
-    case BC_SEND_EQ: return JIT_X64_CC_E;
-    default: return JIT_X64_CC_NE;
-    }
-}
-
 /* Whether bytecode op of a callee can be inlined: the body calls nothing. */
 static bool inlinable_bytecode(const Compiler *c, Oop m, const uint8_t *p)
 {
@@ -64,7 +47,7 @@ static bool inlinable_bytecode(const Compiler *c, Oop m, const uint8_t *p)
         return p[1] < nlits && oop_is_int(obj_slots(m)[METHOD_FIXED_SLOTS + p[1]]);
     }
     case BC_SEND_ADD: case BC_SEND_SUB: case BC_SEND_MUL: return jit_int_inline(c, op);
-    default: return is_inline_compare(op) && jit_int_inline(c, op);
+    default: return jit_compile_is_compare(op) && jit_int_inline(c, op);
     }
 }
 
@@ -328,10 +311,10 @@ static void emit_body_bytecode(Body *y, size_t pc)
         jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RDX);
         break;
     default:
-        VM_ASSERT(is_inline_compare(op), "inlinable let %s through", vm_bytecode_name[op]);
+        VM_ASSERT(jit_compile_is_compare(op), "inlinable let %s through", vm_bytecode_name[op]);
         int_operands(y, pc);
         jit_x64_cmp_rr(b, RAX, RCX);
-        jit_compile_set_boolean(c, inline_compare_cond(op));
+        jit_compile_set_boolean(c, jit_compile_compare_cond(op));
         jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8));
         jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RAX);
         break;
