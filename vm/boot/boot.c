@@ -69,6 +69,11 @@ void vm_print_stats(FILE *out)
 
 static void print_exit_reports(void)
 {
+    /* Once: --disassemble-after loads its class, and a class that fails to
+     * compile exits through here again (it recursed until the stack ran out) */
+    static bool printed;
+    if (printed) return;
+    printed = true;
     if (vm_options.print_stats) vm_print_stats(stderr);
     if (vm_options.disassemble_after && vm_jit_enabled) {
         char err[512];

@@ -14,7 +14,12 @@
  *                       a mcpc -> bcpc map (mcpc absolute, bcpc the map's
  *                       0-based bytecode pc); names as the code events name
  *                       them ("Class>>sel", "[] in Class>>sel",
- *                       "sel (closed PIC)", "ceSend"); then 'CCFree' (start of
+ *                       "sel (closed PIC)", "ceSend"). A method with inlined
+ *                       methods (vm/jit/inline.c) lists only its own code's
+ *                       pairs, and each inlined range follows it as a piece of
+ *                       its own, "B>>sel (inlined into A>>sel)" with
+ *                       Array(range start, B's pairs inside the range): a
+ *                       map's bcpcs are each of one method. Then 'CCFree' (start of
  *                       the unused part of the zone) and 'CCEnd' (the limit of
  *                       the code part: the young referrers list starts there).
  *                       --no-jit: only the markers, both 0.
@@ -40,6 +45,7 @@
  * a report without an ended profile, or bad arguments, fail the primitive.
  */
 #include "gc/heap.h"
+#include "vm/jit/jitmethod.h"
 #include "vm/jit/map.h"
 #include "vm/jit/zone.h"
 #include "profiler/allocsampler.h"
@@ -50,6 +56,7 @@
 #include "vm/interp/jitinterface.h"
 #include "vm/jit/jitpublish.h"
 #include "vm/jit/runtime.h"
+#include "vm/model/method.h"
 #include "vm/model/primitive.h"
 #include "vm/model/universe.h"
 #include "vm/model/vm.h"
@@ -76,22 +83,45 @@ static Oop int_oop(uint64_t v) { return oop_from_int((intptr_t)v); }
 
 /* -- Constituents ------------------------------------------------------------ */
 
+/* The map pairs of m in [lo, hi) (mcpc offsets), inside an inline range or
+ * outside every one (own): Array(start, mcpc bcpc ...), start absolute. */
+static Oop map_pairs(const JitMethod *m, uint64_t start, uint32_t lo, uint32_t hi, bool own)
+{
+    size_t n = 0;
+    JitMapIter it;
+    JitMapEntry me;
+    for (int pass = 0; pass < 2; pass++) {
+        Oop a = pass ? new_array(1 + 2 * n, "constituents") : 0;
+        size_t k = 1;
+        if (pass) gc_store(a, 0, int_oop(start));
+        jit_map_iter_init(&it, jit_method_map(m));
+        while (jit_map_iter_next(&it, &me)) {
+            bool in = own ? jit_method_inline_scope_at(m, me.mcpc) < 0 : me.mcpc >= lo && me.mcpc < hi;
+            if (!in) continue;
+            if (!pass) {
+                n++;
+            } else if (k + 1 < 1 + 2 * n) {
+                gc_store(a, k++, int_oop((uint64_t)(uintptr_t)m + me.mcpc));
+                gc_store(a, k++, int_oop(me.bcpc));
+            }
+        }
+        if (pass) return a;
+        if (n == 0) return int_oop(start); /* no pairs: the first form */
+    }
+    return 0;
+}
+
 static Oop piece_value(const JitMethod *m)
 {
     uint64_t start = (uint64_t)(uintptr_t)m;
     if (!jit_method_is_compiled(m) || m->map_count == 0) return int_oop(start);
-    Oop a = new_array(1 + 2 * (size_t)m->map_count, "constituents");
-    gc_store(a, 0, int_oop(start));
-    JitMapIter it;
-    JitMapEntry me;
-    jit_map_iter_init(&it, jit_method_map(m));
-    size_t k = 1;
-    while (k + 1 < 1 + 2 * (size_t)m->map_count && jit_map_iter_next(&it, &me)) {
-        gc_store(a, k++, int_oop(start + me.mcpc));
-        gc_store(a, k++, int_oop(me.bcpc));
-    }
-    for (; k < 1 + 2 * (size_t)m->map_count; k++) gc_store(a, k, int_oop(0)); /* never: map_count says how many */
-    return a;
+    return map_pairs(m, start, 0, m->size, true);
+}
+
+/* Constituents one piece stands for: itself and its inlined ranges. */
+static size_t piece_constituents(const JitMethod *m)
+{
+    return 1 + (jit_method_is_compiled(m) ? jit_method_inline_range_count(m) : 0);
 }
 
 static bool p_constituents(Oop *a, Oop *r)
@@ -100,14 +130,24 @@ static bool p_constituents(Oop *a, Oop *r)
     size_t n = 0;
     JitZone *z = vm_jit_enabled ? vm_jit_zone() : NULL;
     if (z)
-        for (JitMethod *m = jit_zone_first(z); m; m = jit_zone_next(z, m)) n++;
+        for (JitMethod *m = jit_zone_first(z); m; m = jit_zone_next(z, m)) n += piece_constituents(m);
     Oop out = new_array(2 * n + 4, "constituents");
     size_t k = 0;
-    char name[600];
+    char name[600], inner[600], label[1300];
     if (z)
         for (JitMethod *m = jit_zone_first(z); m && k < 2 * n; m = jit_zone_next(z, m)) {
             gc_store(out, k++, new_string(vm_jit_publish_name(m, name, sizeof name), "constituents"));
             gc_store(out, k++, piece_value(m));
+            if (!jit_method_is_compiled(m)) continue;
+            const JitInlineRange *ranges = jit_method_inline_ranges(m);
+            const JitInlineScope *scopes = jit_method_inline_scopes(m);
+            for (uint32_t i = 0, nr = jit_method_inline_range_count(m); i < nr && k < 2 * n; i++) {
+                snprintf(label, sizeof label, "%s (inlined into %s)",
+                         vm_method_name(scopes[ranges[i].scope].method, inner, sizeof inner), name);
+                gc_store(out, k++, new_string(label, "constituents"));
+                gc_store(out, k++, map_pairs(m, (uint64_t)(uintptr_t)m + ranges[i].start, ranges[i].start,
+                                             ranges[i].end, false));
+            }
         }
     gc_store(out, k++, new_string("CCFree", "constituents"));
     gc_store(out, k++, int_oop(z ? (uint64_t)(uintptr_t)jit_zone_free_start(z) : 0));

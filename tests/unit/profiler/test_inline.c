@@ -599,8 +599,10 @@ static void the_in_vm_profiler_shows_the_same_inlined_frames_and_rows(void **sta
     ProfInimageReportOptions opt = {.requested_hz = 1000, .seconds = 1, .folded = true};
     size_t len;
     char *folded = prof_inimage_report(s, 8, &opt, &len, err, sizeof err);
-    if (!folded)
+    if (!folded) {
         fail_msg("%s", err);
+        return; /* fail_msg does not return; this tells the compiler so */
+    }
     printf("%s", folded);
     assert_non_null(strstr(folded, ";Foo>>outer;Bar>>inner (inlined);Baz>>leaf (inlined) 6\n"));
     assert_non_null(strstr(folded, ";Foo>>outer;Bar>>inner (inlined) 2\n"));
@@ -613,8 +615,10 @@ static void the_in_vm_profiler_shows_the_same_inlined_frames_and_rows(void **sta
     assert_true(prof_inimage_end(err, sizeof err));
     opt.folded = false;
     char *text = prof_inimage_report(s, 8, &opt, &len, err, sizeof err);
-    if (!text)
+    if (!text) {
         fail_msg("%s", err);
+        return;
+    }
     assert_non_null(strstr(text, "\tBaz>>leaf (inlined into Foo>>outer)\t"));
     assert_non_null(strstr(text, "\tBar>>inner (inlined into Foo>>outer)\t"));
     assert_null(strstr(text, "\tFoo>>outer\t")); /* no sample in its own code */
