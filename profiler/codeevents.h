@@ -39,7 +39,8 @@
  * pairs inside ranges of scopes with its name and bytecode_size, the
  * piece's own method's the pairs outside every range. The code log writer
  * checks the first two rules (report_codemap_check_inline) and leaves out
- * a section that breaks them, with a warning; scope indices, parents and
+ * a section that breaks them, with the piece's map (whose pairs in the
+ * ranges are not the piece's method's) and a warning; scope indices, parents and
  * strings are checked by every reader.
  *
  * Who may call: vm/ (the events, the replay function, and adding the perf

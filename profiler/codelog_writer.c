@@ -361,9 +361,14 @@ void prof_codelog_load(ProfCodeLog *log, uint64_t time_ns, const ProfCodeLoad *e
     uint32_t unwind_count = e->unwind ? e->unwind_count : 0;
     InlineSize in = inline_size(e);
     if (in.fixed > 0 && !inline_sound(e)) {
+        /* the map goes with it: its pairs inside the ranges carry the
+         * inlined methods' bcpcs, which would read as the piece's own */
         in = (InlineSize){0, 0};
+        map_count = 0;
+        flags |= PROF_CODE_REC_F_TRUNCATED;
         warn_once(log, &log->warned_inline, "a piece's inlined methods break the code log's rules (scopes, ranges): "
-                                            "left out, the piece reads as its own method throughout");
+                                            "left out with the piece's map, the piece reads as one method without "
+                                            "bytecode ranges");
     }
     bool inl = in.fixed > 0, inline_lines = inl;
     uint64_t fixed = sizeof(ProfCodeLoadRecord) + name_len + 1 + source_len + 1 + 8ull * unwind_count + in.fixed;
