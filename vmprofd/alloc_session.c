@@ -44,16 +44,19 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Log polls: at the default interval and ring (8 MiB, ~3300 samples) the
- * fastest allocating benchmark fills the ring in over a second, so 50 ms
- * leaves a twentyfold margin; a poll with nothing new is two preads. */
-#define ALLOC_POLL_MS 50
-/* A poll that found more than 1/ALLOC_BUSY_FRACTION of the ring written
- * since the last polls again after ALLOC_BUSY_POLL_MS: a small interval
- * (16 KiB: ~18,000 samples a second from AllocMethods, an 8 MiB ring every
- * 0.18 s) on a loaded machine must not lose samples to a late wake-up. */
-#define ALLOC_BUSY_FRACTION 8
-#define ALLOC_BUSY_POLL_MS 5
+/* Log polls: the next poll comes when the VM will have written about
+ * 1/ALLOC_POLL_FRACTION of the ring at the rate it wrote since the last
+ * one, never later than ALLOC_POLL_MAX_MS nor sooner than ALLOC_POLL_MIN_MS.
+ * A fixed period does not do: AllocMethods under the JIT writes an 8 MiB
+ * ring in 0.1 s at the default interval, and a loaded machine wakes
+ * vmprofd late, so the margin must grow with the rate. Until the VM has
+ * written something (a launched command booting) the polls are short: the
+ * first burst must not find vmprofd asleep. A poll with nothing new is
+ * two preads, so even the longest period costs nothing measurable. */
+#define ALLOC_POLL_MAX_MS 20
+#define ALLOC_POLL_MIN_MS 1
+#define ALLOC_POLL_START_MS 5
+#define ALLOC_POLL_FRACTION 16
 /* How long a launched command may take to publish its export segment. */
 #define ALLOC_EXPORT_WAIT_MS 5000
 /* --live: how long the VM may take to reach a safe point, collect and
@@ -127,6 +130,18 @@ static void poll_logs(AllocSession *as)
         }
     }
     vmprofd_codelog_poll(&as->code);
+}
+
+/* How long to sleep after a poll that found `written` bytes `elapsed_ns`
+ * after the one before (see ALLOC_POLL_FRACTION). */
+static int next_poll_ms(const AllocSession *as, uint64_t written, uint64_t elapsed_ns)
+{
+    if (as->log.pos == 0)
+        return ALLOC_POLL_START_MS;
+    if (written == 0)
+        return ALLOC_POLL_MAX_MS;
+    double ms = (double)(as->log.ring.ring_size / ALLOC_POLL_FRACTION) * ((double)elapsed_ns / 1e6) / (double)written;
+    return ms < ALLOC_POLL_MIN_MS ? ALLOC_POLL_MIN_MS : ms > ALLOC_POLL_MAX_MS ? ALLOC_POLL_MAX_MS : (int)ms;
 }
 
 static void ensure_symbolizer(AllocSession *as)
@@ -442,7 +457,7 @@ static int alloc_collect(AllocSession *as, Profile **out, char *why, size_t whyl
 
     bool capped = !o->command || o->seconds_given;
     time_t start_wall = time(NULL);
-    uint64_t t0 = now_ns(), last_house = t0;
+    uint64_t t0 = now_ns(), last_house = t0, last_poll = t0;
     double seconds = 0;
     char stop_note[256] = "";
     for (;;) {
@@ -465,12 +480,12 @@ static int alloc_collect(AllocSession *as, Profile **out, char *why, size_t whyl
         renew(as);
         uint64_t before = as->log.pos;
         poll_logs(as);
-        bool busy = as->log.pos - before > as->log.ring.ring_size / ALLOC_BUSY_FRACTION;
         if (now - last_house >= 250000000ull) {
             last_house = now;
             ensure_symbolizer(as);
         }
-        sleep_ms(busy ? ALLOC_BUSY_POLL_MS : ALLOC_POLL_MS);
+        sleep_ms(next_poll_ms(as, as->log.pos - before, now - last_poll));
+        last_poll = now;
     }
     char err[256];
     as->have_end = vmprofd_export_read_counters(as->exp, &as->end, err, sizeof err);
