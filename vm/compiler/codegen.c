@@ -922,9 +922,12 @@ static bool try_inline(Gen *g, Node *n, bool want)
             inline_if(g, n, want, BC_JUMP_IF_FALSE, a[0], NULL, BC_PUSH_NIL);
         else if (strcmp(sel, "ifFalse:") == 0 && is_block_with(a[0], 0))
             inline_if(g, n, want, BC_JUMP_IF_TRUE, a[0], NULL, BC_PUSH_NIL);
-        else if (strcmp(sel, "and:") == 0 && is_block_with(a[0], 0))
+        /* the core's && and || are and: and or:, so a literal block
+         * after them is inlined as theirs (as TruffleSOM does): without
+         * it `a && [b]` makes a closure and two sends */
+        else if ((strcmp(sel, "and:") == 0 || strcmp(sel, "&&") == 0) && is_block_with(a[0], 0))
             inline_if(g, n, want, BC_JUMP_IF_FALSE, a[0], NULL, BC_PUSH_FALSE);
-        else if (strcmp(sel, "or:") == 0 && is_block_with(a[0], 0))
+        else if ((strcmp(sel, "or:") == 0 || strcmp(sel, "||") == 0) && is_block_with(a[0], 0))
             inline_if(g, n, want, BC_JUMP_IF_TRUE, a[0], NULL, BC_PUSH_TRUE);
         else if (strcmp(sel, "ifNil:") == 0 && is_block_with(a[0], 0))
             inline_nil_test(g, n, want, a[0], NULL, false);
