@@ -23,6 +23,23 @@
 #define STVM_CORE_DIR "smalltalk/core"
 #endif
 
+/* which of --inline/--no-inline and --tier-up/--no-tier-up is the default
+ * follows vm/jit/runtime.h */
+#if VM_JIT_INLINE_BY_DEFAULT
+#define HELP_INLINE_ON " (the default)"
+#define HELP_INLINE_OFF ""
+#else
+#define HELP_INLINE_ON ""
+#define HELP_INLINE_OFF " (the default)"
+#endif
+#if VM_JIT_TIER_UP_BY_DEFAULT
+#define HELP_TIER_UP_ON " (the default)"
+#define HELP_TIER_UP_OFF ""
+#else
+#define HELP_TIER_UP_ON ""
+#define HELP_TIER_UP_OFF " (the default)"
+#endif
+
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -62,14 +79,13 @@ static void usage(FILE *out)
             "                         each backward jump counts as a run, and a loop\n"
             "                         then continues in machine code\n"
             "  --inline               inline small monomorphic callees at sends, with\n"
-            "                         deoptimization to the interpreter (off by default\n"
-            "                         until profilers see through it)\n"
-            "  --no-inline            do not (the default)\n"
+            "                         deoptimization to the interpreter" HELP_INLINE_ON "\n"
+            "  --no-inline            do not" HELP_INLINE_OFF "\n"
             "  --tier-up-after N      with inlining, recompile a method that had sends without\n"
             "                         feedback after N more invocations, its machine code's\n"
             "                         linked sends as the feedback (default 1000)\n"
-            "  --tier-up              tier-up on (with inlining; off by default)\n"
-            "  --no-tier-up           no tier-up (the default)\n"
+            "  --tier-up              tier-up on (with inlining)" HELP_TIER_UP_ON "\n"
+            "  --no-tier-up           no tier-up" HELP_TIER_UP_OFF "\n"
             "  --inline-budget N      inline callees of at most N bytecode bytes (default 48;\n"
             "                         implies --inline)\n"
             "  --deopt-every N        an inlined body deoptimizes at every Nth bytecode it\n"

@@ -924,7 +924,7 @@ static void emit_outer(Compiler *c, const uint8_t *p, size_t pc)
 /* rdx := the slot count of the Array receiver in rax, or to slow (not an
  * Array). Arrays of 255 slots or more keep their count in the word before
  * the header (gc/object.h, obj_num_slots). Keeps rax and rcx. */
-static void array_or(Compiler *c, X64Label *slow)
+void jit_compile_array_or(Compiler *c, X64Label *slow)
 {
     X64Buf *b = &c->b;
     jit_x64_test_ri(b, RAX, 7);
@@ -946,7 +946,7 @@ static void array_or(Compiler *c, X64Label *slow)
 
 /* rsi := the 0-based index from the SmallInteger in rcx, to slow unless
  * 1 <= it <= rdx. Keeps rax and rcx. */
-static void index_or(Compiler *c, X64Label *slow)
+void jit_compile_index_or(Compiler *c, X64Label *slow)
 {
     X64Buf *b = &c->b;
     jit_x64_test_ri(b, RCX, 1);
@@ -964,19 +964,19 @@ static bool emit_array_fast_path(Compiler *c, uint8_t op, size_t pc, bool value_
 {
     X64Buf *b = &c->b;
     if (op == BC_SEND_AT && c->rt->array_at_inline && *c->rt->array_at_inline) {
-        array_or(c, slow);
-        index_or(c, slow);
+        jit_compile_array_or(c, slow);
+        jit_compile_index_or(c, slow);
         jit_x64_mov_rm(b, RAX, jit_x64_mem_index(RAX, RSI, 8, 8));
     } else if (op == BC_SEND_AT_PUT && c->rt->array_at_put_inline && *c->rt->array_at_put_inline) {
         /* receiver and index in rax and rcx, all three still on the real stack */
-        array_or(c, slow);
-        index_or(c, slow);
+        jit_compile_array_or(c, slow);
+        jit_compile_index_or(c, slow);
         jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 0));
         jit_x64_mov_mr(b, jit_x64_mem_index(RAX, RSI, 8, 8), RCX);
         if (!value_const) barrier(c, pc); /* rax the object, rcx the value */
         jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 0));
     } else if (op == BC_SEND_LENGTH && c->rt->array_length_inline && *c->rt->array_length_inline) {
-        array_or(c, slow);
+        jit_compile_array_or(c, slow);
         jit_x64_lea_rm(b, RAX, jit_x64_mem_index(RDX, RDX, 1, 1)); /* tag it */
     } else {
         return false;

@@ -178,6 +178,12 @@ void jit_compile_cmp_rax_oop(Compiler *c, Oop v);
 /* To done unless storing rcx into object rax must remember rax (old object,
  * young pointer, not yet remembered). Clobbers rdx and r11. */
 void jit_compile_barrier_unneeded(Compiler *c, X64Label *done);
+/* rdx := the slot count of the Array in rax, else to slow; keeps rax, rcx
+ * (clobbers r11). */
+void jit_compile_array_or(Compiler *c, X64Label *slow);
+/* rsi := the 0-based index from the SmallInteger in rcx, to slow unless
+ * 1 <= it <= rdx; keeps rax, rcx. */
+void jit_compile_index_or(Compiler *c, X64Label *slow);
 
 /* -- vm/jit/inline.c ------------------------------------------------------------------- */
 

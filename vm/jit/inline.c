@@ -26,7 +26,7 @@
 #include <string.h>
 
 #define INLINE_BOUND_GUARD 96     /* the class and probe tests, the frame's temps */
-#define INLINE_BOUND_BYTECODE 176 /* the largest template below, its deopt stub, a --deopt-every check */
+#define INLINE_BOUND_BYTECODE 256 /* the largest template below (at:put:), its deopt stub, a --deopt-every check */
 #define INLINE_BOUND_SEND 64      /* the generic send after the body */
 #define INLINE_MAP_PER_BYTECODE 3 /* its start, its stub's start and call */
 
@@ -47,6 +47,10 @@ static bool inlinable_bytecode(const Compiler *c, Oop m, const uint8_t *p)
         return p[1] < nlits && oop_is_int(obj_slots(m)[METHOD_FIXED_SLOTS + p[1]]);
     }
     case BC_SEND_ADD: case BC_SEND_SUB: case BC_SEND_MUL: return jit_int_inline(c, op);
+    /* Arrays' own primitives, as the baseline's templates take them */
+    case BC_SEND_AT: return c->rt->array_at_inline && *c->rt->array_at_inline;
+    case BC_SEND_AT_PUT: return c->rt->array_at_put_inline && *c->rt->array_at_put_inline;
+    case BC_SEND_LENGTH: return c->rt->array_length_inline && *c->rt->array_length_inline;
     default: return jit_compile_is_compare(op) && jit_int_inline(c, op);
     }
 }
@@ -309,6 +313,39 @@ static void emit_body_bytecode(Body *y, size_t pc)
         }
         jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8));
         jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RDX);
+        break;
+    case BC_SEND_AT:
+        /* not an Array, or the index out of its bounds: the interpreter's at: */
+        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 8));
+        jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 0));
+        jit_compile_array_or(c, stub(y, pc));
+        jit_compile_index_or(c, stub(y, pc));
+        jit_x64_mov_rm(b, RAX, jit_x64_mem_index(RAX, RSI, 8, 8));
+        jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8));
+        jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RAX);
+        break;
+    case BC_SEND_AT_PUT: {
+        /* as at:, and a store that must remember the Array deoptimizes
+         * before it stores: the interpreter makes it */
+        X64Label store = JIT_X64_LABEL("inlined at:put:");
+        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 16));
+        jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 8));
+        jit_compile_array_or(c, stub(y, pc));
+        jit_compile_index_or(c, stub(y, pc));
+        jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 0));
+        jit_compile_barrier_unneeded(c, &store); /* keeps rsi */
+        jit_x64_jmp_label32(b, stub(y, pc));
+        jit_x64_label_bind(b, &store);
+        jit_x64_mov_mr(b, jit_x64_mem_index(RAX, RSI, 8, 8), RCX);
+        jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 16));
+        jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RCX); /* at:put: answers the value */
+        break;
+    }
+    case BC_SEND_LENGTH:
+        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 0));
+        jit_compile_array_or(c, stub(y, pc));
+        jit_x64_lea_rm(b, RAX, jit_x64_mem_index(RDX, RDX, 1, 1)); /* tag it */
+        jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RAX);
         break;
     default:
         VM_ASSERT(jit_compile_is_compare(op), "inlinable let %s through", vm_bytecode_name[op]);
