@@ -16,6 +16,11 @@
  *                         Double primitives.
  *   vm_special_constant   the answer of a method that only returns true or
  *                         false (PUSH_TRUE|PUSH_FALSE, RETURN_TOP), else 0.
+ *   vm_special_bool_answers  what `a && b`, `a || b`, `a and: b`, `a or: b`
+ *                         answer for a Boolean a and b, when the methods
+ *                         true's and false's classes find are the core's
+ *                         (recognised by their bytecodes, as
+ *                         vm_special_constant does).
  *
  * Who may call: vm/interp/interp.c, vm/jit/runtime.c, tests.
  */
@@ -72,5 +77,25 @@ bool vm_special_is_own_prim(uint32_t class_index, const char *cls, const char *s
 
 /* true/false when method m only answers that constant, else 0. */
 Oop vm_special_constant(Oop m);
+
+/* The Boolean sends with a Boolean argument whose answer machine code may
+ * give without sending: vm_special_bool_answers[sel][r] for selector sel
+ * (VM_SPECIAL_BOOL_AND ...) and receiver r (0 true, 1 false). A send of
+ * them to true or false with a block argument made by the program is still
+ * a send (the block may do anything); with true or false as the argument,
+ * the core's methods (`&& b = ( ^self and: b )`, `and: b = ( ^b value )`,
+ * `and: b = ( ^false )`, `value = ( ^self )`) answer a constant or the
+ * argument. Any other method (a program's own core) leaves it unknown:
+ * the send is made. */
+enum { VM_SPECIAL_BOOL_AND_AND, VM_SPECIAL_BOOL_OR_OR, VM_SPECIAL_BOOL_AND, VM_SPECIAL_BOOL_OR, VM_SPECIAL_BOOL_SELS };
+typedef enum VmBoolAnswer {
+    VM_BOOL_UNKNOWN, /* the send is made */
+    VM_BOOL_TRUE,
+    VM_BOOL_FALSE,
+    VM_BOOL_ARG,     /* the argument, when it is true or false (else the send is made) */
+} VmBoolAnswer;
+extern uint8_t vm_special_bool_answers[VM_SPECIAL_BOOL_SELS][2];
+/* The selector of VM_SPECIAL_BOOL_* sel ("&&", "||", "and:", "or:"). */
+extern const char *const vm_special_bool_selectors[VM_SPECIAL_BOOL_SELS];
 
 #endif

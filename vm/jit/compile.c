@@ -745,6 +745,80 @@ static void emit_double_send(Compiler *c, size_t pc, JitDoubleSend kind)
 }
 
 
+int jit_compile_bool_send(const Compiler *c, size_t pc)
+{
+    const uint8_t *p = c->code + pc;
+    if (!c->rt->bool_answers || (p[0] == BC_SEND ? p[2] : p[3]) != 1) return -1;
+    unsigned lit = p[0] == BC_SEND ? p[1] : (unsigned)jit_compile_operand_w(p + 1);
+    Oop sel = obj_slots(c->method)[METHOD_FIXED_SLOTS + lit];
+    size_t len = obj_byte_length(sel);
+    for (int k = 0; k < c->rt->bool_nselectors; k++)
+        if (strlen(c->rt->bool_selectors[k]) == len && memcmp(obj_bytes(sel), c->rt->bool_selectors[k], len) == 0)
+            return c->rt->bool_answers[k][0] != JIT_BOOL_SEND || c->rt->bool_answers[k][1] != JIT_BOOL_SEND ? k : -1;
+    return -1;
+}
+
+/* rax := what receiver r (0 true, 1 false) answers by answer a, the argument
+ * in rcx; to slow when that is not known. */
+static void emit_bool_answer(Compiler *c, uint8_t a, X64Label *slow)
+{
+    X64Buf *b = &c->b;
+    switch (a) {
+    case JIT_BOOL_TRUE: jit_x64_mov_ri(b, RAX, (int64_t)c->rt->true_obj); break;
+    case JIT_BOOL_FALSE: jit_x64_mov_ri(b, RAX, (int64_t)c->rt->false_obj); break;
+    case JIT_BOOL_ARG: {
+        /* a block, or anything but true and false, is sent value: the send */
+        X64Label boolean = JIT_X64_LABEL("Boolean argument");
+        jit_x64_mov_ri(b, R11, (int64_t)c->rt->true_obj);
+        jit_x64_cmp_rr(b, RCX, R11);
+        jit_x64_jcc_label32(b, JIT_X64_CC_E, &boolean);
+        jit_x64_mov_ri(b, R11, (int64_t)c->rt->false_obj);
+        jit_x64_cmp_rr(b, RCX, R11);
+        jit_x64_jcc_label32(b, JIT_X64_CC_NE, slow);
+        jit_x64_label_bind(b, &boolean);
+        jit_x64_mov_rr(b, RAX, RCX);
+        break;
+    }
+    default: jit_x64_jmp_label32(b, slow); break;
+    }
+}
+
+/* A plain send of && || and: or: (jit_compile_bool_send) at pc: true and
+ * false answer as the core's methods would without the send, when the
+ * argument is true or false (vm/interp/special.h); anything else, and a
+ * tracer on the method probes (method__entry must fire), sends. Laid out
+ * as emit_special's. */
+static void emit_bool_send(Compiler *c, size_t pc, int k_sel)
+{
+    X64Buf *b = &c->b;
+    const uint8_t *p = c->code + pc;
+    int64_t tag = p[0] == BC_SEND ? p[1] : jit_compile_operand_w(p + 1);
+    int nargs = 1, k = 2;
+    jit_sim_hold_below(c, k);
+    int d = c->nsim, s = k - d;
+    X64Reg regs[2] = { RAX, RCX };
+    load_operands(c, k, regs);
+    c->nsim = 0;
+    X64Label slow = JIT_X64_LABEL("Boolean send"), done = JIT_X64_LABEL("Boolean send done"),
+             on_false = JIT_X64_LABEL("false receiver");
+    if (c->rt->method_probe_semaphores) {
+        jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->method_probe_semaphores);
+        jit_x64_cmp_mi(b, jit_x64_mem(R11, 0), 0);
+        jit_x64_jcc_label32(b, JIT_X64_CC_NE, &slow);
+    }
+    jit_compile_cmp_rax_oop(c, c->rt->true_obj);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NE, &on_false);
+    emit_bool_answer(c, c->rt->bool_answers[k_sel][0], &slow);
+    jit_x64_jmp_forward(b, &done);
+    jit_x64_label_bind(b, &on_false);
+    jit_compile_cmp_rax_oop(c, c->rt->false_obj);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NE, &slow);
+    emit_bool_answer(c, c->rt->bool_answers[k_sel][1], &slow);
+    jit_x64_jmp_forward(b, &done);
+    send_and_merge(c, &slow, &done, regs, s, k, tag, nargs, pc);
+    jit_sim_hold_end(c);
+}
+
 /* A getter or setter send whose site the interpreter saw run an accessor of
  * one class (rt->site_accessor): inline behind a test of the receiver's
  * class, the send otherwise — and also while a tracer holds the method
@@ -1085,6 +1159,11 @@ static size_t emit_bytecode(Compiler *c, size_t pc)
         JitDoubleSend kind = jit_double_send_kind(c, pc);
         if (kind != JIT_DOUBLE_SEND_NONE) {
             emit_double_send(c, pc, kind);
+            break;
+        }
+        int bool_sel = jit_compile_bool_send(c, pc);
+        if (bool_sel >= 0) {
+            emit_bool_send(c, pc, bool_sel);
             break;
         }
         if (emit_inline_accessor(c, pc)) break;

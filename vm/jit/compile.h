@@ -89,6 +89,9 @@ static inline bool jit_send_tag_is_special(int64_t tag) { return tag <= JIT_SEND
 /* The special-send bytecode a tag stands for (jit_send_tag_is_special). */
 static inline int jit_send_tag_bytecode(int64_t tag) { return BC_SEND_ADD + (int)(JIT_SEND_SPECIAL_BASE - tag); }
 
+/* vm/interp/special.h's VmBoolAnswer, for machine code's Boolean sends */
+typedef enum JitBoolAnswer { JIT_BOOL_SEND, JIT_BOOL_TRUE, JIT_BOOL_FALSE, JIT_BOOL_ARG } JitBoolAnswer;
+
 typedef struct JitCompileRuntime {
     const uint8_t *send;         /* dispatch trampoline: fn(unlinked tag) */
     const uint8_t *method_abort; /* dispatch trampoline: fn(_, callee header) */
@@ -124,6 +127,12 @@ typedef struct JitCompileRuntime {
     /* Inline the plain sends Double // and sqrt while these say Double's
      * own primitives answer them (NULL: never). */
     const bool *double_divide_inline, *double_sqrt_inline;
+    /* What a plain send of bool_selectors[k] (one argument) answers for a
+     * receiver true [0] or false [1] and a Boolean argument: a
+     * JitBoolAnswer (vm/interp/special.h's table; NULL: always send). */
+    const uint8_t (*bool_answers)[2];
+    const char *const *bool_selectors;
+    int bool_nselectors;
     uintptr_t *eden_top;
     const uintptr_t *eden_limit;
     uint64_t *bytes_allocated;

@@ -178,6 +178,10 @@ void jit_compile_cmp_rax_oop(Compiler *c, Oop v);
 /* To done unless storing rcx into object rax must remember rax (old object,
  * young pointer, not yet remembered). Clobbers rdx and r11. */
 void jit_compile_barrier_unneeded(Compiler *c, X64Label *done);
+/* The index into rt->bool_selectors of the plain send at pc when it is one
+ * of the Boolean sends machine code answers for true and false
+ * (emit_bool_send), else -1. */
+int jit_compile_bool_send(const Compiler *c, size_t pc);
 /* rdx := the slot count of the Array in rax, else to slow; keeps rax, rcx
  * (clobbers r11). */
 void jit_compile_array_or(Compiler *c, X64Label *slow);

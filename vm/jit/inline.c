@@ -111,6 +111,7 @@ bool jit_inline_plan(Compiler *c, size_t *code_bound, size_t *map_bound)
         uint8_t op = c->code[pc];
         if (op != BC_SEND && op != BC_SEND_W) continue;
         if (jit_double_send_kind(c, pc) != JIT_DOUBLE_SEND_NONE) continue;
+        if (jit_compile_bool_send(c, pc) >= 0) continue;
         uint32_t cls;
         bool setter;
         int field;

@@ -704,6 +704,12 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     vm_jit_compile_runtime.double_prims = &vm_double_special_prims;
     vm_jit_compile_runtime.double_divide_inline = &vm_double_divide_is_prim;
     vm_jit_compile_runtime.double_sqrt_inline = &vm_double_sqrt_is_prim;
+    _Static_assert((int)JIT_BOOL_SEND == (int)VM_BOOL_UNKNOWN && (int)JIT_BOOL_TRUE == (int)VM_BOOL_TRUE &&
+                       (int)JIT_BOOL_FALSE == (int)VM_BOOL_FALSE && (int)JIT_BOOL_ARG == (int)VM_BOOL_ARG,
+                   "one encoding of the Boolean sends' answers");
+    vm_jit_compile_runtime.bool_answers = (const uint8_t (*)[2])vm_special_bool_answers;
+    vm_jit_compile_runtime.bool_selectors = vm_special_bool_selectors;
+    vm_jit_compile_runtime.bool_nselectors = VM_SPECIAL_BOOL_SELS;
     vm_jit_compile_runtime.eden_top = &gc_eden_top;
     vm_jit_compile_runtime.eden_limit = &gc_eden_soft_limit;
     vm_jit_compile_runtime.bytes_allocated = &gc_stats.bytes_allocated;
