@@ -107,8 +107,9 @@ bool gc_heap_init(const GcConfig *cfg, char *err, size_t errlen)
     size_t rcap = cfg->remembered_capacity ? cfg->remembered_capacity : GC_REMEMBERED_CAPACITY;
 
     void *base = NULL;
-    if (cfg->old_start_hint > young && cfg->old_start_hint % GC_PAGE_BYTES == 0) {
-        void *want = (void *)(cfg->old_start_hint - young);
+    uintptr_t hint = cfg->old_start_hint ? cfg->old_start_hint : GC_LOW_OLD_START;
+    if (hint > young && hint % GC_PAGE_BYTES == 0) {
+        void *want = (void *)(hint - young);
         base = mmap(want, heap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
                     -1, 0);
         if (base == MAP_FAILED) base = NULL;

@@ -45,12 +45,21 @@ typedef struct GcConfig {
     bool verify;       /* --gc-verify: full heap check before and after every collection */
     bool stress;       /* --gc-stress: gc_wants_collect() is always true */
     size_t remembered_capacity; /* 0 = GC_REMEMBERED_CAPACITY (tests use small values) */
-    /* Where old space should start, 0 = anywhere: a snapshot's old space
-     * (gc/image.h) mapped at its own address needs no relocation, so its
-     * pages stay shared with the page cache until written. Taken only if
-     * that range is free; otherwise the heap goes anywhere. */
+    /* Where old space should start, 0 = GC_LOW_OLD_START: a snapshot's old
+     * space (gc/image.h) mapped at its own address needs no relocation, so
+     * its pages stay shared with the page cache until written. Taken only
+     * if that range is free; otherwise the heap goes anywhere. */
     uintptr_t old_start_hint;
 } GcConfig;
+
+/* Old space's start without a hint: 256 MiB, so that nil, true, false, the
+ * classes and every object of a boot lie under 2 GiB, where machine code
+ * takes them as sign-extended 32-bit immediates (push imm32, cmp with an
+ * imm32) rather than a 10-byte movabs into a scratch register (1 % of
+ * Sieve's instructions, callgrind). A boot from source writes this address
+ * into the snapshot, whose boots ask for it again. The default 1 GiB heap
+ * ends below ASan's shadow (0x7fff8000), so sanitizer builds get it too. */
+#define GC_LOW_OLD_START ((uintptr_t)1 << 28)
 
 /* Root enumeration: the VM calls visit(slot, ctx) for every Oop-holding
  * location it owns (frames, globals, class table, symbol table, …). The
