@@ -78,6 +78,17 @@ static bool p_is_digits(Oop *a, Oop *r)
     return true;
 }
 
+/* Most compares are of a character or a few (a parser's `current = '{'`):
+ * for them a loop costs less than the call into memcmp (22 % of Json's
+ * samples were memcmp's, vmprofd). */
+static bool bytes_equal(const uint8_t *x, const uint8_t *y, size_t n)
+{
+    if (n > 16) return memcmp(x, y, n) == 0;
+    for (size_t i = 0; i < n; i++)
+        if (x[i] != y[i]) return false;
+    return true;
+}
+
 static bool p_equal(Oop *a, Oop *r)
 {
     Oop x = a[0], y = a[1];
@@ -86,7 +97,7 @@ static bool p_equal(Oop *a, Oop *r)
         return true;
     }
     size_t n = obj_byte_length(x);
-    *r = vm_bool(n == obj_byte_length(y) && memcmp(obj_bytes(x), obj_bytes(y), n) == 0);
+    *r = vm_bool(n == obj_byte_length(y) && bytes_equal(obj_bytes(x), obj_bytes(y), n));
     return true;
 }
 
