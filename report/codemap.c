@@ -367,7 +367,10 @@ void report_codemap_unload(ReportCodeMap *m, uint64_t time, ProfCodeSpace space,
 
 /* -- Lookups --------------------------------------------------------------------- */
 
-static const ReportCodeMap *sort_map; /* qsort has no context argument */
+/* qsort has no context argument; one per thread, since vmprofd record's
+ * workers index their VMs' maps at the same time (shared, one worker's
+ * NULL after its sort met another's comparisons: UBSan saw it) */
+static _Thread_local const ReportCodeMap *sort_map;
 
 static int cmp_span(const void *a, const void *b)
 {
