@@ -211,9 +211,22 @@ bool jit_inline_disable(JitMethod *jm, uint32_t range);
  * arguments, else to rt->block_value_miss. NULL when the zone is full. */
 JitMethod *jit_compile_block_value(JitZone *z, const JitCompileRuntime *rt, Oop method);
 
+/* Primitives whose stubs answer in machine code before calling C
+ * (vm/jit/prim_fast.c). */
+typedef enum JitPrimFast {
+    JIT_PRIM_FAST_NONE,
+    JIT_PRIM_FAST_STRING_LENGTH, /* String>>length */
+    JIT_PRIM_FAST_STRING_EQUAL,  /* String>>= */
+    JIT_PRIM_FAST_STRING_SUBSTRING, /* String>>primSubstringFrom:to: */
+} JitPrimFast;
+
+/* Which fast path the VM's primitive class_name>>selector (the primitive
+ * table's names) has. */
+JitPrimFast jit_prim_fast_kind(const char *class_name, bool class_side, const char *selector);
+
 /* A stub for primitive method `method` (primitive `index`): the checked
- * entry, then a call of rt->primitive and a return. NULL when the zone is
- * full. */
-JitMethod *jit_compile_primitive(JitZone *z, const JitCompileRuntime *rt, Oop method, int index);
+ * entry, the fast path of kind fast, then a call of rt->primitive and a
+ * return. NULL when the zone is full. */
+JitMethod *jit_compile_primitive(JitZone *z, const JitCompileRuntime *rt, Oop method, int index, JitPrimFast fast);
 
 #endif

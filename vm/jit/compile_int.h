@@ -15,6 +15,7 @@
 
 #include "gc/object.h"
 #include "vm/bytecode/bytecodes.h"
+#include "vm/jit/compile.h"
 #include "vm/jit/jitmethod.h"
 #include "vm/jit/map.h"
 #include "vm/jit/x64.h"
@@ -388,5 +389,12 @@ size_t jit_double_chain_bound(int n);
  * unless both are numbers as jit_double_arith takes them and eden has room
  * for one Double; then jumps to the plain code after the chain. */
 void jit_double_chain(Compiler *c, const JitDoubleLink *links, int n, int s, JitOperandFacts f, X64Label *fallback);
+
+/* -- Primitives' fast paths (vm/jit/prim_fast.c) -- */
+
+/* At a primitive stub's unchecked entry: kind's fast path, which returns
+ * with the answer in rax or goes to slow (the call into C); nothing for
+ * JIT_PRIM_FAST_NONE. */
+void jit_prim_fast_emit(X64Buf *b, const JitCompileRuntime *rt, JitPrimFast kind, X64Label *slow);
 
 #endif

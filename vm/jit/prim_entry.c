@@ -49,10 +49,13 @@ static JitMethod *stub_end(Stub *s, JitZone *z, const JitCompileRuntime *rt)
     jit_map_builder_release(&s->map);
     return m;
 }
-JitMethod *jit_compile_primitive(JitZone *z, const JitCompileRuntime *rt, Oop method, int index)
+JitMethod *jit_compile_primitive(JitZone *z, const JitCompileRuntime *rt, Oop method, int index, JitPrimFast fast)
 {
     Stub s;
-    if (!stub_begin(&s, z, method, 128)) return NULL;
+    if (!stub_begin(&s, z, method, fast == JIT_PRIM_FAST_NONE ? 128 : 512)) return NULL;
+    X64Label slow = JIT_X64_LABEL("primitive in C");
+    jit_prim_fast_emit(&s.p.b, rt, fast, &slow);
+    jit_x64_label_bind(&s.p.b, &slow);
     jit_x64_mov_r32i(&s.p.b, RDI, (uint32_t)index);
     jit_x64_mov_r32i(&s.p.b, RSI, (uint32_t)s.nargs);
     jit_x64_lea_rl(&s.p.b, RDX, &s.p.header);

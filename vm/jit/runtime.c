@@ -633,10 +633,16 @@ intptr_t vm_jit_compile(Oop method, Oop *ra)
     return vm_counter_of_code(jm);
 }
 
+static JitPrimFast prim_fast(int index)
+{
+    const VmPrimEntry *e = &vm_prim_table[index];
+    return jit_prim_fast_kind(e->class_name, e->class_side, e->selector);
+}
+
 static JitMethod *make_stub(Oop m, int index)
 {
     if (vm_prim_table[index].special == SP_BLOCK_VALUE) return jit_compile_block_value(&vm_jit_code_zone, &vm_jit_compile_runtime, m);
-    return jit_compile_primitive(&vm_jit_code_zone, &vm_jit_compile_runtime, m, index);
+    return jit_compile_primitive(&vm_jit_code_zone, &vm_jit_compile_runtime, m, index, prim_fast(index));
 }
 
 static JitMethod *compile_primitive_stub(Oop m, int index)
@@ -859,7 +865,7 @@ JitMethod *vm_jit_compile_now(Oop m, char *why, size_t whylen)
                      vm_prim_table[p].selector);
             return NULL;
         }
-        jm = jit_compile_primitive(&vm_jit_code_zone, &vm_jit_compile_runtime, m, (int)p);
+        jm = jit_compile_primitive(&vm_jit_code_zone, &vm_jit_compile_runtime, m, (int)p, prim_fast((int)p));
         if (jm) vm_counter_set(m, vm_counter_of_code(jm));
     } else {
         jm = jit_compile(&vm_jit_code_zone, &vm_jit_compile_runtime, m, why, whylen);
