@@ -80,17 +80,15 @@ static void emit_string_length(X64Buf *b)
 }
 
 /* String>>=: an argument that is no String or Symbol answers false; else
- * equal lengths and bytes. Two byte objects have equal lengths exactly when
- * their word counts and pads agree; the last word is compared with its pad
- * bytes (the high ones) shifted out. */
+ * identical or equal lengths and bytes. Two byte objects have equal lengths
+ * exactly when their word counts and pads agree; the last word is compared
+ * with its pad bytes (the high ones) shifted out. */
 static void emit_string_equal(X64Buf *b, const JitCompileRuntime *rt, X64Label *slow)
 {
     X64Label yes = JIT_X64_LABEL("equal"), no = JIT_X64_LABEL("not equal"), text = JIT_X64_LABEL("text"),
              head = JIT_X64_LABEL("next word"), last = JIT_X64_LABEL("last word");
     jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 16)); /* the receiver */
     jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 8));  /* the argument */
-    jit_x64_cmp_rr(b, RAX, RCX);
-    jit_x64_jcc_label32(b, JIT_X64_CC_E, &yes);
     jit_x64_test_ri(b, RCX, 7);
     jit_x64_jcc_label32(b, JIT_X64_CC_NE, &no);
     jit_x64_mov_rm(b, RDX, jit_x64_mem(RCX, 0));
@@ -101,6 +99,10 @@ static void emit_string_equal(X64Buf *b, const JitCompileRuntime *rt, X64Label *
     jit_x64_cmp_ri(b, RSI, CLASS_INDEX_SYMBOL);
     jit_x64_jcc_label32(b, JIT_X64_CC_NE, &no);
     jit_x64_label_bind(b, &text);
+    /* identity only now: an instance of a String subclass is no text, so
+     * not equal even to itself (the C primitive's answer) */
+    jit_x64_cmp_rr(b, RAX, RCX);
+    jit_x64_jcc_label32(b, JIT_X64_CC_E, &yes);
     jit_x64_mov_rm(b, RSI, jit_x64_mem(RAX, 0));
     jit_x64_mov_rr(b, R11, RSI);
     jit_x64_xor_rr(b, R11, RDX);
