@@ -763,7 +763,7 @@ inlined_samples() {
 }
 
 # ratio_vm_flags MODE: stvm's flags for jit (compiled, no inlining) /
-# inline (the JIT's default: light: and heavy: inlined into run:) / interp.
+# inline (the JIT's default: light: and heavy: inlined into their callers) / interp.
 ratio_vm_flags() {
     case $1 in
     interp) echo "--no-jit" ;;
@@ -777,36 +777,38 @@ row_name() {
     if [ "$1" = interp ]; then echo "$2 (interpreted)"; else echo "$2"; fi
 }
 
-# Two methods whose work is 1:3 (RatioMethods.som): their rows share the
-# samples 25/75 +- 3 points: in JIT'd code (jit: --no-inline), inlined into
-# run: (inline, the default: a method's row plus its inlined rows), or, with
-# --no-jit, interpreted.
+# Two methods whose work is 1:3: their rows share the samples as the
+# program's own clock says (about 25/75), +- 3 points: loops in JIT'd code
+# (jit: --no-inline) or, with --no-jit, interpreted (RatioMethods.som), or
+# loop-free bodies inlined into the loops that call them (inline, the
+# default: a method's row plus its inlined rows; RatioInline.som).
 test_som_methods() {
     local mode=$1
-    local light heavy
+    local light heavy prog=RatioMethods
+    [ "$mode" = inline ] && prog=RatioInline
     while :; do
-        "$VMPROFD" --seconds 60 -o "$WORK/m.txt" -- "$STVM" $(ratio_vm_flags "$mode") -cp "$SOM_DIR" RatioMethods \
+        "$VMPROFD" --seconds 60 -o "$WORK/m.txt" -- "$STVM" $(ratio_vm_flags "$mode") -cp "$SOM_DIR" $prog \
             $((4000 * SCALE)) >"$WORK/stvm.out" 2>"$WORK/vmprofd.err" || fail "vmprofd exited with status $?"
-        grep -q "^ratio: done" "$WORK/stvm.out" || fail "RatioMethods did not finish: $(cat "$WORK/stvm.out")"
-        light=$(method_samples "$WORK/m.txt" "$(row_name "$mode" "RatioMethods>>light:")")
-        heavy=$(method_samples "$WORK/m.txt" "$(row_name "$mode" "RatioMethods>>heavy:")")
-        [ -n "$light" ] && [ -n "$heavy" ] || fail "no rows for RatioMethods>>light: and heavy: in the report"
+        grep -q "^ratio: done" "$WORK/stvm.out" || fail "$prog did not finish: $(cat "$WORK/stvm.out")"
+        light=$(method_samples "$WORK/m.txt" "$(row_name "$mode" "$prog>>light:")")
+        heavy=$(method_samples "$WORK/m.txt" "$(row_name "$mode" "$prog>>heavy:")")
+        [ -n "$light" ] && [ -n "$heavy" ] || fail "no rows for $prog>>light: and heavy: in the report"
         enough $((light + heavy)) 1000 "samples in light: and heavy:" && break
     done
-    # inlined: the two bodies run inside run:'s code (once run: is compiled with
-    # the sends' feedback), and their samples are theirs, not run:'s
+    # inlined: the two bodies run inside their callers' code (compiled with
+    # the sends' feedback), and their samples are theirs, not the callers'
     local inl
-    inl=$(($(inlined_samples "$WORK/m.txt" "RatioMethods>>light:") + $(inlined_samples "$WORK/m.txt" "RatioMethods>>heavy:")))
+    inl=$(($(inlined_samples "$WORK/m.txt" "$prog>>light:") + $(inlined_samples "$WORK/m.txt" "$prog>>heavy:")))
     if [ "$mode" = inline ]; then
         [ $((inl * 2)) -ge $((light + heavy)) ] ||
-            fail "inline: only $inl of $((light + heavy)) samples of light: and heavy: in rows inlined into run:: $(grep -F '(inlined into' "$WORK/m.txt")"
+            fail "inline: only $inl of $((light + heavy)) samples of light: and heavy: in inlined rows: $(grep -F '(inlined into' "$WORK/m.txt")"
     else
         [ "$inl" -eq 0 ] || fail "$mode: $inl samples in inlined rows with $(ratio_vm_flags "$mode")"
     fi
     local share clock
     share=$(awk -v l="$light" -v h="$heavy" 'BEGIN { printf "%.2f", 100 * l / (l + h) }')
     clock=$(sed -n 's/.*light: took \([0-9]*\) per mille.*/\1/p' "$WORK/stvm.out")
-    [ -n "$clock" ] || fail "RatioMethods did not print its own measurement: $(cat "$WORK/stvm.out")"
+    [ -n "$clock" ] || fail "$prog did not print its own measurement: $(cat "$WORK/stvm.out")"
     # The truth is the program's own clock (RatioMethods.som says why not 25% exactly),
     # which must still be about 1:3; the samples must give it within 3 points, or 3.5
     # standard deviations of a draw of this many samples if that is wider (as the stacks
