@@ -120,6 +120,33 @@ test_classes() {
     echo "ok: $mode"
 }
 
+# light: and heavy: take same-sized substrings 1:3; with the JIT
+# String>>primSubstringFrom:to:'s machine code allocates them, and must
+# leave every sampled one to C: heavy 75 +- 3% of the bytes, the samples
+# within 10% of the VM's own counter.
+test_strings() {
+    local mode=$1
+    busy_loops
+    "$VMPROFD" --event alloc --alloc-interval $INTERVAL -o "$WORK/s.txt" -o "$WORK/s.folded" -- \
+        "$STVM" $(mode_flag "$mode") -cp "$SOM" AllocStrings 1000000 >"$WORK/run.out" 2>"$WORK/run.err" ||
+        fail "vmprofd exited with status $?"
+    local heavy light share est counted
+    heavy=$(bytes_of "$WORK/s.folded" ";AllocStrings>>heavy:$I;.*\\[String\\] [0-9]+\$")
+    light=$(bytes_of "$WORK/s.folded" ";AllocStrings>>light:$I;.*\\[String\\] [0-9]+\$")
+    share=$(awk -v h="$heavy" -v l="$light" 'BEGIN { if (h + l) printf "%.2f", 100 * h / (h + l) }')
+    echo "folded: heavy: $heavy bytes, light: $light bytes: heavy: $share%"
+    within "${share:-0}" 72 78 || fail "heavy: has $share% of the substrings' bytes, not 75 +- 3%"
+    est=$(bytes_of "$WORK/s.folded" '.')
+    counted=$(sed -n 's/.*the VM counted \([0-9,]*\) bytes while sampled.*/\1/p' "$WORK/s.txt" | tr -d ,)
+    [ -n "$counted" ] || fail "the report does not say what the VM counted"
+    echo "estimated $est bytes, the VM counted $counted"
+    within "$est" "$(awk -v c="$counted" 'BEGIN { print 0.9 * c }')" "$(awk -v c="$counted" 'BEGIN { print 1.1 * c }')" ||
+        fail "estimate $est is not within 10% of the VM's $counted: sampled substrings went unseen"
+    # 4,000,000 strings of 40 bytes (48 with the header)
+    [ "$counted" -ge 192000000 ] || fail "the VM counted only $counted bytes for 4,000,000 substrings"
+    echo "ok: $mode"
+}
+
 # the samples' bytes add up to within 10% of the VM's own counter
 test_total() {
     local mode=$1
@@ -241,6 +268,8 @@ classes_jit) test_classes jit ;;
 classes_interp) test_classes interp ;;
 total_jit) test_total jit ;;
 total_interp) test_total interp ;;
+strings_jit) test_strings jit ;;
+strings_interp) test_strings interp ;;
 live) test_live ;;
 attach) test_attach ;;
 refusals) test_refusals ;;
