@@ -26,7 +26,7 @@
 #include <string.h>
 
 #define INLINE_BOUND_GUARD 96     /* the class and probe tests, the frame's temps */
-#define INLINE_BOUND_BYTECODE 256 /* the largest template below (at:put:), its deopt stub, a --deopt-every check */
+#define INLINE_BOUND_BYTECODE 384 /* the largest template below (at:put:), its deopt stub pushing what was pending, a --deopt-every check */
 #define INLINE_BOUND_SEND 64      /* the generic send after the body */
 #define INLINE_MAP_PER_BYTECODE 3 /* its start, its stub's start and call */
 
@@ -151,6 +151,39 @@ const JitInlineSite *jit_inline_site_at(const Compiler *c, size_t pc)
 
 /* -- The body ------------------------------------------------------------------------- */
 
+/* The top of the callee's operand stack need not be on the machine stack:
+ * up to BODY_PENDING_MAX of its words are pending, known to the compiler
+ * as where they come from (a constant, a temp, an argument, self) or, for
+ * the word a template just computed, as the register holding it. A
+ * template reads its operands from there and leaves its answer in a
+ * register, so `s := s + i` is two loads, the add and one store instead of
+ * every bytecode's push and pop. The pending words are pushed (flushed)
+ * before anything that needs the callee's stack in memory: a bytecode
+ * that reads below them, a jump or a jump target (every path into a label
+ * has none pending), and a deopt stub, which pushes them first, so the
+ * interpreter gets the stack exactly as the bytecodes have it. */
+#define BODY_PENDING_MAX 2
+
+typedef enum PendKind {
+    PEND_CONST, /* v: the Oop */
+    PEND_TEMP,  /* v: the temp's index */
+    PEND_ARG,   /* v: PUSH_ARG's operand */
+    PEND_SELF,
+    PEND_REG,   /* v: the register; only ever the top word, taken or flushed by the next bytecode */
+    PEND_FLAGS, /* v: the condition that makes it true; a compare's answer to the JUMP_IF after it */
+} PendKind;
+
+typedef struct Pend {
+    PendKind kind;
+    int64_t v;
+} Pend;
+
+typedef struct PendState {
+    Pend pend[BODY_PENDING_MAX];
+    int npend;
+    int md; /* operand stack words on the machine stack */
+} PendState;
+
 /* What the body's templates know at a bytecode of the callee. */
 typedef struct Body {
     Compiler *c;
@@ -159,41 +192,163 @@ typedef struct Body {
     size_t len;
     int nargs, ntemps;
     int *depth;          /* [len + 1] */
+    bool *target;        /* [len + 1]: a jump's target */
     X64Label *labels;    /* [len + 1] */
     X64Label *stubs;     /* [len + 1]: the deopt stub of each bytecode */
     bool *stub_used;     /* [len + 1] */
+    PendState *stub_at;  /* [len + 1]: what is pending where each stub is jumped to */
     X64Label *done, *cont;
+    PendState s;
+    bool flags_ok;       /* a compare may leave flags to its JUMP_IF: not in the stress mode, whose test between them sets flags */
 } Body;
 
-/* The words between rsp and the receiver when the operand stack holds d. */
-static int32_t self_off(const Body *y, int d) { return 8 * (d + y->ntemps + y->nargs); }
-static int32_t temp_off(const Body *y, int d, int t) { return 8 * (d + y->ntemps - 1 - t); }
+/* rsp-relative places of the frame's words, md operand words above them */
+static int32_t self_off(const Body *y, int md) { return 8 * (md + y->ntemps + y->nargs); }
+static int32_t temp_off(const Body *y, int md, int t) { return 8 * (md + y->ntemps - 1 - t); }
 /* PUSH_ARG's operand is the fp word offset: 2 is the last argument */
-static int32_t arg_off(const Body *y, int d, int o) { return 8 * (d + y->ntemps + o - 2); }
+static int32_t arg_off(const Body *y, int md, int o) { return 8 * (md + y->ntemps + o - 2); }
 
+/* r := a pending word, md words on the machine stack (flags untouched) */
+static void pend_load(Body *y, const Pend *e, int md, X64Reg r)
+{
+    X64Buf *b = &y->c->b;
+    switch (e->kind) {
+    case PEND_CONST: jit_x64_mov_ri(b, r, e->v); break;
+    case PEND_TEMP: jit_x64_mov_rm(b, r, jit_x64_mem(RSP, temp_off(y, md, (int)e->v))); break;
+    case PEND_ARG: jit_x64_mov_rm(b, r, jit_x64_mem(RSP, arg_off(y, md, (int)e->v))); break;
+    case PEND_SELF: jit_x64_mov_rm(b, r, jit_x64_mem(RSP, self_off(y, md))); break;
+    case PEND_REG:
+        if ((X64Reg)e->v != r) jit_x64_mov_rr(b, r, (X64Reg)e->v);
+        break;
+    case PEND_FLAGS: VM_ASSERT(false, "a compare's flags loaded as a word"); break;
+    }
+}
+
+/* Pushes the pending words of st, bottom first. */
+static void flush_state(Body *y, PendState *st)
+{
+    X64Buf *b = &y->c->b;
+    for (int i = 0; i < st->npend; i++) {
+        const Pend *e = &st->pend[i];
+        if (e->kind == PEND_CONST && jit_compile_fits_i32(e->v)) {
+            jit_x64_push_i32(b, (int32_t)e->v);
+        } else if (e->kind == PEND_REG) {
+            jit_x64_push_r(b, (X64Reg)e->v);
+        } else {
+            pend_load(y, e, st->md, R11);
+            jit_x64_push_r(b, R11);
+        }
+        st->md++;
+    }
+    st->npend = 0;
+}
+
+static void flush(Body *y) { flush_state(y, &y->s); }
+
+static void pend_push(Body *y, PendKind kind, int64_t v)
+{
+    if (y->s.npend == BODY_PENDING_MAX) flush(y);
+    y->s.pend[y->s.npend++] = (Pend){ kind, v };
+}
+
+/* r := the operand k words below the top (0: the top) */
+static void operand(Body *y, int k, X64Reg r)
+{
+    if (k < y->s.npend) {
+        pend_load(y, &y->s.pend[y->s.npend - 1 - k], y->s.md, r);
+    } else {
+        jit_x64_mov_rm(&y->c->b, r, jit_x64_mem(RSP, 8 * (k - y->s.npend)));
+    }
+}
+
+/* Drops the top n operands. */
+static void drop(Body *y, int n)
+{
+    int p = n < y->s.npend ? n : y->s.npend;
+    y->s.npend -= p;
+    if (n > p) {
+        jit_x64_lea_rm(&y->c->b, RSP, jit_x64_mem(RSP, 8 * (n - p)));
+        y->s.md -= n - p;
+    }
+}
+
+static bool pend_is(const Body *y, PendKind kind)
+{
+    return y->s.npend > 0 && y->s.pend[y->s.npend - 1].kind == kind;
+}
+
+/* The deopt stub of bytecode pc; every jump to it leaves the same words
+ * pending, which the stub pushes (a register among them only from the
+ * stress mode's test, which keeps it). */
 static X64Label *stub(Body *y, size_t pc)
 {
-    y->stub_used[pc] = true;
+    for (int i = 0; i < y->s.npend; i++) VM_ASSERT(y->s.pend[i].kind != PEND_FLAGS, "flags pending at a deopt point");
+    if (!y->stub_used[pc]) {
+        y->stub_used[pc] = true;
+        y->stub_at[pc] = y->s;
+    } else {
+        VM_ASSERT(y->stub_at[pc].npend == y->s.npend && y->stub_at[pc].md == y->s.md,
+                  "two deopt points of one bytecode disagree on the stack");
+    }
     return &y->stubs[pc];
 }
 
-static void push_r11_from(Body *y, int32_t off)
-{
-    jit_x64_mov_rm(&y->c->b, R11, jit_x64_mem(RSP, off));
-    jit_x64_push_r(&y->c->b, R11);
-}
-
-/* rax := the receiver, rcx := the argument, both left on the stack; to the
- * stub unless both are SmallIntegers. */
+/* rax := the receiver, rcx := the argument, both still the operands; to
+ * the stub unless both are SmallIntegers. */
 static void int_operands(Body *y, size_t pc)
 {
     X64Buf *b = &y->c->b;
-    jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 8));
-    jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 0));
-    jit_x64_mov_rr(b, RDX, RAX);
-    jit_x64_and_rr(b, RDX, RCX);
-    jit_x64_test_ri(b, RDX, 1);
+    operand(y, 1, RAX);
+    operand(y, 0, RCX);
+    if (y->s.npend > 0 && y->s.pend[y->s.npend - 1].kind == PEND_CONST && oop_is_int((Oop)y->s.pend[y->s.npend - 1].v)) {
+        jit_x64_test_ri(b, RAX, 1); /* the argument is a SmallInteger constant */
+    } else {
+        jit_x64_mov_rr(b, RDX, RAX);
+        jit_x64_and_rr(b, RDX, RCX);
+        jit_x64_test_ri(b, RDX, 1);
+    }
     jit_x64_jcc_label32(b, JIT_X64_CC_Z, stub(y, pc));
+}
+
+/* Stores the top word into a temp or argument slot (off from md); pending
+ * words that read that slot are pushed first. */
+static void store_slot(Body *y, PendKind kind, int index, bool pop)
+{
+    X64Buf *b = &y->c->b;
+    for (int i = 0; i + 1 < y->s.npend; i++)
+        if (y->s.pend[i].kind == kind && y->s.pend[i].v == index) {
+            /* push all but the top, which stays pending */
+            PendState below = y->s;
+            below.npend = y->s.npend - 1;
+            flush_state(y, &below);
+            y->s.pend[0] = y->s.pend[y->s.npend - 1];
+            y->s.npend = 1;
+            y->s.md = below.md;
+            break;
+        }
+    X64Reg r = R11;
+    if (pend_is(y, PEND_REG)) r = (X64Reg)y->s.pend[y->s.npend - 1].v;
+    else operand(y, 0, R11);
+    int md = y->s.md;
+    jit_x64_mov_mr(b, jit_x64_mem(RSP, kind == PEND_ARG ? arg_off(y, md, index) : temp_off(y, md, index)), r);
+    if (pop) drop(y, 1);
+}
+
+/* Whether the bytecode at pc takes a register as its top operand. */
+static bool takes_register(const Body *y, size_t pc)
+{
+    switch (y->code[pc]) {
+    case BC_POP: case BC_STORE_TEMP: case BC_POP_TEMP: case BC_STORE_ARG: case BC_POP_ARG: case BC_RETURN_TOP:
+        return pend_is(y, PEND_REG);
+    case BC_JUMP_IF_TRUE: case BC_JUMP_IF_FALSE: return pend_is(y, PEND_FLAGS);
+    default: return false;
+    }
+}
+
+/* Whether the template of op needs the whole stack in memory. */
+static bool flushes_first(uint8_t op)
+{
+    return op == BC_PUSH_FIELD || op == BC_STORE_FIELD || op == BC_POP_FIELD || op == BC_JUMP;
 }
 
 static void emit_body_bytecode(Body *y, size_t pc)
@@ -202,87 +357,106 @@ static void emit_body_bytecode(Body *y, size_t pc)
     X64Buf *b = &c->b;
     const uint8_t *p = y->code + pc;
     uint8_t op = p[0];
-    int d = y->depth[pc];
+    VM_ASSERT(y->s.md + y->s.npend == y->depth[pc], "the body's stack lost count");
     switch (op) {
-    case BC_DUP: push_r11_from(y, 0); break;
-    case BC_POP: jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8)); break;
-    case BC_PUSH_SELF: push_r11_from(y, self_off(y, d)); break;
-    case BC_PUSH_NIL:
-    case BC_PUSH_TRUE:
-    case BC_PUSH_FALSE:
-    case BC_PUSH_LITERAL: {
-        Oop v = op == BC_PUSH_NIL    ? c->rt->nil
-                : op == BC_PUSH_TRUE  ? c->rt->true_obj
-                : op == BC_PUSH_FALSE ? c->rt->false_obj
-                                      : obj_slots(y->m)[METHOD_FIXED_SLOTS + p[1]]; /* an immediate (inlinable) */
-        jit_x64_mov_ri(b, R11, (int64_t)v);
-        jit_x64_push_r(b, R11);
+    case BC_DUP:
+        if (y->s.npend > 0) {
+            Pend top = y->s.pend[y->s.npend - 1];
+            pend_push(y, top.kind, top.v);
+        } else {
+            jit_x64_mov_rm(b, R11, jit_x64_mem(RSP, 0));
+            jit_x64_push_r(b, R11);
+            y->s.md++;
+        }
         break;
-    }
-    case BC_PUSH_0: jit_x64_push_i32(b, (int32_t)oop_from_int(0)); break;
-    case BC_PUSH_1: jit_x64_push_i32(b, (int32_t)oop_from_int(1)); break;
+    case BC_POP: drop(y, 1); break;
+    case BC_PUSH_SELF: pend_push(y, PEND_SELF, 0); break;
+    case BC_PUSH_NIL: pend_push(y, PEND_CONST, (int64_t)c->rt->nil); break;
+    case BC_PUSH_TRUE: pend_push(y, PEND_CONST, (int64_t)c->rt->true_obj); break;
+    case BC_PUSH_FALSE: pend_push(y, PEND_CONST, (int64_t)c->rt->false_obj); break;
+    case BC_PUSH_LITERAL: /* an immediate (inlinable) */
+        pend_push(y, PEND_CONST, (int64_t)obj_slots(y->m)[METHOD_FIXED_SLOTS + p[1]]);
+        break;
+    case BC_PUSH_0: pend_push(y, PEND_CONST, (int64_t)oop_from_int(0)); break;
+    case BC_PUSH_1: pend_push(y, PEND_CONST, (int64_t)oop_from_int(1)); break;
+    case BC_PUSH_ARG: pend_push(y, PEND_ARG, p[1]); break;
+    case BC_PUSH_TEMP: pend_push(y, PEND_TEMP, p[1]); break;
     case BC_PUSH_FIELD:
-        jit_x64_mov_rm(b, R11, jit_x64_mem(RSP, self_off(y, d)));
+        /* a field can change under a pending read of it: loaded now */
+        flush(y);
+        jit_x64_mov_rm(b, R11, jit_x64_mem(RSP, self_off(y, y->s.md)));
         jit_x64_mov_rm(b, R11, jit_x64_mem(R11, 8 + 8 * p[1]));
         jit_x64_push_r(b, R11);
+        y->s.md++;
         break;
-    case BC_PUSH_ARG: push_r11_from(y, arg_off(y, d, p[1])); break;
-    case BC_PUSH_TEMP: push_r11_from(y, temp_off(y, d, p[1])); break;
-    case BC_STORE_ARG:
-    case BC_POP_ARG:
-    case BC_STORE_TEMP:
-    case BC_POP_TEMP: {
-        bool arg = op == BC_STORE_ARG || op == BC_POP_ARG;
-        jit_x64_mov_rm(b, R11, jit_x64_mem(RSP, 0));
-        jit_x64_mov_mr(b, jit_x64_mem(RSP, arg ? arg_off(y, d, p[1]) : temp_off(y, d, p[1])), R11);
-        if (op == BC_POP_ARG || op == BC_POP_TEMP) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8));
-        break;
-    }
+    case BC_STORE_ARG: store_slot(y, PEND_ARG, p[1], false); break;
+    case BC_POP_ARG: store_slot(y, PEND_ARG, p[1], true); break;
+    case BC_STORE_TEMP: store_slot(y, PEND_TEMP, p[1], false); break;
+    case BC_POP_TEMP: store_slot(y, PEND_TEMP, p[1], true); break;
     case BC_STORE_FIELD:
     case BC_POP_FIELD: {
         /* a store that must remember self deoptimizes: the interpreter makes it */
+        flush(y);
         X64Label store = JIT_X64_LABEL("inlined store");
-        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, self_off(y, d)));
+        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, self_off(y, y->s.md)));
         jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 0));
         jit_compile_barrier_unneeded(c, &store);
         jit_x64_jmp_label32(b, stub(y, pc));
         jit_x64_label_bind(b, &store);
         jit_x64_mov_mr(b, jit_x64_mem(RAX, 8 + 8 * p[1]), RCX);
-        if (op == BC_POP_FIELD) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8));
+        if (op == BC_POP_FIELD) drop(y, 1);
         break;
     }
     case BC_RETURN_TOP:
     case BC_RETURN_SELF:
         /* the answer where the generic send's arrives, receiver and arguments dropped */
-        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, op == BC_RETURN_TOP ? 0 : self_off(y, d)));
-        jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, self_off(y, d) + 8));
+        if (op == BC_RETURN_TOP) operand(y, 0, RAX);
+        else jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, self_off(y, y->s.md)));
+        jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, self_off(y, y->s.md) + 8));
         jit_x64_jmp_label32(b, y->done);
         break;
-    case BC_JUMP: jit_x64_jmp_label32(b, &y->labels[jit_compile_jump_target(y->code, pc)]); break;
+    case BC_JUMP:
+        flush(y);
+        jit_x64_jmp_label32(b, &y->labels[jit_compile_jump_target(y->code, pc)]);
+        break;
     case BC_JUMP_IF_NIL:
     case BC_JUMP_IF_NOT_NIL:
-        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 0));
+        operand(y, 0, RAX);
+        drop(y, 1);
+        flush(y); /* pushes and moves keep no flags to keep yet */
         jit_compile_cmp_rax_oop(c, c->rt->nil);
-        jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8)); /* lea keeps the flags */
         jit_x64_jcc_label32(b, op == BC_JUMP_IF_NIL ? JIT_X64_CC_E : JIT_X64_CC_NE,
                             &y->labels[jit_compile_jump_target(y->code, pc)]);
         break;
     case BC_JUMP_IF_TRUE:
     case BC_JUMP_IF_FALSE: {
+        bool on_true = op == BC_JUMP_IF_TRUE;
+        X64Label *to = &y->labels[jit_compile_jump_target(y->code, pc)];
+        if (pend_is(y, PEND_FLAGS)) {
+            /* a compare's flags: nothing is pending below them (it took two operands) */
+            X64Cond when_true = (X64Cond)y->s.pend[y->s.npend - 1].v;
+            drop(y, 1);
+            VM_ASSERT(y->s.npend == 0);
+            jit_x64_jcc_label32(b, on_true ? when_true : (X64Cond)(when_true ^ 1), to);
+            break;
+        }
         /* a non-Boolean deoptimizes with the condition still on the stack:
          * the interpreter sends mustBeBoolean */
-        bool on_true = op == BC_JUMP_IF_TRUE;
         X64Label taken = JIT_X64_LABEL("inlined jump taken");
-        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 0));
+        operand(y, 0, RAX);
         jit_compile_cmp_rax_oop(c, on_true ? c->rt->true_obj : c->rt->false_obj);
         jit_x64_jcc_label32(b, JIT_X64_CC_E, &taken);
         jit_compile_cmp_rax_oop(c, on_true ? c->rt->false_obj : c->rt->true_obj);
         jit_x64_jcc_label32(b, JIT_X64_CC_NE, stub(y, pc));
-        jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8));
+        PendState at_test = y->s;
+        drop(y, 1);
+        flush(y);
         jit_x64_jmp_label32(b, &y->labels[pc + 3]);
         jit_x64_label_bind(b, &taken);
-        jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8));
-        jit_x64_jmp_label32(b, &y->labels[jit_compile_jump_target(y->code, pc)]);
+        y->s = at_test;
+        drop(y, 1);
+        flush(y);
+        jit_x64_jmp_label32(b, to);
         break;
     }
     case BC_SEND_ADD:
@@ -309,50 +483,59 @@ static void emit_body_bytecode(Body *y, size_t pc)
             jit_x64_jcc_label32(b, JIT_X64_CC_O, stub(y, pc));
             jit_x64_or_ri(b, RDX, 1);
         }
-        jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8));
-        jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RDX);
+        drop(y, 2);
+        pend_push(y, PEND_REG, RDX);
         break;
     case BC_SEND_AT:
         /* not an Array, or the index out of its bounds: the interpreter's at: */
-        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 8));
-        jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 0));
+        operand(y, 1, RAX);
+        operand(y, 0, RCX);
         jit_compile_array_or(c, stub(y, pc));
         jit_compile_index_or(c, stub(y, pc));
         jit_x64_mov_rm(b, RAX, jit_x64_mem_index(RAX, RSI, 8, 8));
-        jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8));
-        jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RAX);
+        drop(y, 2);
+        pend_push(y, PEND_REG, RAX);
         break;
     case BC_SEND_AT_PUT: {
         /* as at:, and a store that must remember the Array deoptimizes
          * before it stores: the interpreter makes it */
         X64Label store = JIT_X64_LABEL("inlined at:put:");
-        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 16));
-        jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 8));
+        operand(y, 2, RAX);
+        operand(y, 1, RCX);
         jit_compile_array_or(c, stub(y, pc));
         jit_compile_index_or(c, stub(y, pc));
-        jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 0));
+        operand(y, 0, RCX);
         jit_compile_barrier_unneeded(c, &store); /* keeps rsi */
         jit_x64_jmp_label32(b, stub(y, pc));
         jit_x64_label_bind(b, &store);
         jit_x64_mov_mr(b, jit_x64_mem_index(RAX, RSI, 8, 8), RCX);
-        jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 16));
-        jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RCX); /* at:put: answers the value */
+        drop(y, 3);
+        pend_push(y, PEND_REG, RCX); /* at:put: answers the value */
         break;
     }
     case BC_SEND_LENGTH:
-        jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 0));
+        operand(y, 0, RAX);
         jit_compile_array_or(c, stub(y, pc));
         jit_x64_lea_rm(b, RAX, jit_x64_mem_index(RDX, RDX, 1, 1)); /* tag it */
-        jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RAX);
+        drop(y, 1);
+        pend_push(y, PEND_REG, RAX);
         break;
-    default:
+    default: {
         VM_ASSERT(jit_compile_is_compare(op), "inlinable let %s through", vm_bytecode_name[op]);
         int_operands(y, pc);
         jit_x64_cmp_rr(b, RAX, RCX);
-        jit_compile_set_boolean(c, jit_compile_compare_cond(op));
-        jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8));
-        jit_x64_mov_mr(b, jit_x64_mem(RSP, 0), RAX);
+        X64Cond cc = jit_compile_compare_cond(op);
+        size_t next = pc + vm_bytecode_length[op];
+        drop(y, 2); /* lea keeps the flags */
+        if (y->flags_ok && next < y->len && !y->target[next] &&
+            (y->code[next] == BC_JUMP_IF_TRUE || y->code[next] == BC_JUMP_IF_FALSE)) {
+            pend_push(y, PEND_FLAGS, cc);
+        } else {
+            jit_compile_set_boolean(c, cc);
+            pend_push(y, PEND_REG, RAX);
+        }
         break;
+    }
     }
 }
 
@@ -384,13 +567,17 @@ void jit_inline_emit(Compiler *c, const JitInlineSite *s)
     y.labels = malloc((y.len + 1) * sizeof *y.labels);
     y.stubs = malloc((y.len + 1) * sizeof *y.stubs);
     y.stub_used = calloc(y.len + 1, sizeof *y.stub_used);
+    y.target = calloc(y.len + 1, sizeof *y.target);
+    y.stub_at = malloc((y.len + 1) * sizeof *y.stub_at);
+    y.flags_ok = !c->rt->deopt_countdown;
     X64Label miss = JIT_X64_LABEL("inline guard missed"), done = JIT_X64_LABEL("inlined send done"),
              cont = JIT_X64_LABEL("generic send's continuation");
     y.done = &done;
     y.cont = &cont;
-    if (!y.depth || !y.labels || !y.stubs || !y.stub_used || !callee_depths(c, s->method, y.depth)) {
+    if (!y.depth || !y.labels || !y.stubs || !y.stub_used || !y.target || !y.stub_at ||
+        !callee_depths(c, s->method, y.depth)) {
         /* out of C memory: the plain send (the scope stays, its range empty) */
-        free(y.depth), free(y.labels), free(y.stubs), free(y.stub_used);
+        free(y.depth), free(y.labels), free(y.stubs), free(y.stub_used), free(y.target), free(y.stub_at);
         jit_sendsite_emit(b, jit_sendsite_unlinked_tag(tag, nargs), c->rt->send);
         jit_compile_map_here(c, (uint32_t)s->pc, JIT_MAP_SEND);
         jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * (nargs + 1)));
@@ -401,6 +588,10 @@ void jit_inline_emit(Compiler *c, const JitInlineSite *s)
     for (size_t i = 0; i <= y.len; i++) {
         jit_x64_label_init(&y.labels[i], "inlined bytecode");
         jit_x64_label_init(&y.stubs[i], "deopt stub");
+    }
+    for (size_t pc = 0; pc < y.len; pc += vm_bytecode_length[y.code[pc]]) {
+        long t = jit_compile_jump_target(y.code, pc);
+        if (t >= 0) y.target[t] = true;
     }
     uint32_t scope = c->nscopes++;
     c->scopes[scope] = (JitInlineScope){ s->method, (uint32_t)s->pc, -1 };
@@ -432,13 +623,34 @@ void jit_inline_emit(Compiler *c, const JitInlineSite *s)
         jit_x64_mov_ri(b, R11, (int64_t)c->rt->nil);
         for (int t = 0; t < y.ntemps; t++) jit_x64_push_r(b, R11);
     }
+    bool falls_in = true; /* whether the bytecode before runs on into this one */
+    uint32_t last_mark = UINT32_MAX; /* where the last bytecode's mark went */
     for (size_t pc = 0; pc < y.len; pc += vm_bytecode_length[y.code[pc]]) {
+        if (!falls_in) y.s = (PendState){ .md = y.depth[pc] < 0 ? 0 : y.depth[pc] };
+        else if (y.target[pc]) flush(&y); /* every path into a label has nothing pending */
         jit_x64_label_bind(b, &y.labels[pc]);
-        if (y.depth[pc] < 0) continue; /* unreachable */
-        if (pc) jit_compile_map_here(c, pc, JIT_MAP_LOCAL);
+        uint8_t op = y.code[pc];
+        falls_in = op != BC_JUMP && op != BC_RETURN_TOP && op != BC_RETURN_SELF;
+        if (y.depth[pc] < 0) {
+            falls_in = false;
+            continue; /* unreachable */
+        }
+        if (pc) {
+            /* a bytecode that left its word pending emitted nothing: the
+             * next one's mark takes its place (one bytecode per mcpc) */
+            uint32_t n = jit_map_builder_count(&c->map), here = (uint32_t)jit_x64_size(b);
+            if (n && c->map.entries[n - 1].mcpc == here && here == last_mark) jit_map_drop_last(&c->map);
+            jit_compile_map_here(c, pc, JIT_MAP_LOCAL);
+            last_mark = here;
+        }
+        /* what a template would push before its first deopt point is pushed
+         * before the stress mode's test, so both leave the same pending */
+        if (((pend_is(&y, PEND_REG) || pend_is(&y, PEND_FLAGS)) && !takes_register(&y, pc)) || flushes_first(op))
+            flush(&y);
         if (c->rt->deopt_countdown) emit_countdown(&y, pc);
         emit_body_bytecode(&y, pc);
     }
+    VM_ASSERT(!falls_in, "a callee's last bytecode runs on");
     jit_x64_label_bind(b, &y.labels[y.len]);
     /* the deopt stubs: one per bytecode that has a deopt point, each
      * mapped at its bytecode (the stub starts after an int3, so that no
@@ -448,6 +660,7 @@ void jit_inline_emit(Compiler *c, const JitInlineSite *s)
         jit_x64_int3(b);
         jit_x64_label_bind(b, &y.stubs[pc]);
         jit_compile_map_here(c, pc, JIT_MAP_LOCAL);
+        flush_state(&y, &y.stub_at[pc]);
         jit_x64_mov_r32i(b, RDI, (uint32_t)pc);
         jit_x64_mov_r32i(b, RSI, (uint32_t)(y.ntemps + y.depth[pc]));
         jit_x64_lea_rl(b, RDX, &cont);
@@ -472,6 +685,8 @@ void jit_inline_emit(Compiler *c, const JitInlineSite *s)
     free(y.labels);
     free(y.stubs);
     free(y.stub_used);
+    free(y.target);
+    free(y.stub_at);
 }
 
 /* The 5-byte nop (Intel's recommended one) every range starts with. */

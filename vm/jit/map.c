@@ -109,6 +109,14 @@ void jit_map_add(JitMapBuilder *b, uint32_t mcpc, uint32_t bcpc, JitMapKind kind
     b->entries[b->count++] = e;
 }
 
+void jit_map_drop_last(JitMapBuilder *b)
+{
+    if (b->failed || !b->count) return;
+    const JitMapEntry *prev = b->count > 1 ? &b->entries[b->count - 2] : &ORIGIN;
+    b->bytes -= jit_map_entry_bytes(prev, &b->entries[b->count - 1]);
+    b->count--;
+}
+
 size_t jit_map_encode(const JitMapBuilder *b, uint8_t *dst, size_t cap)
 {
     VM_ASSERT(!b->failed, "encoding a map whose builder failed");

@@ -110,6 +110,9 @@ void jit_map_builder_release(JitMapBuilder *b);
 /* Empties the builder for the next method, keeping its storage. */
 void jit_map_builder_reset(JitMapBuilder *b);
 void jit_map_add(JitMapBuilder *b, uint32_t mcpc, uint32_t bcpc, JitMapKind kind);
+/* Takes back the last entry (a bytecode's mark where it emitted no code, the
+ * next one's taking its place). */
+void jit_map_drop_last(JitMapBuilder *b);
 static inline bool jit_map_builder_ok(const JitMapBuilder *b) { return !b->failed; }
 static inline uint32_t jit_map_builder_count(const JitMapBuilder *b) { return b->count; }
 /* Exact size of the encoding: what the zone allocates after the code. */
