@@ -55,6 +55,20 @@ go_share() { # FILE FUNCTION: its cum% of alloc_space
         awk -v f="$2" '$NF == f || $(NF) ~ f { gsub("%", "", $5); print $5; exit }'
 }
 
+# estimate_matches BASE AT_LEAST WHAT: the samples' bytes in BASE.folded
+# within 10% of what the VM counted (BASE.txt), which is AT_LEAST bytes
+# (WHAT the program allocates).
+estimate_matches() {
+    local est counted
+    est=$(bytes_of "$1.folded" '.')
+    counted=$(sed -n 's/.*the VM counted \([0-9,]*\) bytes while sampled.*/\1/p' "$1.txt" | tr -d ,)
+    [ -n "$counted" ] || fail "the report does not say what the VM counted"
+    echo "estimated $est bytes, the VM counted $counted"
+    within "$est" "$(awk -v c="$counted" 'BEGIN { print 0.9 * c }')" "$(awk -v c="$counted" 'BEGIN { print 1.1 * c }')" ||
+        fail "estimate $est is not within 10% of the VM's $counted"
+    [ "$counted" -ge "$2" ] || fail "the VM counted only $counted bytes for $3"
+}
+
 # -- Tests ----------------------------------------------------------------------------
 
 # light and heavy allocate the same objects 1:3: 75 +- 3% of alloc_space in
@@ -130,20 +144,14 @@ test_strings() {
     "$VMPROFD" --event alloc --alloc-interval $INTERVAL -o "$WORK/s.txt" -o "$WORK/s.folded" -- \
         "$STVM" $(mode_flag "$mode") -cp "$SOM" AllocStrings 1000000 >"$WORK/run.out" 2>"$WORK/run.err" ||
         fail "vmprofd exited with status $?"
-    local heavy light share est counted
+    local heavy light share
     heavy=$(bytes_of "$WORK/s.folded" ";AllocStrings>>heavy:$I;.*\\[String\\] [0-9]+\$")
     light=$(bytes_of "$WORK/s.folded" ";AllocStrings>>light:$I;.*\\[String\\] [0-9]+\$")
     share=$(awk -v h="$heavy" -v l="$light" 'BEGIN { if (h + l) printf "%.2f", 100 * h / (h + l) }')
     echo "folded: heavy: $heavy bytes, light: $light bytes: heavy: $share%"
     within "${share:-0}" 72 78 || fail "heavy: has $share% of the substrings' bytes, not 75 +- 3%"
-    est=$(bytes_of "$WORK/s.folded" '.')
-    counted=$(sed -n 's/.*the VM counted \([0-9,]*\) bytes while sampled.*/\1/p' "$WORK/s.txt" | tr -d ,)
-    [ -n "$counted" ] || fail "the report does not say what the VM counted"
-    echo "estimated $est bytes, the VM counted $counted"
-    within "$est" "$(awk -v c="$counted" 'BEGIN { print 0.9 * c }')" "$(awk -v c="$counted" 'BEGIN { print 1.1 * c }')" ||
-        fail "estimate $est is not within 10% of the VM's $counted: sampled substrings went unseen"
     # 4,000,000 strings of 40 bytes (48 with the header)
-    [ "$counted" -ge 192000000 ] || fail "the VM counted only $counted bytes for 4,000,000 substrings"
+    estimate_matches "$WORK/s" 192000000 "4,000,000 substrings"
     echo "ok: $mode"
 }
 
@@ -154,16 +162,9 @@ test_total() {
     "$VMPROFD" --event alloc --alloc-interval $INTERVAL -o "$WORK/t.txt" -o "$WORK/t.folded" -- \
         "$STVM" $(mode_flag "$mode") -cp "$SOM" AllocMethods 1000000 >"$WORK/run.out" 2>"$WORK/run.err" ||
         fail "vmprofd exited with status $?"
-    local est counted
-    est=$(bytes_of "$WORK/t.folded" '.')
-    counted=$(sed -n 's/.*the VM counted \([0-9,]*\) bytes while sampled.*/\1/p' "$WORK/t.txt" | tr -d ,)
-    [ -n "$counted" ] || fail "the report does not say what the VM counted"
-    echo "estimated $est bytes, the VM counted $counted"
-    within "$est" "$(awk -v c="$counted" 'BEGIN { print 0.9 * c }')" "$(awk -v c="$counted" 'BEGIN { print 1.1 * c }')" ||
-        fail "estimate $est is not within 10% of the VM's $counted"
     # and the VM counted what AllocMethods allocates: 4,000,000 Arrays of 6
     # slots (at least 56 bytes each)
-    [ "$counted" -ge 224000000 ] || fail "the VM counted only $counted bytes for 4,000,000 arrays"
+    estimate_matches "$WORK/t" 224000000 "4,000,000 arrays"
     grep -q "samples lost" "$WORK/t.txt" && fail "samples were lost: $(grep 'lost' "$WORK/t.txt")"
     echo "ok: $mode"
 }

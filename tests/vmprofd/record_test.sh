@@ -347,8 +347,11 @@ caps)
     echo "ok: recorder as nobody with $caps (CapEff $capeff)"
     wait_folder a
     dir="$HOSTDIR/${a_PID}-${a_TICKS}"
+    # until an interval has samples: a sanitizer build's VM beside busy loops
+    # may wait for a CPU through its first whole intervals (CI: three files
+    # of 0 samples in 2 s)
     for _ in $(seq 600); do
-        [ "$(ls "$dir"/*.pb.gz 2>/dev/null | wc -l)" -ge 2 ] && break
+        [ "$(ls "$dir"/*.pb.gz 2>/dev/null | wc -l)" -ge 2 ] && grep -q "^vmprofd record: $dir/.*: [1-9][0-9]* samples" "$WORK/rec.err" && break
         sleep 0.05
     done
     stop_recorder
