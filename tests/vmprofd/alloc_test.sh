@@ -69,6 +69,26 @@ estimate_matches() {
     [ "$counted" -ge "$2" ] || fail "the VM counted only $counted bytes for $3"
 }
 
+# heavy_three_quarters FOLDED HEAVY_RE LIGHT_RE: the stacks matching
+# HEAVY_RE (a method, or a class at the leaf) have 75 +- 3% of the bytes of
+# those matching either.
+heavy_three_quarters() {
+    local heavy light share
+    heavy=$(bytes_of "$1" "$2")
+    light=$(bytes_of "$1" "$3")
+    share=$(awk -v h="$heavy" -v l="$light" 'BEGIN { if (h + l) printf "%.2f", 100 * h / (h + l) }')
+    echo "folded: heavy $heavy bytes, light $light bytes: heavy $share% ($2 against $3)"
+    within "${share:-0}" 72 78 || fail "$2 has $share% of the bytes it and $3 allocate, not 75 +- 3%"
+}
+
+# profile_allocs BASE MODE PROGRAM: vmprofd --event alloc on PROGRAM's
+# 1,000,000 rounds, the text report in BASE.txt, folded stacks in BASE.folded.
+profile_allocs() {
+    "$VMPROFD" --event alloc --alloc-interval $INTERVAL -o "$1.txt" -o "$1.folded" -- \
+        "$STVM" $(mode_flag "$2") -cp "$SOM" "$3" 1000000 >"$WORK/run.out" 2>"$WORK/run.err" ||
+        fail "vmprofd exited with status $?"
+}
+
 # -- Tests ----------------------------------------------------------------------------
 
 # light and heavy allocate the same objects 1:3: 75 +- 3% of alloc_space in
@@ -79,12 +99,8 @@ test_methods() {
     "$VMPROFD" --event alloc --alloc-interval $INTERVAL -o "$WORK/a.txt" -o "$WORK/a.pb.gz" -o "$WORK/a.folded" \
         -o "$WORK/a.svg" -- "$STVM" $(mode_flag "$mode") -cp "$SOM" AllocMethods 1000000 \
         >"$WORK/run.out" 2>"$WORK/run.err" || fail "vmprofd exited with status $?"
-    local heavy light all share
-    heavy=$(bytes_of "$WORK/a.folded" ";AllocMethods>>heavy$I;")
-    light=$(bytes_of "$WORK/a.folded" ";AllocMethods>>light$I;")
-    share=$(awk -v h="$heavy" -v l="$light" 'BEGIN { if (h + l) printf "%.2f", 100 * h / (h + l) }')
-    echo "folded: heavy $heavy bytes, light $light bytes: heavy $share%"
-    within "${share:-0}" 72 78 || fail "heavy has $share% of the bytes light and heavy allocate, not 75 +- 3%"
+    local all share
+    heavy_three_quarters "$WORK/a.folded" ";AllocMethods>>heavy$I;" ";AllocMethods>>light$I;"
     # the whole chain above heavy: every stack through it passes run:, outer: and middle
     all=$(bytes_of "$WORK/a.folded" ";AllocMethods>>heavy$I;")
     local chained
@@ -117,15 +133,8 @@ test_methods() {
 test_classes() {
     local mode=$1
     busy_loops
-    "$VMPROFD" --event alloc --alloc-interval $INTERVAL -o "$WORK/c.txt" -o "$WORK/c.folded" -- \
-        "$STVM" $(mode_flag "$mode") -cp "$SOM" AllocClasses 1000000 >"$WORK/run.out" 2>"$WORK/run.err" ||
-        fail "vmprofd exited with status $?"
-    local a b share
-    a=$(bytes_of "$WORK/c.folded" ';\[AllocPointA\] [0-9]+$')
-    b=$(bytes_of "$WORK/c.folded" ';\[AllocPointB\] [0-9]+$')
-    share=$(awk -v a="$a" -v b="$b" 'BEGIN { if (a + b) printf "%.2f", 100 * b / (a + b) }')
-    echo "folded: AllocPointA $a bytes, AllocPointB $b bytes: B $share%"
-    within "${share:-0}" 72 78 || fail "AllocPointB has $share% of the two classes' bytes, not 75 +- 3%"
+    profile_allocs "$WORK/c" "$mode" AllocClasses
+    heavy_three_quarters "$WORK/c.folded" ';\[AllocPointB\] [0-9]+$' ';\[AllocPointA\] [0-9]+$'
     sed -n '/by class/,/^$/p' "$WORK/c.txt" | grep -qE "^7[2-8]\.[0-9]+%    \(.*\)	AllocPointB	" ||
         fail "the classes table does not show AllocPointB at 75 +- 3%"
     sed -n '/by class/,/^$/p' "$WORK/c.txt" | grep -qE "^2[2-8]\.[0-9]+%    \(.*\)	AllocPointA	" ||
@@ -141,15 +150,9 @@ test_classes() {
 test_strings() {
     local mode=$1
     busy_loops
-    "$VMPROFD" --event alloc --alloc-interval $INTERVAL -o "$WORK/s.txt" -o "$WORK/s.folded" -- \
-        "$STVM" $(mode_flag "$mode") -cp "$SOM" AllocStrings 1000000 >"$WORK/run.out" 2>"$WORK/run.err" ||
-        fail "vmprofd exited with status $?"
-    local heavy light share
-    heavy=$(bytes_of "$WORK/s.folded" ";AllocStrings>>heavy:$I;.*\\[String\\] [0-9]+\$")
-    light=$(bytes_of "$WORK/s.folded" ";AllocStrings>>light:$I;.*\\[String\\] [0-9]+\$")
-    share=$(awk -v h="$heavy" -v l="$light" 'BEGIN { if (h + l) printf "%.2f", 100 * h / (h + l) }')
-    echo "folded: heavy: $heavy bytes, light: $light bytes: heavy: $share%"
-    within "${share:-0}" 72 78 || fail "heavy: has $share% of the substrings' bytes, not 75 +- 3%"
+    profile_allocs "$WORK/s" "$mode" AllocStrings
+    heavy_three_quarters "$WORK/s.folded" ";AllocStrings>>heavy:$I;.*\\[String\\] [0-9]+\$" \
+        ";AllocStrings>>light:$I;.*\\[String\\] [0-9]+\$"
     # 4,000,000 strings of 40 bytes (48 with the header)
     estimate_matches "$WORK/s" 192000000 "4,000,000 substrings"
     echo "ok: $mode"
@@ -159,9 +162,7 @@ test_strings() {
 test_total() {
     local mode=$1
     busy_loops
-    "$VMPROFD" --event alloc --alloc-interval $INTERVAL -o "$WORK/t.txt" -o "$WORK/t.folded" -- \
-        "$STVM" $(mode_flag "$mode") -cp "$SOM" AllocMethods 1000000 >"$WORK/run.out" 2>"$WORK/run.err" ||
-        fail "vmprofd exited with status $?"
+    profile_allocs "$WORK/t" "$mode" AllocMethods
     # and the VM counted what AllocMethods allocates: 4,000,000 Arrays of 6
     # slots (at least 56 bytes each)
     estimate_matches "$WORK/t" 224000000 "4,000,000 arrays"
