@@ -200,12 +200,7 @@ test_attach() {
     sleep 0.5
     "$VMPROFD" --event alloc --alloc-interval $INTERVAL --pid "$vm" -s 1 -o "$WORK/a.txt" -o "$WORK/a.folded" \
         >"$WORK/run.out" 2>"$WORK/run.err" || fail "vmprofd exited with status $?"
-    local heavy light share
-    heavy=$(bytes_of "$WORK/a.folded" ";AllocMethods>>heavy$I;")
-    light=$(bytes_of "$WORK/a.folded" ";AllocMethods>>light$I;")
-    share=$(awk -v h="$heavy" -v l="$light" 'BEGIN { if (h + l) printf "%.2f", 100 * h / (h + l) }')
-    echo "attached: heavy $share% of light + heavy"
-    within "${share:-0}" 72 78 || fail "heavy has $share%, not 75 +- 3%"
+    heavy_three_quarters "$WORK/a.folded" ";AllocMethods>>heavy$I;" ";AllocMethods>>light$I;"
     kill -0 "$vm" 2>/dev/null || fail "the VM did not survive being sampled"
     # cancelled: the VM stopped sampling (its log says so: no new samples)
     sleep 0.2
