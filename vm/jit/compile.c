@@ -745,12 +745,13 @@ static void emit_double_send(Compiler *c, size_t pc, JitDoubleSend kind)
 }
 
 
-int jit_compile_bool_send(const Compiler *c, size_t pc)
+int jit_compile_bool_send(const Compiler *c, size_t pc) { return jit_compile_bool_send_in(c, c->method, c->code + pc); }
+
+int jit_compile_bool_send_in(const Compiler *c, Oop method, const uint8_t *p)
 {
-    const uint8_t *p = c->code + pc;
     if (!c->rt->bool_answers || (p[0] == BC_SEND ? p[2] : p[3]) != 1) return -1;
     unsigned lit = p[0] == BC_SEND ? p[1] : (unsigned)jit_compile_operand_w(p + 1);
-    Oop sel = obj_slots(c->method)[METHOD_FIXED_SLOTS + lit];
+    Oop sel = obj_slots(method)[METHOD_FIXED_SLOTS + lit];
     size_t len = obj_byte_length(sel);
     for (int k = 0; k < c->rt->bool_nselectors; k++)
         if (strlen(c->rt->bool_selectors[k]) == len && memcmp(obj_bytes(sel), c->rt->bool_selectors[k], len) == 0)
@@ -758,9 +759,7 @@ int jit_compile_bool_send(const Compiler *c, size_t pc)
     return -1;
 }
 
-/* rax := what receiver r (0 true, 1 false) answers by answer a, the argument
- * in rcx; to slow when that is not known. */
-static void emit_bool_answer(Compiler *c, uint8_t a, X64Label *slow)
+void jit_compile_bool_answer(Compiler *c, uint8_t a, X64Label *slow)
 {
     X64Buf *b = &c->b;
     switch (a) {
@@ -808,12 +807,12 @@ static void emit_bool_send(Compiler *c, size_t pc, int k_sel)
     }
     jit_compile_cmp_rax_oop(c, c->rt->true_obj);
     jit_x64_jcc_label32(b, JIT_X64_CC_NE, &on_false);
-    emit_bool_answer(c, c->rt->bool_answers[k_sel][0], &slow);
+    jit_compile_bool_answer(c, c->rt->bool_answers[k_sel][0], &slow);
     jit_x64_jmp_forward(b, &done);
     jit_x64_label_bind(b, &on_false);
     jit_compile_cmp_rax_oop(c, c->rt->false_obj);
     jit_x64_jcc_label32(b, JIT_X64_CC_NE, &slow);
-    emit_bool_answer(c, c->rt->bool_answers[k_sel][1], &slow);
+    jit_compile_bool_answer(c, c->rt->bool_answers[k_sel][1], &slow);
     jit_x64_jmp_forward(b, &done);
     send_and_merge(c, &slow, &done, regs, s, k, tag, nargs, pc);
     jit_sim_hold_end(c);

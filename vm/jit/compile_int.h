@@ -183,6 +183,11 @@ void jit_compile_barrier_unneeded(Compiler *c, X64Label *done);
  * of the Boolean sends machine code answers for true and false
  * (emit_bool_send), else -1. */
 int jit_compile_bool_send(const Compiler *c, size_t pc);
+/* The same for the send at p in the bytecodes of method (an inlined callee's). */
+int jit_compile_bool_send_in(const Compiler *c, Oop method, const uint8_t *p);
+/* rax := what a Boolean receiver answers by rt->bool_answers' answer a, the
+ * argument in rcx; to slow when that is not known (clobbers r11). */
+void jit_compile_bool_answer(Compiler *c, uint8_t a, X64Label *slow);
 /* rdx := the slot count of the Array in rax, else to slow; keeps rax, rcx
  * (clobbers r11). */
 void jit_compile_array_or(Compiler *c, X64Label *slow);

@@ -52,6 +52,9 @@ static bool inlinable_bytecode(const Compiler *c, Oop m, const uint8_t *p)
         return p[1] < nlits && oop_is_int(obj_slots(m)[METHOD_FIXED_SLOTS + p[1]]);
     }
     case BC_SEND_ADD: case BC_SEND_SUB: case BC_SEND_MUL: return jit_int_inline(c, op);
+    /* && || and: or: of true or false with a true or false argument, as the
+     * baseline answers them (jit_compile_bool_send) */
+    case BC_SEND: case BC_SEND_W: return jit_compile_bool_send_in(c, m, p) >= 0;
     /* Arrays' own primitives, as the baseline's templates take them */
     case BC_SEND_AT: return c->rt->array_at_inline && *c->rt->array_at_inline;
     case BC_SEND_AT_PUT: return c->rt->array_at_put_inline && *c->rt->array_at_put_inline;
@@ -72,7 +75,7 @@ static bool callee_depths(const Compiler *c, Oop m, int *depth)
         uint8_t op = code[pc];
         if (op >= BC_COUNT || pc + vm_bytecode_length[op] > len || !inlinable_bytecode(c, m, code + pc)) return false;
         if (depth[pc] < 0) continue; /* dead code after a return or jump */
-        int d = depth[pc] + vm_bytecode_effect[op];
+        int d = depth[pc] + (op == BC_SEND || op == BC_SEND_W ? -1 : vm_bytecode_effect[op]); /* one argument */
         if (d < 0 || d > vm_method_max_stack(m)) return false;
         long t = jit_compile_jump_target(code, pc);
         if (t >= 0) {
@@ -511,6 +514,33 @@ static void emit_body_bytecode(Body *y, size_t pc)
         jit_x64_mov_mr(b, jit_x64_mem_index(RAX, RSI, 8, 8), RCX);
         drop(y, 3);
         pend_push(y, PEND_REG, RCX); /* at:put: answers the value */
+        break;
+    }
+    case BC_SEND:
+    case BC_SEND_W: {
+        /* a Boolean send (inlinable): anything but true or false, or a
+         * tracer on the method probes (method__entry must fire), deoptimizes
+         * and the interpreter sends */
+        int k = jit_compile_bool_send_in(c, y->m, p);
+        X64Label on_false = JIT_X64_LABEL("inlined false receiver"), answered = JIT_X64_LABEL("inlined Boolean answer");
+        operand(y, 1, RAX);
+        operand(y, 0, RCX);
+        if (c->rt->method_probe_semaphores) {
+            jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->method_probe_semaphores);
+            jit_x64_cmp_mi(b, jit_x64_mem(R11, 0), 0);
+            jit_x64_jcc_label32(b, JIT_X64_CC_NE, stub(y, pc));
+        }
+        jit_compile_cmp_rax_oop(c, c->rt->true_obj);
+        jit_x64_jcc_label32(b, JIT_X64_CC_NE, &on_false);
+        jit_compile_bool_answer(c, c->rt->bool_answers[k][0], stub(y, pc));
+        jit_x64_jmp_label32(b, &answered);
+        jit_x64_label_bind(b, &on_false);
+        jit_compile_cmp_rax_oop(c, c->rt->false_obj);
+        jit_x64_jcc_label32(b, JIT_X64_CC_NE, stub(y, pc));
+        jit_compile_bool_answer(c, c->rt->bool_answers[k][1], stub(y, pc));
+        jit_x64_label_bind(b, &answered);
+        drop(y, 2);
+        pend_push(y, PEND_REG, RAX);
         break;
     }
     case BC_SEND_LENGTH:
