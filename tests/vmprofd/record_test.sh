@@ -96,6 +96,18 @@ wait_folder() {
     eval "${1}_SEEN=$(now_ms)"
 }
 
+# wait_sampled NAME: until one of NAME's intervals has samples (30 s at
+# most): a sanitizer build's VMs beside busy loops get little CPU, and CI's
+# ASan pass saw a VM live 2 s without a sample.
+wait_sampled() {
+    local pid ticks
+    eval "pid=\$${1}_PID ticks=\$${1}_TICKS"
+    for _ in $(seq 600); do
+        grep -q "^vmprofd record: $HOSTDIR/$pid-$ticks/.*: [1-9][0-9]* samples" "$WORK/rec.err" && return
+        sleep 0.05
+    done
+}
+
 # kill_vm NAME: SIGTERM; NAME_KILL is a moment it was still alive.
 kill_vm() {
     local pid
@@ -178,16 +190,20 @@ lifecycle)
     start_vm b
     wait_folder b
     sleep 1.5
+    wait_sampled a
     kill_vm a
     start_vm c
     wait_folder c
     sleep 1.2
+    wait_sampled b
     kill_vm b
     start_vm d
     wait_folder d
     sleep 1.7
+    wait_sampled c
     kill_vm c
     sleep 0.5
+    wait_sampled d
     # d outlives the recorder: SIGTERM writes its interval in progress
     d_KILL=$(now_ms)
     stop_recorder
