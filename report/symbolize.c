@@ -74,6 +74,8 @@ struct Symbolizer {
     uint64_t zone_start, zone_end;
 
     uint64_t maps_hash;    /* of /proc/PID/maps' bytes at the last report */
+    char *good_maps;       /* the last maps text read while the target surely lived */
+    size_t good_len;
     uint64_t modules_hash; /* of the module set (name, start, end) */
     SymModule *mods;       /* sorted by start */
     size_t nmods, capmods;
@@ -216,33 +218,69 @@ static void rebuild_modules(Symbolizer *s)
     }
 }
 
+static int report_copy(Symbolizer *s, const char *maps, size_t len)
+{
+    FILE *f = fmemopen((void *)maps, len, "r");
+    if (f == NULL)
+        return errno;
+    int rc = dw->dwfl_linux_proc_maps_report(s->dwfl, f);
+    fclose(f);
+    return rc;
+}
+
+/* Whether pid still has its address space. An exiting process's maps
+ * read empty once the kernel has torn it down; read during the teardown
+ * they are a prefix of the real ones, without an error. Teardown only
+ * goes one way, so maps that read non-empty after a read of ours mean
+ * that read saw the whole address space. */
+static bool address_space_intact(pid_t pid)
+{
+    char *maps = NULL;
+    size_t len = 0;
+    bool intact = read_maps(pid, &maps, &len) && len > 0;
+    free(maps);
+    return intact;
+}
+
+/* Reports the modules maps (read a moment ago) describes. libdwfl reads
+ * the live maps again, for the vdso's address in auxv. When the target
+ * exited around these reads, neither read can be trusted (a CI run once
+ * resolved every sample to [unknown] after the last refresh raced the
+ * exit): the modules stay as the last read made while it lived had them. */
 static bool report_modules(Symbolizer *s, const char *maps, size_t len, char *err, size_t errlen)
 {
     dw->dwfl_report_begin(s->dwfl);
     int rc = dw->dwfl_linux_proc_report(s->dwfl, s->pid);
-    if (rc != 0 && len > 0) {
-        /* The target may have exited between our read and libdwfl's: the
-         * copy we hold still describes it (without the vdso's address,
-         * which only the live auxv gives). */
-        FILE *f = fmemopen((void *)maps, len, "r");
-        if (f != NULL) {
-            rc = dw->dwfl_linux_proc_maps_report(s->dwfl, f);
-            fclose(f);
-        }
+    bool intact = address_space_intact(s->pid);
+    if (!intact && s->good_maps) {
+        dw->dwfl_report_begin(s->dwfl); /* anew: what the live read reported is not kept */
+        rc = report_copy(s, s->good_maps, s->good_len);
+        s->maps_hash = base_fnv1a_bytes(s->good_maps, s->good_len);
+    } else if (rc != 0 && len > 0) {
+        rc = report_copy(s, maps, len);
     }
+    if (rc == 0 && dw->dwfl_report_end(s->dwfl, NULL, NULL) != 0)
+        rc = -1;
+    else if (rc != 0)
+        dw->dwfl_report_end(s->dwfl, NULL, NULL);
+    rebuild_modules(s);
     if (rc != 0) {
         base_error(err, errlen, "cannot read the modules of pid %d: %s", (int)s->pid,
                 rc > 0 ? strerror(rc) : dw->dwfl_errmsg(-1));
-        dw->dwfl_report_end(s->dwfl, NULL, NULL);
-        rebuild_modules(s);
         return false;
     }
-    if (dw->dwfl_report_end(s->dwfl, NULL, NULL) != 0) {
-        base_error(err, errlen, "libdwfl: %s", dw->dwfl_errmsg(-1));
-        rebuild_modules(s);
-        return false;
+    if (!intact) {
+        if (!s->good_maps)
+            base_error(err, errlen, "pid %d exited while its modules were read", (int)s->pid);
+        return s->good_maps != NULL;
     }
-    rebuild_modules(s);
+    char *copy = malloc(len ? len : 1);
+    if (copy) {
+        memcpy(copy, maps, len);
+        free(s->good_maps);
+        s->good_maps = copy;
+        s->good_len = len;
+    }
     return true;
 }
 
@@ -330,12 +368,17 @@ void report_symbolizer_refresh(Symbolizer *s)
     size_t len = 0;
     if (s == NULL || !read_maps(s->pid, &maps, &len))
         return; /* target gone: what we know still symbolizes its samples */
+    report_symbolizer_update(s, maps, len);
+    free(maps);
+}
+
+void report_symbolizer_update(Symbolizer *s, const char *maps, size_t len)
+{
     uint64_t h = base_fnv1a_bytes(maps, len);
     if (h != s->maps_hash && len > 0) {
         s->maps_hash = h;
         report_modules(s, maps, len, NULL, 0);
     }
-    free(maps);
 }
 
 void report_symbolizer_free(Symbolizer *s)
@@ -347,6 +390,7 @@ void report_symbolizer_free(Symbolizer *s)
     if (s->dwfl != NULL)
         dw->dwfl_end(s->dwfl);
     free(s->mods);
+    free(s->good_maps);
     report_addrtable_free(&s->cache);
     free(s->vm_path);
     free(s);

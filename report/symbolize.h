@@ -37,6 +37,10 @@ Symbolizer *report_symbolizer_new(pid_t pid, const char *vm_exe, uint64_t code_z
                                    uint64_t code_zone_end, char *err, size_t errlen);
 /* Re-reads the maps (libraries loaded since). Cheap when nothing changed. */
 void report_symbolizer_refresh(Symbolizer *s);
+/* The refresh after its read: maps is the text of /proc/PID/maps as read
+ * a moment ago. libdwfl reads the live maps again (for the vdso); should
+ * the target have exited in between, the copy describes it. */
+void report_symbolizer_update(Symbolizer *s, const char *maps, size_t len);
 void report_symbolizer_free(Symbolizer *s);
 
 /* addr -> location index in p. is_return_address: addr came from an

@@ -44,9 +44,13 @@
  * so is /dev/shm after inotify says it changed, but never more often. */
 #define RECORD_PENDING_MS 50
 /* A worker whose VM could not be profiled tries again after this long
- * (a VM still starting, a transient refusal), at most RECORD_TRIES times. */
+ * (a VM still starting, a transient refusal), at most RECORD_TRIES times:
+ * the first time at once (a perf_event_open once answered ESRCH for every
+ * thread of a live VM, and the next attach worked), then after a pause. */
+#define RECORD_RETRY_FIRST_S 0.2
 #define RECORD_RETRY_S 5.0
 #define RECORD_TRIES 3
+#define RECORD_TRIES_TEXT "3"
 /* The next boundary closer than this is skipped: an interval of a few ms
  * would cost a whole attach for nothing. */
 #define RECORD_MIN_SLICE_S 0.05
@@ -274,6 +278,11 @@ typedef struct Worker {
     bool gone;                    /* the VM has exited: forget it once joined */
     int tries;                    /* engine calls in a row that profiled nothing */
     double retry_at;              /* CLOCK_MONOTONIC s: when to try again */
+    /* Not sampled since resume, for why: a retry's first interval starts
+     * there (written by whoever ends the wait: no hole in the files) */
+    bool have_resume;
+    struct timespec resume;
+    char why[1100];
     size_t files;
     struct Worker *next;
 } Worker;
@@ -408,6 +417,36 @@ static void write_interval(Worker *w, const Profile *p, const struct timespec *s
     free(data);
 }
 
+static struct timespec ts_of(int64_t ns)
+{
+    return (struct timespec){.tv_sec = (time_t)(ns / 1000000000), .tv_nsec = (long)(ns % 1000000000)};
+}
+
+/* The unsampled time since w->resume, as empty intervals on the wall
+ * clock's boundaries that say why: up to the last boundary before to (the
+ * rest begins the next sampled interval, answered), or all of it (last:
+ * the VM exited, or vmprofd gave up or stopped). */
+static struct timespec write_gap(Worker *w, const struct timespec *to, bool last, bool exited, const char *fmt)
+{
+    const RecordOptions *o = &w->rec->o;
+    struct timespec start = w->resume;
+    for (;;) {
+        int64_t b = next_boundary_ns(ts_ns(&start), o->interval_s);
+        bool whole = b <= ts_ns(to);
+        if (!whole && !last)
+            break;
+        struct timespec end = whole ? ts_of(b) : *to;
+        Profile *p = empty_profile(o, &start, fmt, w->why);
+        write_interval(w, p, &start, &end, exited && !whole);
+        report_profile_free(p);
+        start = end;
+        if (!whole)
+            break;
+    }
+    w->have_resume = false;
+    return start;
+}
+
 static void *worker_main(void *arg)
 {
     Worker *w = arg;
@@ -416,6 +455,13 @@ static void *worker_main(void *arg)
     char err[1024];
     struct timespec start;
     clock_gettime(CLOCK_REALTIME, &start);
+    char carried[1400] = "";
+    if (w->have_resume) {
+        struct timespec now = start;
+        start = write_gap(w, &now, false, false, "vmprofd could not sample this VM while it waited to try again (%s)");
+        snprintf(carried, sizeof carried, "vmprofd could not sample this VM in the first %.3f s of this interval (%s)",
+                 (double)(ts_ns(&now) - ts_ns(&start)) / 1e9, w->why);
+    }
     for (;;) {
         if (stop_signal) {
             /* stopped between two intervals (while the last one's profile
@@ -456,14 +502,28 @@ static void *worker_main(void *arg)
         struct timespec end;
         clock_gettime(CLOCK_REALTIME, &end);
         if (at_boundary)
-            end = (struct timespec){.tv_sec = (time_t)(boundary / 1000000000), .tv_nsec = (long)(boundary % 1000000000)};
+            end = ts_of(boundary);
         bool alive = still_alive(w);
         if (!p && alive) {
+            /* the time since start stays unsampled until the retry, which
+             * writes it (tend() does if the VM exits first) */
             w->tries++;
-            w->retry_at = mono_now() + RECORD_RETRY_S;
+            w->retry_at = mono_now() + (w->tries == 1 ? RECORD_RETRY_FIRST_S : RECORD_RETRY_S);
             say(r, "pid %d (%s): %s%s", (int)w->pid, w->cmd, err,
-                w->tries < RECORD_TRIES ? "; trying again in 5 s" : "; given up");
+                w->tries < RECORD_TRIES ? (w->tries == 1 ? "; trying again at once" : "; trying again in 5 s")
+                                        : "; given up");
+            w->resume = start;
+            w->have_resume = true;
+            snprintf(w->why, sizeof w->why, "%s", err);
+            if (w->tries >= RECORD_TRIES)
+                write_gap(w, &end, true, false, "vmprofd could not sample this VM (%s), " RECORD_TRIES_TEXT
+                                         " times in a row: it gave up");
             break;
+        }
+        if (carried[0]) {
+            if (p)
+                report_profile_add_warning(p, "%s", carried);
+            carried[0] = '\0';
         }
         w->tries = 0;
         if (!p) /* it exited while the engine attached: its last interval, kept */
@@ -547,6 +607,11 @@ static void tend(Recorder *r)
             w->running = false;
         }
         if (!w->running && (w->gone || !still_alive(w))) {
+            if (w->have_resume) {
+                struct timespec now;
+                clock_gettime(CLOCK_REALTIME, &now);
+                write_gap(w, &now, true, true, "the VM exited while vmprofd waited to try again to sample it (%s)");
+            }
             *link = w->next;
             free_worker(w);
             continue;
@@ -556,6 +621,20 @@ static void tend(Recorder *r)
             start_worker(r, w);
         link = &w->next;
     }
+}
+
+/* Nanoseconds until the earliest retry tend() would start (INT64_MAX: none). */
+static int64_t next_retry_ns(const Recorder *r)
+{
+    int64_t best = INT64_MAX;
+    double now = mono_now();
+    for (const Worker *w = r->workers; w; w = w->next)
+        if (!w->running && w->started && w->tries > 0 && w->tries < RECORD_TRIES) {
+            int64_t ns = w->retry_at > now ? (int64_t)((w->retry_at - now) * 1e9) : 0;
+            if (ns < best)
+                best = ns;
+        }
+    return best;
 }
 
 static Worker *find_worker(Recorder *r, pid_t pid, const ProfIdentity *id)
@@ -675,16 +754,19 @@ int vmprofd_record_main(int argc, char **argv)
         cut_due(r, false);
         if (mono_now() - last_scan >= RECORD_RESCAN_MS / 1000.0) {
             bool pending = discover(r);
-            tend(r);
             /* a segment still being made: look again soon */
             last_scan = mono_now() - (pending ? (RECORD_RESCAN_MS - RECORD_PENDING_MS) / 1000.0 : 0);
         }
-        /* wake at the next interval boundary, or for the next scan */
+        tend(r);
+        /* wake at the next interval boundary, for the next scan, or for a retry */
         struct timespec t;
         clock_gettime(CLOCK_REALTIME, &t);
         int64_t to_boundary = next_boundary_ns(ts_ns(&t), r->o.interval_s) - ts_ns(&t) + 1000000;
         int64_t to_scan = (int64_t)((last_scan + RECORD_RESCAN_MS / 1000.0 - mono_now()) * 1e9);
+        int64_t to_retry = next_retry_ns(r);
         int64_t wait_ns = to_boundary < to_scan ? to_boundary : to_scan;
+        if (to_retry < wait_ns)
+            wait_ns = to_retry;
         if (wait_ns < 0)
             wait_ns = 0;
         struct timespec wait = {.tv_sec = (time_t)(wait_ns / 1000000000), .tv_nsec = (long)(wait_ns % 1000000000)};
@@ -706,6 +788,11 @@ int vmprofd_record_main(int argc, char **argv)
         next = w->next;
         if (w->running)
             pthread_join(w->thread, NULL);
+        if (w->have_resume) {
+            struct timespec now;
+            clock_gettime(CLOCK_REALTIME, &now);
+            write_gap(w, &now, true, false, "vmprofd record stopped while it waited to try again to sample this VM (%s)");
+        }
         free_worker(w);
     }
     if (in >= 0)

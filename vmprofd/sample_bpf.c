@@ -47,11 +47,25 @@ static void reason(int err, const char *what, char *why, size_t whylen)
         snprintf(why, whylen,
                  "%s: %s (loading BPF needs root, or CAP_BPF and CAP_PERFMON: sudo setcap "
                  "cap_bpf,cap_perfmon+ep vmprofd)", what, strerror(e));
+    else if (e == EMFILE || e == ENFILE)
+        snprintf(why, whylen, "%s: %s (raise the limit: ulimit -n)", what, strerror(e));
     else if (e == ENOSYS || e == EOPNOTSUPP)
         snprintf(why, whylen, "%s: %s (the kernel lacks BPF perf_event programs: Linux >= 5.17 with BPF)", what,
                  strerror(e));
     else
         snprintf(why, whylen, "%s: %s (VMPROFD_BPF_DEBUG=1 shows libbpf's log)", what, strerror(e));
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+    SampleBpf *b = ctx;
+    if (size < sizeof(ProfRawStack))
+        return 0; /* not ours: never trusted */
+    ProfRawStack r;
+    memcpy(&r, data, sizeof r);
+    b->fn(b->ctx, &r);
+    b->delivered++;
+    return 0;
 }
 
 SampleBpf *vmprofd_bpf_open(pid_t pid, char *why, size_t whylen)
@@ -77,6 +91,15 @@ SampleBpf *vmprofd_bpf_open(pid_t pid, char *why, size_t whylen)
     int err = stackwalk__load(b->skel);
     if (err) {
         reason(err, "the kernel refused the eBPF stack walker", why, whylen);
+        stackwalk__destroy(b->skel);
+        free(b);
+        return NULL;
+    }
+    /* now, not at the first drain: made there, a failure (an epoll fd
+     * over the limit) lost every sample without a word */
+    b->ring = ring_buffer__new(bpf_map__fd(b->skel->maps.records), on_record, b, NULL);
+    if (!b->ring) {
+        reason(errno, "cannot read the eBPF stack walker's ring", why, whylen);
         stackwalk__destroy(b->skel);
         free(b);
         return NULL;
@@ -116,27 +139,10 @@ bool vmprofd_bpf_attach(SampleBpf *b, int perf_fd, char *why, size_t whylen)
     return true;
 }
 
-static int on_record(void *ctx, void *data, size_t size)
-{
-    SampleBpf *b = ctx;
-    if (size < sizeof(ProfRawStack))
-        return 0; /* not ours: never trusted */
-    ProfRawStack r;
-    memcpy(&r, data, sizeof r);
-    b->fn(b->ctx, &r);
-    b->delivered++;
-    return 0;
-}
-
 int vmprofd_bpf_fd(SampleBpf *b) { return bpf_map__fd(b->skel->maps.records); }
 
 int vmprofd_bpf_drain(SampleBpf *b, void (*fn)(void *ctx, const ProfRawStack *r), void *ctx)
 {
-    if (!b->ring) {
-        b->ring = ring_buffer__new(bpf_map__fd(b->skel->maps.records), on_record, b, NULL);
-        if (!b->ring)
-            return 0;
-    }
     b->fn = fn;
     b->ctx = ctx;
     b->delivered = 0;

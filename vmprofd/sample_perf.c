@@ -361,9 +361,16 @@ static Sampler *perf_open(const SamplerConfig *cfg, bool *refused, char *err, si
         tids = vmprofd_target_threads(cfg->pid, &n);
     }
     if (n == 0) {
+        int e = errno;
         free(tids);
         free(cpus);
-        snprintf(err, errlen, cfg->launched ? "cannot list the online CPUs" : "no process with pid %d", (int)cfg->pid);
+        if (cfg->launched)
+            snprintf(err, errlen, "cannot list the online CPUs");
+        else if (e == ENOENT || e == ESRCH)
+            snprintf(err, errlen, "no process with pid %d", (int)cfg->pid);
+        else
+            snprintf(err, errlen, "cannot list the threads of pid %d: %s%s", (int)cfg->pid, strerror(e),
+                     e == EMFILE || e == ENFILE ? " (raise the limit: ulimit -n)" : "");
         perf_free(s);
         return NULL;
     }

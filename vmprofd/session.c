@@ -75,6 +75,7 @@ typedef struct Session {
     Sampler *sampler;
     Symbolizer *sym;
     char sym_exe[PROF_EXPORT_PATH_MAX]; /* what the symbolizer was made with */
+    char sym_why[512];                  /* why the last one could not be made */
     uint64_t sym_zone_start, sym_zone_end;
     ExportReader *exp;
     ExportStatus exp_status;
@@ -251,8 +252,7 @@ static void ensure_symbolizer(Session *ss)
         report_symbolizer_refresh(ss->sym);
         return;
     }
-    char err[512];
-    Symbolizer *s = report_symbolizer_new(ss->target.pid, exe, zs, ze, err, sizeof err);
+    Symbolizer *s = report_symbolizer_new(ss->target.pid, exe, zs, ze, ss->sym_why, sizeof ss->sym_why);
     if (!s)
         return; /* the target may be gone; the previous one (if any) still serves */
     if (ss->sym)
@@ -399,6 +399,10 @@ static void add_warnings(Session *ss, Profile *p, const SamplerStats *final, dou
         else if (ss->target.exited)
             warn(ss, p, "no samples: pid %d exited after %.3f s before it used a sampling period of CPU time", pid,
                  seconds);
+        else if ((double)final->cpu_ns > 2e9 / ss->o->rate_hz)
+            warn(ss, p, "no samples: pid %d used %.3f s of CPU time in the %.3f s sampled, but none of its samples "
+                    "reached vmprofd (%s)", pid, (double)final->cpu_ns / 1e9, seconds,
+                 final->lost ? "the kernel's ring overflowed" : "a fault of vmprofd's: please report it");
         else
             warn(ss, p, "no samples: pid %d used no CPU time in the %.3f s sampled (it was %s)", pid, seconds,
                  ss->end_state[0] ? ss->end_state : "in a state /proc did not say");
@@ -682,7 +686,8 @@ static int session_collect(Session *ss, Profile **out)
     if (ss->dropped)
         report_profile_add_note(p, "%llu samples dropped: out of memory", (unsigned long long)ss->dropped);
     if (!ss->sym)
-        report_profile_add_note(p, "the target's memory map could not be read: addresses are unresolved");
+        report_profile_add_note(p, "the target's memory map could not be read (%s): addresses are unresolved",
+                                ss->sym_why[0] ? ss->sym_why : "no attempt succeeded");
 
     if (ss->exp && !ss->code.active && ss->code_why[0])
         report_profile_add_note(p, "%s", ss->code_why);

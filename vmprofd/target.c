@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -225,6 +226,19 @@ bool vmprofd_target_attach(Target *t, pid_t pid, char *err, size_t errlen)
     return true;
 }
 
+static struct rlimit fd_limit_at_start;
+static bool fd_limit_raised;
+
+void vmprofd_target_raise_fd_limit(void)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur >= r.rlim_max)
+        return;
+    fd_limit_at_start = r;
+    r.rlim_cur = r.rlim_max;
+    fd_limit_raised = setrlimit(RLIMIT_NOFILE, &r) == 0; /* else: EMFILE errors name ulimit -n */
+}
+
 bool vmprofd_target_launch(Target *t, char *const argv[], char *err, size_t errlen)
 {
     target_init(t, 0);
@@ -259,6 +273,8 @@ bool vmprofd_target_launch(Target *t, char *const argv[], char *err, size_t errl
             ;
         if (n != 1)
             _exit(127); /* vmprofd gave up before releasing us */
+        if (fd_limit_raised)
+            (void)setrlimit(RLIMIT_NOFILE, &fd_limit_at_start); /* select() users need FD_SETSIZE */
         execvp(argv[0], argv);
         int e = errno;
         while (write(ex[1], &e, sizeof e) < 0 && errno == EINTR)

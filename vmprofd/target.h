@@ -57,8 +57,14 @@ int vmprofd_target_exit_status(const Target *t);
 int vmprofd_target_exit_fd(const Target *t);
 void vmprofd_target_close(Target *t);
 
+/* Raises vmprofd's soft limit of open files to the hard one (each thread
+ * of every target takes a descriptor): a command launched later gets the
+ * limit vmprofd was started with. Who may call: vmprofd_main.c, first. */
+void vmprofd_target_raise_fd_limit(void);
+
 /* Thread ids of pid from /proc/PID/task, malloc'd (caller frees);
- * NULL with *n == 0 when the process is gone. */
+ * NULL with *n == 0 when the process is gone (errno ENOENT) or the list
+ * cannot be read (errno says why: EMFILE, ENOMEM). */
 pid_t *vmprofd_target_threads(pid_t pid, size_t *n);
 /* Real uid of pid (/proc/PID/status). */
 bool vmprofd_target_uid(pid_t pid, uid_t *uid);

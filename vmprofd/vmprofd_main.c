@@ -9,6 +9,7 @@
 #include "vmprofd/record.h"
 #include "vmprofd/serve.h"
 #include "vmprofd/session.h"
+#include "vmprofd/target.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -38,6 +39,7 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    vmprofd_target_raise_fd_limit();
     if (argc > 1)
         for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
             if (strcmp(argv[1], commands[i].name) == 0)

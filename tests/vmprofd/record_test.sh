@@ -3,7 +3,7 @@
 # real stvm processes starting and exiting while a real recorder runs, the
 # files read back with go tool pprof (the client the files are for).
 #
-#   record_test.sh TEST     TEST: lifecycle keep restart usage caps unit
+#   record_test.sh TEST     TEST: lifecycle retry keep restart usage caps unit
 #
 #   lifecycle  four VMs start and exit (or outlive the recorder) during a
 #              run with --interval 1s: each one's files cover its life
@@ -12,6 +12,9 @@
 #              clock's seconds, the last one holds the moment the VM was
 #              killed (its partial interval), and every file has the
 #              labels and comments; no temporary is left, no VM missed
+#   retry      attaches that fail while the VM lives (descriptors limited
+#              with prlimit): the time until the retry is written, empty,
+#              saying why, on the wall clock's seconds, without a hole
 #   keep       --keep-size: the host folder stays under the size, oldest
 #              files removed first; --keep-age: an old file is removed at
 #              the start
@@ -215,6 +218,52 @@ lifecycle)
     [ "$folders" = 4 ] || fail "$folders process folders for 4 VMs: $(ls "$HOSTDIR")"
     grep -q "the VM exited" "$WORK/rec.err" || fail "the recorder never said a VM's last interval ended with it"
     echo "ok: no temporary left, one folder per VM"
+    ;;
+retry)
+    # An attach that fails while the VM lives (here: out of descriptors,
+    # set from outside with prlimit) leaves no hole: the intervals until
+    # the retry are written empty, on the wall clock's seconds, saying why,
+    # and the retry's first interval says how long it was not sampled
+    command -v go >/dev/null || skip "no go (golang-go): go tool pprof reads the files"
+    command -v prlimit >/dev/null || skip "no prlimit (util-linux)"
+    BUILD_ID=$(readelf -n "$STVM" | sed -n 's/^ *Build ID: //p')
+    [ -n "$BUILD_ID" ] || skip "stvm has no GNU build id"
+    busy_loops
+    start_recorder rec --interval 1s
+    free=0 # the lowest descriptor the idle recorder leaves free
+    while [ -e "/proc/$REC_PID/fd/$free" ]; do free=$((free + 1)); done
+    soft=$(prlimit --pid "$REC_PID" --nofile --output SOFT --noheadings | tr -d ' ')
+    start_vm a
+    wait_folder a
+    wait_sampled a
+    # two more: an attach opens the VM's pidfd and export segment, then
+    # cannot list its threads; the retry 0.2 s later fails the same way
+    prlimit --pid "$REC_PID" --nofile=$((free + 2)): || fail "prlimit refused"
+    for _ in $(seq 600); do
+        grep -q "Too many open files.*; trying again in 5 s" "$WORK/rec.err" && break
+        sleep 0.05
+    done
+    prlimit --pid "$REC_PID" --nofile="$soft": || fail "prlimit refused"
+    grep -q "Too many open files.*; trying again in 5 s" "$WORK/rec.err" ||
+        fail "no attach failed twice with the descriptors limited to $((free + 2))"
+    for _ in $(seq 600); do # the retry's samples
+        sed -n '/trying again in 5 s/,$p' "$WORK/rec.err" | grep -q ": [1-9][0-9]* samples" && break
+        sleep 0.05
+    done
+    kill_vm a
+    stop_recorder
+    check_vm a 1000
+    waited=0 first=0
+    for f in "$HOSTDIR/${a_PID}-${a_TICKS}"/*.pb.gz; do
+        go tool pprof -raw "$f" >"$WORK/raw" 2>/dev/null
+        grep -q "^Comment: warning: .*could not sample this VM while it waited to try again (.*Too many open files" \
+            "$WORK/raw" && waited=$((waited + 1))
+        grep -q "^Comment: warning: .*could not sample this VM in the first [0-9.]* s of this interval (" "$WORK/raw" &&
+            first=$((first + 1))
+    done
+    (( waited >= 4 )) || fail "$waited intervals say they were not sampled while vmprofd waited 5 s to try again"
+    (( first == 1 )) || fail "$first intervals say how long they were not sampled before the retry (1 expected)"
+    echo "ok: $waited intervals not sampled while vmprofd waited, each saying why; the retry's first says how long"
     ;;
 keep)
     busy_loops

@@ -573,6 +573,40 @@ test_unwritable_output() {
     echo "ok: refused in $(((t1 - t0) / 1000000)) ms; a failed write kept the old file"
 }
 
+# Out of file descriptors at every point of an attach (limits 6 to 30;
+# below, the dynamic loader cannot open vmprofd's libraries):
+# a profile with samples (partial stacks say why), or an error naming the
+# limit; never an empty profile that blames the target, never "no process"
+# for a live one. A low soft limit alone is raised: whole stacks.
+test_fd_limit() {
+    "$STVM" -cp "$SOURCE_DIR/smalltalk/bench" BenchRunner Richards 100000000 >/dev/null 2>&1 &
+    local vm=$! n ok=0 refused=0
+    STARTED+=("$vm")
+    trap 'rm -f "/dev/shm/stvm-'"$vm"'"; cleanup' EXIT
+    for n in $(seq 50); do [ -e "/dev/shm/stvm-$vm" ] && break; sleep 0.1; done
+    [ -e "/dev/shm/stvm-$vm" ] || fail "stvm (pid $vm) created no export segment in 5 s"
+    for n in $(seq 6 30); do
+        (ulimit -n "$n" && exec "$VMPROFD" --pid "$vm" --seconds 0.3 -o "$WORK/fd.txt") >"$WORK/fd.out" 2>"$WORK/fd.err"
+        local rc=$?
+        grep -q "no process with pid\|used no CPU time" "$WORK/fd.err" &&
+            fail "limit $n: a wrong reason: $(cat "$WORK/fd.err")"
+        if [ "$rc" -eq 0 ]; then
+            grep -q "^vmprofd: [1-9][0-9]* samples in" "$WORK/fd.err" ||
+                fail "limit $n: exit 0 without samples: $(cat "$WORK/fd.err")"
+            ok=$((ok + 1))
+        else
+            grep -q "Too many open files\|ulimit -n" "$WORK/fd.err" ||
+                fail "limit $n: exit $rc without naming the limit: $(cat "$WORK/fd.err")"
+            refused=$((refused + 1))
+        fi
+    done
+    (( ok > 0 && refused > 0 )) || fail "$ok limits profiled, $refused refused: the limits did not bite"
+    (ulimit -S -n 8 && exec "$VMPROFD" --pid "$vm" --seconds 0.5 -o "$WORK/fd.txt") >"$WORK/fd.out" 2>"$WORK/fd.err" ||
+        fail "a soft limit of 8: $(cat "$WORK/fd.err")"
+    grep -q "stacks partial: the eBPF" "$WORK/fd.txt" && fail "a soft limit of 8 was not raised: $(grep 'stacks partial' "$WORK/fd.txt")"
+    echo "ok: $ok limits profiled, $refused refused naming the limit; a soft limit alone is raised"
+}
+
 # What vmprofd cannot see is said at the top and on stderr, -q or not.
 test_not_stvm() {
     sleep 30 &
@@ -1003,6 +1037,7 @@ launch_sigterm_ptrace) test_launch_signal ptrace TERM ;;
 launch_sighup_perf) test_launch_signal perf HUP ;;
 unwritable_output) test_unwritable_output ;;
 not_stvm) test_not_stvm ;;
+fd_limit) test_fd_limit ;;
 pid_reuse) test_pid_reuse ;;
 segment_traps) test_segment_traps ;;
 *)
