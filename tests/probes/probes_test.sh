@@ -20,6 +20,9 @@
 #                              compacted, the output is unchanged, and jit__compile and
 #                              code__compact fire
 #   bpftrace-nojit, -jit       the counts of the raised-* tests through bpftrace
+#   booleans-nojit, -jit       ProbeBooleans: && of two Booleans, which machine code (and an
+#                              inlined body of both:and:) answers in line, is a send under a
+#                              tracer: N method__entry for &&, N - N/2 when it attaches midway
 #   recipes                    every tools/bpftrace script on ProbeWorkload
 #
 # Environment (set by CMakeLists.txt): STVM, USDT_TRACE, SOURCE_DIR.
@@ -135,6 +138,34 @@ alloc_jit() {
     expect_count "$WORK/counts" object__alloc/0=ProbeThing "$N"
     expect_at_least "$WORK/counts" object__alloc/0=Double "$N"
     echo "ok: --jit, object__alloc alone: every ProbeThing and Double seen; $(tr '\n' ';' <"$WORK/counts")"
+}
+
+# Boolean sends that machine code answers in line (baseline code, and an
+# inlined body of both:and:) are sends under a tracer: every && fires
+# method__entry, from the start or from an attach at the full GC.
+booleans() {
+    local mode=$1 n=1000
+    if [ "$mode" = --jit ]; then # the case this is for: both:and: inlined
+        "$STVM" --jit --code-zone-stats -cp "$CP" ProbeBooleans "$n" >"$WORK/plain.out" 2>"$WORK/stats.err" ||
+            fail "untraced run failed"
+        grep -q "sends inlined [1-9]" "$WORK/stats.err" || fail "both:and: was not inlined: $(grep inlined "$WORK/stats.err")"
+    fi
+    "$USDT_TRACE" --raise all --report "$WORK/counts" --count "method__entry/1=&&" \
+        --count method__entry/1=both:and: -- "$STVM" "$mode" -cp "$CP" ProbeBooleans "$n" >"$WORK/traced.out" \
+        2>"$WORK/traced.err"
+    local rc=$?
+    ((rc == 125)) && fail "usdt_trace could not trace: $(tail -1 "$WORK/traced.err")"
+    ((rc == 0)) || fail "the traced run exited with status $rc"
+    grep -qx "$n" "$WORK/traced.out" || fail "the traced run did not count $n"
+    expect_count "$WORK/counts" "method__entry/1=&&" "$n"
+    expect_count "$WORK/counts" method__entry/1=both:and: "$n"
+    "$USDT_TRACE" --raise all --raise-on gc__start --report "$WORK/counts2" --count "method__entry/1=&&" \
+        -- "$STVM" "$mode" -cp "$CP" ProbeBooleans "$n" >"$WORK/attached.out" 2>"$WORK/attached.err"
+    rc=$?
+    ((rc == 0)) || fail "the run traced from the full GC exited with status $rc"
+    grep -qx "$n" "$WORK/attached.out" || fail "the run traced from the full GC did not count $n"
+    expect_count "$WORK/counts2" "method__entry/1=&&" $((n - n / 2))
+    echo "ok: $mode: every && a send under the tracer ($n), and the last $((n - n / 2)) after an attach"
 }
 
 raised_compaction() {
@@ -274,6 +305,8 @@ alloc-jit) alloc_jit ;;
 bpftrace-nojit) bpftrace_counts --no-jit ;;
 bpftrace-jit) bpftrace_counts --jit ;;
 recipes) recipes ;;
+booleans-nojit) booleans --no-jit ;;
+booleans-jit) booleans --jit ;;
 *)
     echo "probes_test.sh: unknown test '$TEST'" >&2
     exit 2
