@@ -37,6 +37,26 @@ static Oop pushed_constant(Oop m, const uint8_t *p, bool *self)
     }
 }
 
+bool vm_sendcache_accessor_of(Oop m, int nargs, bool *setter, int *field)
+{
+    const uint8_t *p = vm_method_bytecodes(m);
+    size_t len = vm_method_bytecode_length(m);
+    if (vm_method_nargs(m) != nargs || obj_slots(m)[METHOD_PRIMITIVE] != oop_from_int(0)) return false;
+    if (len >= 3 && p[0] == BC_PUSH_FIELD && p[2] == BC_RETURN_TOP) {
+        *setter = false;
+        *field = p[1];
+        return true;
+    }
+    /* `x: a = ( x := a )`: the argument is fp[2] (vm/model/frame.h) */
+    if (nargs == 1 && len >= 5 && ((p[0] == BC_PUSH_ARG && p[1] == 2) || (p[0] == BC_PUSH_VAR && p[1] == 0)) &&
+        p[2] == BC_POP_FIELD && p[4] == BC_RETURN_SELF) {
+        *setter = true;
+        *field = p[3];
+        return true;
+    }
+    return false;
+}
+
 static void classify(VmSendCacheEntry *e, Oop m, int nargs)
 {
     e->kind = SENDCACHE_METHOD;
@@ -65,16 +85,11 @@ static void classify(VmSendCacheEntry *e, Oop m, int nargs)
         e->value = 0;
         return;
     }
-    if (len >= 3 && p[0] == BC_PUSH_FIELD && p[2] == BC_RETURN_TOP) {
-        e->kind = SENDCACHE_GETTER;
-        e->field = p[1];
-        return;
-    }
-    /* `x: a = ( x := a )`: the argument is fp[2] (vm/model/frame.h) */
-    if (nargs == 1 && len >= 5 && ((p[0] == BC_PUSH_ARG && p[1] == 2) || (p[0] == BC_PUSH_VAR && p[1] == 0)) &&
-        p[2] == BC_POP_FIELD && p[4] == BC_RETURN_SELF) {
-        e->kind = SENDCACHE_SETTER;
-        e->field = p[3];
+    bool setter;
+    int field;
+    if (vm_sendcache_accessor_of(m, nargs, &setter, &field)) {
+        e->kind = setter ? SENDCACHE_SETTER : SENDCACHE_GETTER;
+        e->field = (uint16_t)field;
         return;
     }
     if (len >= 2 && vm_bytecode_length[p[0]] <= len - 1 && p[vm_bytecode_length[p[0]]] == BC_RETURN_TOP) {

@@ -90,5 +90,9 @@ void vm_sendcache_fill(VmSendCacheEntry *e, const uint8_t *site, uint32_t class_
 
 /* Empties the table (vm/model/lookup.c, with the global lookup cache). */
 void vm_sendcache_flush(void);
+/* Whether m, sent with nargs arguments, is a getter (`^ field`) or a setter
+ * (`field := arg`, answering self) the interpreter and machine code answer
+ * without a frame; *field is the field's index. */
+bool vm_sendcache_accessor_of(Oop m, int nargs, bool *setter, int *field);
 
 #endif

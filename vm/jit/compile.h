@@ -205,6 +205,8 @@ int32_t *jit_compile_tier_counter(const JitMethod *m);
  * range, the generic send, so the guard's hits send as its misses do.
  * false when the code is not what the compiler left there. */
 bool jit_inline_disable(JitMethod *jm, uint32_t range);
+/* Whether jit_inline_disable turned that body off. */
+bool jit_inline_disabled(const JitMethod *jm, uint32_t range);
 
 /* The stub of a block-evaluation primitive (value, value:, ...): jumps to
  * the receiver closure's compiled block when there is one taking nargs

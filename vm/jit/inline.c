@@ -624,7 +624,7 @@ void jit_inline_emit(Compiler *c, const JitInlineSite *s)
         if (t >= 0) y.target[t] = true;
     }
     uint32_t scope = c->nscopes++;
-    c->scopes[scope] = (JitInlineScope){ s->method, (uint32_t)s->pc, -1 };
+    c->scopes[scope] = (JitInlineScope){ s->method, (uint32_t)s->pc, -1, s->class_index, 0 };
 
     /* the guard: the receiver's class, and no tracer on the method probes
      * (the send fires method__entry for them) */
@@ -721,6 +721,12 @@ void jit_inline_emit(Compiler *c, const JitInlineSite *s)
 
 /* The 5-byte nop (Intel's recommended one) every range starts with. */
 static const uint8_t range_nop[JIT_X64_JMP_REL32_SIZE] = { 0x0F, 0x1F, 0x44, 0x00, 0x00 };
+
+bool jit_inline_disabled(const JitMethod *jm, uint32_t range)
+{
+    VM_ASSERT(range < jit_method_inline_range_count(jm));
+    return *jit_method_at(jm, jit_method_inline_ranges(jm)[range].start) == 0xE9;
+}
 
 bool jit_inline_disable(JitMethod *jm, uint32_t range)
 {

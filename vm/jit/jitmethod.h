@@ -95,6 +95,11 @@ typedef enum JitMethodKind {
  * code, no site or PIC case links to it, frames on the stack may still run
  * it; the zone frees it as any other piece. */
 #define JIT_METHOD_F_SUPERSEDED (1u << 3)
+/* Recompiled because its predecessor turned an inlined body off
+ * (vm/jit/runtime.c, count_deopt): a body it turns off does not recompile
+ * it again, since each recompile may inline again what the one before
+ * declined (only the code it replaces says what was turned off). */
+#define JIT_METHOD_F_DEOPT_RECOMPILED (1u << 4)
 
 /* A method inlined into a compiled one (vm/jit/inline.c; vm/jit/DESIGN.md,
  * "Inlining and deoptimization"). The compiled method itself is scope -1. */
@@ -102,6 +107,8 @@ typedef struct JitInlineScope {
     Oop method;         /* the inlined method; a GC root like JitMethod.method (methods move in a full GC) */
     uint32_t call_bcpc; /* bcpc of the send in the parent scope */
     int32_t parent;     /* index of the enclosing scope; -1: the compiled method itself */
+    uint32_t class_index; /* the receiver class the guard tests: tier-up's feedback (vm/jit/runtime.c) */
+    uint32_t unused;
 } JitInlineScope;
 /* Code that belongs to an inlined scope: map entries whose mcpc lies in
  * [start, end) carry bcpcs of that scope's method. Every range begins with a
@@ -111,7 +118,7 @@ typedef struct JitInlineRange {
     uint32_t start, end; /* mcpc offsets, counted like map entries' */
     uint32_t scope;      /* index into the scopes: the innermost scope this code belongs to */
 } JitInlineRange;
-_Static_assert(sizeof(JitInlineScope) == 16 && sizeof(JitInlineRange) == 12, "the tables' layout");
+_Static_assert(sizeof(JitInlineScope) == 24 && sizeof(JitInlineRange) == 12, "the tables' layout");
 
 typedef struct JitMethod {
     uint32_t size;

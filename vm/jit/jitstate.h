@@ -33,6 +33,7 @@ typedef struct VmJitStats {
     uint64_t tier_ups;                    /* methods recompiled by tier-up */
     uint64_t deopts;                      /* inlined bodies that went back to the interpreter */
     uint64_t inline_disabled;             /* inlined bodies turned off for deoptimizing again and again */
+    uint64_t deopt_recompiles;            /* methods recompiled without a body they turned off */
 } VmJitStats;
 extern VmJitStats vm_jit_stats;
 extern bool vm_jit_verify; /* --jit-verify */

@@ -37,50 +37,75 @@
 
 #define JIT_MAX_PRIM_ARGS 8 /* sends to primitives with more arguments take the interpreter's path */
 
-/* The interpreter's send-site cache as machine code's hint (vm/jit/compile.h,
- * site_accessor): only entries that are still this site's. */
-static bool site_accessor(const uint8_t *site, uint32_t *class_index, bool *setter, int *field)
-{
-    const VmSendCacheEntry *e = vm_sendcache_entry(site);
-    if (e->site != site || (e->kind != SENDCACHE_GETTER && e->kind != SENDCACHE_SETTER)) return false;
-    *class_index = e->class_index;
-    *setter = e->kind == SENDCACHE_SETTER;
-    *field = e->field;
-    return true;
-}
-
-/* While tier-up compiles: the old code's linked sites by bcpc (one walk of
- * its map, not one per site asked), NULL otherwise. */
+/* While tier-up compiles: the old code's inlined and linked sites by bcpc
+ * (one walk of its tables, not one per site asked), NULL otherwise. */
 typedef struct TierFeedback {
     uint32_t class_index; /* JIT_SENDSITE_NO_CLASS: none */
+    bool declined;        /* the old code turned its body for this send off */
     Oop method;
 } TierFeedback;
 static TierFeedback *tier_feedback;
 static const uint8_t *tier_code;
 static size_t tier_len;
 
-static bool linked_site_method(const uint8_t *site, uint32_t *class_index, Oop *method)
+typedef enum TierSite { TIER_SITE_UNKNOWN, TIER_SITE_NAMED, TIER_SITE_DECLINED } TierSite;
+
+static TierSite tier_site_method(const uint8_t *site, uint32_t *class_index, Oop *method)
 {
-    if (!tier_feedback || site < tier_code || site >= tier_code + tier_len) return false;
+    if (!tier_feedback || site < tier_code || site >= tier_code + tier_len) return TIER_SITE_UNKNOWN;
     const TierFeedback *f = &tier_feedback[site - tier_code];
-    if (f->class_index == JIT_SENDSITE_NO_CLASS) return false;
+    if (f->declined) return TIER_SITE_DECLINED;
+    if (f->class_index == JIT_SENDSITE_NO_CLASS) return TIER_SITE_UNKNOWN;
     *class_index = f->class_index;
     *method = f->method;
-    return true;
+    return TIER_SITE_NAMED;
 }
 
-/* Fills tier_feedback from old's linked sites: a monomorphic site, or one
- * linked to a closed PIC of one case, names the class and the callee. */
+/* Fills tier_feedback from old's inlined bodies and linked sites. A body
+ * still on names its guard's class and callee: its send was never linked
+ * (the guard took every call), and the interpreter's cache entry for the
+ * site may since have gone to another site, so without this a recompile
+ * would lose what the old code inlined. A callee whose body was turned off
+ * for deoptimizing too often is declined at every site of the method: the
+ * new code sends (the old code's linked fallback would name it again, and
+ * its other sites in this method most likely pass it the same kinds of
+ * operands; CD's Vector2D>>compareTo: hands Doubles to compare:and: at
+ * two sites, whose SmallInteger compares deoptimize). Else a monomorphic
+ * site, or one linked to a closed PIC of one case, names the class and the
+ * callee. */
+#define TIER_TURNED_OFF_MAX 16
+
+static bool turned_off(Oop method, const Oop *off, uint32_t noff)
+{
+    for (uint32_t i = 0; i < noff; i++)
+        if (off[i] == method) return true;
+    return false;
+}
+
 static void read_linked_sites(const JitMethod *old)
 {
-    for (size_t i = 0; i < tier_len; i++) tier_feedback[i].class_index = JIT_SENDSITE_NO_CLASS;
+    for (size_t i = 0; i < tier_len; i++) tier_feedback[i] = (TierFeedback){ JIT_SENDSITE_NO_CLASS, false, 0 };
+    uint32_t n = jit_method_inline_range_count(old), noff = 0;
+    const JitInlineScope *scopes = n ? jit_method_inline_scopes(old) : NULL;
+    const JitInlineRange *ranges = n ? jit_method_inline_ranges(old) : NULL;
+    Oop off[TIER_TURNED_OFF_MAX]; /* more than that: the rest are inlined again (and may turn off again) */
+    for (uint32_t i = 0; i < n && noff < TIER_TURNED_OFF_MAX; i++)
+        if (jit_inline_disabled(old, i)) off[noff++] = scopes[ranges[i].scope].method;
+    for (uint32_t i = 0; i < n; i++) {
+        const JitInlineScope *sc = &scopes[ranges[i].scope];
+        if (sc->parent != -1 || sc->call_bcpc >= tier_len) continue;
+        TierFeedback *f = &tier_feedback[sc->call_bcpc];
+        if (turned_off(sc->method, off, noff)) f->declined = true;
+        else *f = (TierFeedback){ sc->class_index, false, sc->method };
+    }
     JitMapIter it;
     JitMapEntry e;
     jit_map_iter_init(&it, jit_method_map(old));
     while (jit_map_iter_next(&it, &e)) {
         /* an inlined body has no sends, so a SEND entry is the method's own
          * send (or an inlined site's fallback send) */
-        if (e.kind != JIT_MAP_SEND || e.bcpc >= tier_len || tier_feedback[e.bcpc].class_index != JIT_SENDSITE_NO_CLASS)
+        if (e.kind != JIT_MAP_SEND || e.bcpc >= tier_len || tier_feedback[e.bcpc].class_index != JIT_SENDSITE_NO_CLASS ||
+            tier_feedback[e.bcpc].declined)
             continue;
         const JitMethod *tier_old = old;
         JitSendSite s;
@@ -97,16 +122,41 @@ static void read_linked_sites(const JitMethod *old)
             continue;
         }
         if (cls > OBJ_CLASS_MASK) continue;
-        tier_feedback[e.bcpc] = (TierFeedback){ cls, t->method };
+        if (turned_off(t->method, off, noff)) tier_feedback[e.bcpc].declined = true;
+        else tier_feedback[e.bcpc] = (TierFeedback){ cls, false, t->method };
     }
 }
 
+/* Machine code's hint for an accessor send (vm/jit/compile.h,
+ * site_accessor): while tier-up recompiles, the old code's site linked to
+ * a getter or setter (compiled, it takes a call and a frame; named here, the
+ * new code reads or writes the field in line); else the interpreter's
+ * send-site cache, only entries that are still this site's. */
+static bool site_accessor(const uint8_t *site, uint32_t *class_index, bool *setter, int *field)
+{
+    Oop m;
+    int nargs = site[0] == BC_SEND ? site[2] : site[3];
+    if (tier_site_method(site, class_index, &m) == TIER_SITE_NAMED &&
+        vm_sendcache_accessor_of(m, nargs, setter, field))
+        return true;
+    const VmSendCacheEntry *e = vm_sendcache_entry(site);
+    if (e->site != site || (e->kind != SENDCACHE_GETTER && e->kind != SENDCACHE_SETTER)) return false;
+    *class_index = e->class_index;
+    *setter = e->kind == SENDCACHE_SETTER;
+    *field = e->field;
+    return true;
+}
+
 /* Inlining's feedback (vm/jit/compile.h, site_method): when tier-up
- * recompiles, the old code's linked site; else the interpreter's send-site
- * cache, a method the site ran for one class, with no miss since. */
+ * recompiles, the old code's inlined or linked site; else the interpreter's
+ * send-site cache, a method the site ran for one class, with no miss since. */
 static bool site_method(const uint8_t *site, uint32_t *class_index, Oop *method)
 {
-    if (linked_site_method(site, class_index, method)) return true;
+    switch (tier_site_method(site, class_index, method)) {
+    case TIER_SITE_NAMED: return true;
+    case TIER_SITE_DECLINED: return false;
+    case TIER_SITE_UNKNOWN: break;
+    }
     const VmSendCacheEntry *e = vm_sendcache_entry(site);
     if (e->site != site || e->kind != SENDCACHE_METHOD || e->misses != 0) return false;
     *class_index = e->class_index;
@@ -359,7 +409,7 @@ static void relink(const JitMethod *old, JitMethod *new_m)
  * inlining's feedback and without a countdown; the new code replaces old
  * everywhere but in frames already running old. NULL (old stays) when the
  * zone is full: tier-up never compacts, so old cannot move or go under it. */
-static JitMethod *tier_up(JitMethod *old)
+static JitMethod *tier_up(JitMethod *old, bool for_deopts)
 {
     Oop m = old->method;
     char why[256];
@@ -376,7 +426,12 @@ static JitMethod *tier_up(JitMethod *old)
     vm_jit_compile_runtime.tier_up_after = after;
     if (!n) return NULL;
     vm_jit_stats.compiled++;
-    vm_jit_stats.tier_ups++;
+    if (for_deopts) {
+        n->flags |= JIT_METHOD_F_DEOPT_RECOMPILED;
+        vm_jit_stats.deopt_recompiles++;
+    } else {
+        vm_jit_stats.tier_ups++;
+    }
     vm_jit_stats.inlined += jit_method_inline_scope_count(n);
     vm_jit_publish_load(n);
     vm_counter_set(m, vm_counter_of_code(n));
@@ -407,7 +462,7 @@ static uint64_t rt_entry_slow(uint64_t unused, uint8_t *resume)
     int32_t *left = jit_compile_tier_counter(jm);
     if (left && *left <= 0) {
         *left = INT32_MAX; /* one try: a full zone leaves the old code for good */
-        JitMethod *n = vm_jit_method_of(jm->method) == jm ? tier_up(jm) : NULL;
+        JitMethod *n = vm_jit_method_of(jm->method) == jm ? tier_up(jm, false) : NULL;
         if (n) return unchecked(n); /* the activation starts over in the new code, its checks included */
     }
     Oop m = jm->method;
@@ -502,7 +557,12 @@ static uint64_t rt_interpret(uint64_t bcpc)
  * compaction moves it: then another body may be counted with it, which
  * only turns that one off sooner). A body that keeps deoptimizing costs an
  * exit to the interpreter each time, far more than the send: past
- * JIT_INLINE_DEOPT_LIMIT it is turned off (jit_inline_disable). */
+ * JIT_INLINE_DEOPT_LIMIT it is turned off (jit_inline_disable), and the
+ * method is recompiled without it (tier_up: the old code's other bodies
+ * and linked sites are the feedback, the one turned off is declined), since
+ * a body turned off still runs its guard and then the send it jumps to.
+ * Frames already in the old code finish there, this one included (it
+ * continues in the interpreter and returns into the old code). */
 #define JIT_INLINE_DEOPT_LIMIT 16
 #define DEOPT_COUNTS 256
 static struct {
@@ -524,6 +584,8 @@ static void count_deopt(JitMethod *jm, uint32_t mcpc)
     if (!jit_inline_disable(jm, i)) vm_panic("inlined body at %p did not take its jump", (void *)key);
     deopt_counts[h].count = 0;
     vm_jit_stats.inline_disabled++;
+    if (!(jm->flags & (JIT_METHOD_F_DEOPT_RECOMPILED | JIT_METHOD_F_SUPERSEDED)) && vm_jit_method_of(jm->method) == jm)
+        tier_up(jm, true);
 }
 
 static uint64_t rt_deopt(uint64_t bcpc, uint64_t words, uint8_t *cont)

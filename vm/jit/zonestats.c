@@ -82,9 +82,11 @@ void vm_jit_print_zone_stats(FILE *out)
             (unsigned long long)zs.methods_evicted, (unsigned long long)zs.methods_moved,
             (unsigned long long)vm_jit_stats.unlinked_by_compaction);
     fprintf(out, "  loops continued in machine code (OSR) %llu\n", (unsigned long long)vm_jit_stats.osr_entries);
-    fprintf(out, "  sends inlined %llu, inlined bodies deoptimized %llu, turned off %llu; tier-ups %llu\n",
+    fprintf(out, "  sends inlined %llu, inlined bodies deoptimized %llu, turned off %llu (methods recompiled without "
+                 "them %llu); tier-ups %llu\n",
             (unsigned long long)vm_jit_stats.inlined, (unsigned long long)vm_jit_stats.deopts,
-            (unsigned long long)vm_jit_stats.inline_disabled, (unsigned long long)vm_jit_stats.tier_ups);
+            (unsigned long long)vm_jit_stats.inline_disabled, (unsigned long long)vm_jit_stats.deopt_recompiles,
+            (unsigned long long)vm_jit_stats.tier_ups);
     fprintf(out, "  global sites cached %llu; young referrers now %u (ever %llu)\n", (unsigned long long)lit_sites,
             jit_zone_young_count(z), (unsigned long long)vm_jit_stats.young_referrers_added);
     /* the megamorphic selectors and how many sites share each open PIC */
