@@ -151,6 +151,19 @@ static const JdRecord *code_at(const JdFile *f, uint64_t t, uint64_t ip, bool *m
     return NULL;
 }
 
+/* perf's symbol for a sample is the dump's LOAD name, or, from the perf
+ * map, which gives an inlined method's code a line of its own, "B>>sel
+ * (inlined into NAME)" inside the LOAD named NAME. */
+static bool names_agree(const char *sym, const char *name)
+{
+    if (!strcmp(sym, name)) return true;
+    const char *in = strstr(sym, " (inlined into ");
+    if (!in) return false;
+    in += strlen(" (inlined into ");
+    size_t n = strlen(name);
+    return !strncmp(in, name, n) && !strcmp(in + n, ")");
+}
+
 static bool samples_agree(const JdFile *f, const JdCheck *c, const char *script, bool want_moved, bool count,
                           char *msg, size_t len)
 {
@@ -191,7 +204,7 @@ static bool samples_agree(const JdFile *f, const JdCheck *c, const char *script,
             }
             continue;
         }
-        if (!l || strcmp(l->name, sym) || (jitted && (pid != f->pid || index != l->code_index))) {
+        if (!l || !names_agree(sym, l->name) || (jitted && (pid != f->pid || index != l->code_index))) {
             snprintf(msg, len, "%s:%zu: perf says 0x%llx at %llu.%09llu is %s (%s); this dump says %s (code %llu)",
                      script, lineno, ip, sec, nsec, sym, base, l ? l->name : "no code",
                      l ? (unsigned long long)l->code_index : 0ull);

@@ -29,6 +29,16 @@ trap cleanup EXIT
 if [ "$MODE" = jit ]; then FLAGS=(); ROUNDS=9000; else FLAGS=(--no-jit); ROUNDS=6000; fi
 CP="$SOURCE_DIR/smalltalk/core:$SOURCE_DIR/tests/stacks/som"
 
+# two_machine_frames FOLDED: whether some stack holds two Smalltalk frames of
+# their own (not "(inlined)": an inlined method's frame comes from the pc
+# alone, through the code's inline tables, with no walk)
+two_machine_frames() {
+    awk -F';' '{ n = 0
+        for (i = 1; i <= NF; i++) { f = $i; if (i == NF) sub(/ [0-9]+$/, "", f)
+            if (f ~ /Stacks>>/ && f !~ /\(inlined\)$/) n++ }
+        if (n > 1) bad = 1 } END { exit !bad }' "$1"
+}
+
 for i in 1 2; do
     bash -c 'while :; do :; done' &
     BUSY+=($!)
@@ -65,8 +75,9 @@ bpfrefused)
         { cat "$WORK/err"; echo "FAIL: vmprofd exited with $?"; exit 1; }
     grep -q "stacks partial: the eBPF stack walker could not be loaded (.*CAP_BPF" "$WORK/report.txt" ||
         { cat "$WORK/report.txt"; echo "FAIL: no note that the eBPF walker was refused, and why"; exit 1; }
-    # the sampled pc names its method exactly; its callers were not walked
-    if grep -q "Stacks>>[^;]*;Stacks>>" "$WORK/out.folded"; then
+    # the sampled pc names its method exactly (and the methods inlined there);
+    # its callers were not walked
+    if two_machine_frames "$WORK/out.folded"; then
         echo "FAIL: a stack shows Smalltalk callers the sampler did not walk"; exit 1
     fi
     grep -q "unknown: Smalltalk callers not walked" "$WORK/out.folded" ||
@@ -82,7 +93,7 @@ nofacts)
         { cat "$WORK/err"; echo "FAIL: vmprofd exited with $?"; exit 1; }
     grep -q "stacks partial: no sample was walked through the Smalltalk frames (no stvm export segment" "$WORK/report.txt" ||
         { grep -i stacks "$WORK/report.txt"; echo "FAIL: no note that the stacks are partial"; exit 1; }
-    if grep -q "Stacks>>[^;]*;Stacks>>" "$WORK/out.folded"; then
+    if two_machine_frames "$WORK/out.folded"; then
         echo "FAIL: a stack shows Smalltalk callers without walk facts"; exit 1
     fi
     echo "ok: $(grep 'stacks partial' "$WORK/report.txt")"

@@ -1346,15 +1346,11 @@ static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *che
     jit_x64_ud2(&c->b); /* the compiler ends every method with a return */
     if (c->float_bias.chain >= 0) {
         uint64_t bias = OOP_FLOAT_BIAS;
-        jit_x64_align(&c->b, sizeof bias);
-        jit_x64_label_bind(&c->b, &c->float_bias);
-        jit_x64_data(&c->b, &bias, sizeof bias);
+        jit_x64_datum(&c->b, &c->float_bias, &bias, sizeof bias);
     }
     if (countdown) {
         int32_t n = c->rt->tier_up_after;
-        jit_x64_align(&c->b, sizeof n);
-        jit_x64_label_bind(&c->b, &tier);
-        jit_x64_data(&c->b, &n, sizeof n);
+        jit_x64_datum(&c->b, &tier, &n, sizeof n);
     }
     cold_join(c);
     unwind_from_here(c, PROF_UNWIND_FRAMELESS); /* the entry checks' exits */

@@ -584,7 +584,8 @@ static void count_deopt(JitMethod *jm, uint32_t mcpc)
     if (!jit_inline_disable(jm, i)) vm_panic("inlined body at %p did not take its jump", (void *)key);
     deopt_counts[h].count = 0;
     vm_jit_stats.inline_disabled++;
-    if (!(jm->flags & (JIT_METHOD_F_DEOPT_RECOMPILED | JIT_METHOD_F_SUPERSEDED)) && vm_jit_method_of(jm->method) == jm)
+    if (vm_jit_compile_runtime.tier_up_after > 0 && /* --no-tier-up: no recompiles at all */
+        !(jm->flags & (JIT_METHOD_F_DEOPT_RECOMPILED | JIT_METHOD_F_SUPERSEDED)) && vm_jit_method_of(jm->method) == jm)
         tier_up(jm, true);
 }
 

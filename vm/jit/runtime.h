@@ -41,10 +41,13 @@ void vm_jit_set_tier_up(int32_t after);
  * samples in an inlined body are the callee's, "B>>sel (inlined into A>>sel)");
  * --no-inline turns it off. */
 #define VM_JIT_INLINE_BY_DEFAULT 1
-/* Off by default (--tier-up or --tier-up-after N turn it on, with
- * inlining): measured with callgrind, DeltaBlue (20 iterations) ran 18%
- * more instructions with it, Richards 2% fewer (vm/jit/DESIGN.md, "Tier-up"). */
-#define VM_JIT_TIER_UP_BY_DEFAULT 0
+/* On by default (--no-tier-up turns it off) since a recompile keeps what the
+ * old code inlined and a body turned off recompiles its method: Are We Fast
+ * Yet, callgrind, 6 iterations at a quarter of the standard counts, Richards
+ * -8.7 %, Permute -6.9 %, none worse than +0.3 %; one iteration at the
+ * standard counts DeltaBlue -0.1 %, Havlak -1.0 %, CD -2.8 %
+ * (vm/jit/DESIGN.md, "Tier-up"; docs/performance.md). */
+#define VM_JIT_TIER_UP_BY_DEFAULT 1
 #define VM_JIT_TIER_UP_AFTER_DEFAULT 1000
 /* m's compiled code (a primitive method's stub), compiling it now. NULL
  * with the reason in why when the JIT declines it. */

@@ -965,6 +965,22 @@ void jit_x64_nop(X64Buf *b, size_t bytes)
     }
 }
 
+void jit_x64_datum(X64Buf *b, X64Label *l, const void *bytes, size_t n)
+{
+    static const uint8_t nop_disp32[] = { 0x0F, 0x1F, 0x80 }; /* nop dword [rax + disp32] */
+    static const uint8_t mov_imm64[] = { 0x48, 0xB8 };        /* mov rax, imm64 */
+    if (n != 4 && n != 8) {
+        note_error(b, "x64: a datum of %zu bytes", n);
+        return;
+    }
+    settle(b); /* the alignment is of the address the datum gets */
+    size_t lead = n == 4 ? sizeof nop_disp32 : sizeof mov_imm64;
+    jit_x64_nop(b, (size_t)(-(uintptr_t)(b->pc + lead)) & (n - 1));
+    jit_x64_data(b, n == 4 ? nop_disp32 : mov_imm64, lead);
+    jit_x64_label_bind(b, l);
+    jit_x64_data(b, bytes, n);
+}
+
 void jit_x64_align(X64Buf *b, size_t alignment)
 {
     if (alignment == 0 || (alignment & (alignment - 1)) != 0) {

@@ -137,6 +137,11 @@ size_t jit_x64_size(X64Buf *buf); /* bytes emitted so far (a pending forward jum
 bool jit_x64_finish(X64Buf *buf, const char **why);
 /* Copy raw bytes (tables, headers inside the code); all or nothing. */
 void jit_x64_data(X64Buf *buf, const void *bytes, size_t n);
+/* A 4- or 8-byte datum in a method's code, aligned to its size and bound to
+ * label l, as the operand of an instruction that is never run (a nop with
+ * a disp32, a mov of an imm64), so the code still decodes instruction by
+ * instruction for the tools that disassemble it (perf, jitdump readers). */
+void jit_x64_datum(X64Buf *buf, X64Label *l, const void *bytes, size_t n);
 /* Frees what the buffer allocated (the cold section's fixups); the code stays. */
 void jit_x64_buf_release(X64Buf *buf);
 
