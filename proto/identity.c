@@ -85,6 +85,24 @@ static bool pid_alive(pid_t pid)
     return kill(pid, 0) == 0 || errno != ESRCH;
 }
 
+ProfProcessState prof_process_state(pid_t pid, const ProfIdentity *id)
+{
+    ProfIdentity now;
+    if (!prof_identity_of(pid, &now))
+        return pid_alive(pid) ? PROF_PROCESS_UNKNOWN : PROF_PROCESS_GONE;
+    if (!prof_identity_equal(&now, id))
+        return PROF_PROCESS_GONE;
+    /* a zombie has exited: only its parent has not reaped it yet */
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    if (prof_proc_read(path, buf, sizeof buf) <= 0)
+        return pid_alive(pid) ? PROF_PROCESS_UNKNOWN : PROF_PROCESS_GONE;
+    const char *paren = strrchr(buf, ')');
+    if (paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'))
+        return PROF_PROCESS_GONE;
+    return PROF_PROCESS_ALIVE;
+}
+
 ProfSegmentOwner prof_segment_owner(const void *header, size_t len, pid_t pid)
 {
     if (pid <= 0)

@@ -37,6 +37,15 @@ ssize_t prof_proc_read(const char *path, char *buf, size_t len);
 bool prof_identity_of(pid_t pid, ProfIdentity *out);
 bool prof_identity_equal(const ProfIdentity *a, const ProfIdentity *b);
 
+/* Whether the process whose identity is id still runs as pid. */
+typedef enum ProfProcessState {
+    PROF_PROCESS_ALIVE,
+    PROF_PROCESS_GONE,    /* no process has the pid, another one has it, or it exited (a zombie) */
+    PROF_PROCESS_UNKNOWN, /* the pid is taken but /proc could not be read (out of file descriptors,
+                           * of memory): not proof of an exit */
+} ProfProcessState;
+ProfProcessState prof_process_state(pid_t pid, const ProfIdentity *id);
+
 /* What a segment's header says of its maker, against the process that now
  * has its pid. */
 typedef enum ProfSegmentOwner {

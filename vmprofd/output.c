@@ -219,8 +219,11 @@ bool vmprofd_output_write_all(const VmprofdOptions *o, const Profile *p, bool fi
         bool ok = write_one(o, out, p, &topt, err, sizeof err);
         const char *name = is_stdout ? "stdout" : out->path;
         if (!ok) {
-            fprintf(stderr, "vmprofd: cannot write the %s profile to %s: %s (check the path and free space)\n",
-                    vmprofd_options_format_name(out->format), name, err[0] ? err : "unknown error");
+            /* the reason is strerror's text, whichever call failed */
+            bool fds = strstr(err, strerror(EMFILE)) || strstr(err, strerror(ENFILE));
+            fprintf(stderr, "vmprofd: cannot write the %s profile to %s: %s (%s)\n",
+                    vmprofd_options_format_name(out->format), name, err[0] ? err : "unknown error",
+                    fds ? "raise the limit: ulimit -n" : "check the path and free space");
             all_ok = false;
         } else if (!o->quiet && !is_stdout) {
             fprintf(stderr, "vmprofd: wrote %s profile to %s\n", vmprofd_options_format_name(out->format), name);

@@ -327,20 +327,13 @@ static void say(Recorder *r, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Whether the process the worker was made for is still alive (the pid may
- * have gone to another process since). */
+/* Whether the process the worker was made for may still be alive (the pid
+ * may have gone to another process since). Only proof of an exit drops the
+ * worker: /proc unreadable for want of descriptors is no exit, and the next
+ * look decides. */
 static bool still_alive(const Worker *w)
 {
-    ProfIdentity now;
-    if (!prof_identity_of(w->pid, &now) || !prof_identity_equal(&now, &w->id))
-        return false;
-    /* a zombie has exited: only its parent has not reaped it yet */
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)w->pid);
-    if (prof_proc_read(path, buf, sizeof buf) <= 0)
-        return false;
-    const char *paren = strrchr(buf, ')');
-    return !paren || (paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X');
+    return prof_process_state(w->pid, &w->id) != PROF_PROCESS_GONE;
 }
 
 /* The profile of one interval, labelled and with its comments, gzipped

@@ -11,6 +11,7 @@
 
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,25 @@ static void reason(int err, const char *what, char *why, size_t whylen)
         snprintf(why, whylen, "%s: %s (VMPROFD_BPF_DEBUG=1 shows libbpf's log)", what, strerror(e));
 }
 
+/* How many descriptors the stack walker's load and ring take (its BTF, three
+ * maps, the program, the ring's epoll; counted with ulimit -n at the edge). */
+#define BPF_LOAD_FDS 6
+
+/* Whether fewer than n more descriptors can be opened now. libbpf answers
+ * a map it could not create for want of descriptors as the program's
+ * "Invalid argument" (it drops the map and poisons the program's loads of
+ * it); once it has closed what it opened, this asks the kernel directly. */
+static bool short_of_fds(int n)
+{
+    int fds[BPF_LOAD_FDS], got = 0;
+    while (got < n && got < BPF_LOAD_FDS && (fds[got] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+        got++;
+    int e = errno;
+    for (int i = 0; i < got; i++)
+        close(fds[i]);
+    return got < n && (e == EMFILE || e == ENFILE);
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
     SampleBpf *b = ctx;
@@ -90,6 +110,8 @@ SampleBpf *vmprofd_bpf_open(pid_t pid, char *why, size_t whylen)
     }
     int err = stackwalk__load(b->skel);
     if (err) {
+        if (err != -EMFILE && err != -ENFILE && short_of_fds(BPF_LOAD_FDS))
+            err = -EMFILE;
         reason(err, "the kernel refused the eBPF stack walker", why, whylen);
         stackwalk__destroy(b->skel);
         free(b);

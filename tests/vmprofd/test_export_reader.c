@@ -3,17 +3,23 @@
  * segment (vmprofd/export_reader.c): the header checks one by one, and a
  * real segment in /dev/shm for this test's own pid, including one that
  * shrinks after it was opened, and the code event log's region (version 2
- * only, reads bounded by it).
+ * only, reads bounded by it); and whether a process the reader knows by
+ * its identity still runs (proto/identity.c), out of file descriptors too.
  */
 #include "proto/identity.h"
 #include "vmprofd/export_reader.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -174,6 +180,77 @@ static void a_missing_segment_is_absent_and_a_short_one_invalid(void **state)
     unlink(path);
 }
 
+/* A child blocked reading a pipe until the write end closes. */
+static pid_t blocked_child(int *write_end)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char c;
+        close(fds[1]);
+        while (read(fds[0], &c, 1) < 0 && errno == EINTR) {
+        }
+        _exit(0);
+    }
+    close(fds[0]);
+    *write_end = fds[1];
+    return pid;
+}
+
+static bool is_zombie(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    if (prof_proc_read(path, buf, sizeof buf) <= 0)
+        return false;
+    const char *paren = strrchr(buf, ')');
+    return paren && paren[2] == 'Z';
+}
+
+static void a_process_is_gone_only_on_proof(void **state)
+{
+    (void)state;
+    ProfIdentity me, other;
+    assert_true(prof_identity_of(0, &me));
+    assert_int_equal(prof_process_state(getpid(), &me), PROF_PROCESS_ALIVE);
+    other = me;
+    other.start_ticks++;
+    assert_int_equal(prof_process_state(getpid(), &other), PROF_PROCESS_GONE);
+
+    /* out of descriptors: /proc cannot be read, and that is no exit */
+    struct rlimit old, low;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+    low = old;
+    low.rlim_cur = 64;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    int fds[64], n = 0;
+    while (n < 64 && (fds[n] = open("/dev/null", O_RDONLY)) >= 0)
+        n++;
+    int err = errno;
+    ProfProcessState st = prof_process_state(getpid(), &me);
+    while (n > 0)
+        close(fds[--n]);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+    assert_int_equal(err, EMFILE);
+    assert_int_equal(st, PROF_PROCESS_UNKNOWN);
+
+    /* a child: alive, then a zombie (exited, not reaped), then reaped */
+    int w;
+    pid_t child = blocked_child(&w);
+    ProfIdentity cid;
+    assert_true(prof_identity_of(child, &cid));
+    assert_int_equal(prof_process_state(child, &cid), PROF_PROCESS_ALIVE);
+    close(w);
+    for (int i = 0; i < 500 && !is_zombie(child); i++)
+        nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+    assert_true(is_zombie(child));
+    assert_int_equal(prof_process_state(child, &cid), PROF_PROCESS_GONE);
+    assert_int_equal(waitpid(child, NULL, 0), child);
+    assert_int_equal(prof_process_state(child, &cid), PROF_PROCESS_GONE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -182,6 +259,7 @@ int main(void)
         cmocka_unit_test(a_real_segment_is_read_and_survives_shrinking),
         cmocka_unit_test(a_missing_segment_is_absent_and_a_short_one_invalid),
         cmocka_unit_test(the_code_log_is_there_from_version_2_and_read_within_its_region),
+        cmocka_unit_test(a_process_is_gone_only_on_proof),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

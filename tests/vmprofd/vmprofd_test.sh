@@ -592,6 +592,12 @@ test_fd_limit() {
         local rc=$?
         grep -q "no process with pid\|used no CPU time" "$WORK/fd.err" &&
             fail "limit $n: a wrong reason: $(cat "$WORK/fd.err")"
+        # libbpf answers a map it could not create as "Invalid argument"
+        grep -hs "Invalid argument" "$WORK/fd.err" "$WORK/fd.txt" &&
+            fail "limit $n: the limit shown as another error"
+        grep -hs "Too many open files" "$WORK/fd.err" "$WORK/fd.txt" | grep -v "ulimit -n" &&
+            fail "limit $n: out of descriptors without saying which limit"
+        rm -f "$WORK/fd.txt"
         if [ "$rc" -eq 0 ]; then
             grep -q "^vmprofd: [1-9][0-9]* samples in" "$WORK/fd.err" ||
                 fail "limit $n: exit 0 without samples: $(cat "$WORK/fd.err")"
