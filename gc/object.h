@@ -74,6 +74,12 @@ static inline bool oop_int_fits(intptr_t v) { return v >= OOP_INT_MIN && v <= OO
 #define OOP_FLOAT_TAG 4
 #define OOP_FLOAT_BIAS ((uint64_t)128 << 52)
 #define OOP_FLOAT_ZEROS 16 /* immediates below this are ±0.0 */
+/* Encodable (oop_float_encode's test, not the zeros) exactly when the biased
+ * bits shifted left once, t << 1, lie in [LO, LO + SPAN): the tag's three
+ * bits on top, and not all of the exponent's low eight bits 0 (machine
+ * code tests it in one compare, vm/jit/double_inline.c). */
+#define OOP_FLOAT_WINDOW_LO (((uint64_t)OOP_FLOAT_TAG << 61) + ((uint64_t)1 << 53))
+#define OOP_FLOAT_WINDOW_SPAN (((uint64_t)(OOP_FLOAT_TAG + 1) << 61) - OOP_FLOAT_WINDOW_LO)
 
 static inline bool oop_is_float(Oop o) { return (o & 7) == OOP_FLOAT_TAG; }
 static inline bool oop_is_imm(Oop o) { return (o & 7) != 0; }

@@ -41,7 +41,7 @@
 #define BOUND_SPECIAL 560      /* inline SmallInteger, Double or Array path + generic send */
 #define BOUND_COND_JUMP 96     /* two compares + mustBeBoolean send */
 #define BOUND_BACK_JUMP 48     /* safepoint check + call + jmp */
-#define BOUND_TAIL 32 /* ud2, the Double bias aligned */
+#define BOUND_TAIL 80 /* ud2, the Double constants aligned, the countdown word */
 #define JIT_LOOP_ALIGN 16 /* Intel's optimization manual: 16-byte aligned branch targets of hot loops */
 #define BOUND_OUTER 160      /* inline chain walk + runtime fallback */
 #define BOUND_RETURN 48     /* widow check + call + epilogue */
@@ -1348,6 +1348,11 @@ static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *che
         uint64_t bias = OOP_FLOAT_BIAS;
         jit_x64_datum(&c->b, &c->float_bias, &bias, sizeof bias);
     }
+    if (c->float_window_lo.chain >= 0) {
+        uint64_t lo = OOP_FLOAT_WINDOW_LO, span = OOP_FLOAT_WINDOW_SPAN;
+        jit_x64_datum(&c->b, &c->float_window_lo, &lo, sizeof lo);
+        jit_x64_datum(&c->b, &c->float_window_span, &span, sizeof span);
+    }
     if (countdown) {
         int32_t n = c->rt->tier_up_after;
         jit_x64_datum(&c->b, &tier, &n, sizeof n);
@@ -1401,6 +1406,8 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
     }
     for (size_t i = 0; i <= c.len; i++) jit_x64_label_init(&c.labels[i], "bytecode");
     jit_x64_label_init(&c.float_bias, "the Double bias");
+    jit_x64_label_init(&c.float_window_lo, "the Double window's low end");
+    jit_x64_label_init(&c.float_window_span, "the Double window's span");
     c.temps_stable = !blocks_write_outer(method, 0);
     JitMethod *m = NULL;
     size_t bound = scan(&c, why, whylen);

@@ -71,6 +71,9 @@ typedef struct Compiler {
      * memory operand of the Double decodes and encodes, one instruction
      * fewer than a movabs into a register each time */
     X64Label float_bias;
+    /* the window of exponents an immediate Double has, as one unsigned range
+     * of the biased bits shifted left once (immediate_or_cold) */
+    X64Label float_window_lo, float_window_span;
     bool lazy_rcx;           /* a special send's rcx is loaded where a path other than the first needs it */
     int64_t lazy_rcx_value;
     uint32_t *lits;   /* buffer offsets of the literal sites' imm64s (global caches) */

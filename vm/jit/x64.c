@@ -614,6 +614,8 @@ static void op_rl(X64Buf *b, uint32_t opcode, X64Reg dst, X64Label *label)
 void jit_x64_add_rl(X64Buf *b, X64Reg dst, X64Label *label) { op_rl(b, 0x03, dst, label); }
 /* REX.W 2B /r */
 void jit_x64_sub_rl(X64Buf *b, X64Reg dst, X64Label *label) { op_rl(b, 0x2B, dst, label); }
+/* REX.W 3B /r */
+void jit_x64_cmp_rl(X64Buf *b, X64Reg dst, X64Label *label) { op_rl(b, 0x3B, dst, label); }
 
 /* FF /1 with ModRM mod = 00, rm = 101: dec dword [rip + label] (6 bytes,
  * the displacement last so readers find the word from the instruction) */

@@ -205,6 +205,7 @@ void jit_x64_lea_rm(X64Buf *buf, X64Reg dst, X64Mem src);
 void jit_x64_lea_rl(X64Buf *buf, X64Reg dst, X64Label *label); /* RIP-relative */
 void jit_x64_add_rl(X64Buf *buf, X64Reg dst, X64Label *label);  /* dst += [rip + label], 64 bits */
 void jit_x64_sub_rl(X64Buf *buf, X64Reg dst, X64Label *label);  /* dst -= [rip + label], 64 bits */
+void jit_x64_cmp_rl(X64Buf *buf, X64Reg dst, X64Label *label);  /* cmp dst, [rip + label], 64 bits */
 void jit_x64_dec32_l(X64Buf *buf, X64Label *label);              /* dec dword [rip + label]: FF 0D rel32 */
 void jit_x64_cmovcc_rr(X64Buf *buf, X64Cond cc, X64Reg dst, X64Reg src);
 void jit_x64_setcc_r(X64Buf *buf, X64Cond cc, X64Reg dst);     /* low byte only */

@@ -167,6 +167,9 @@ static void immediate_doubles_cover_their_range_exactly(void **state)
                 bool fits = (e >= 897 && e <= 1151) || (e == 0 && mantissas[k] == 0);
                 Oop imm = oop_float_encode(d);
                 assert_int_equal(imm != 0, fits);
+                /* machine code's one-compare form of the test (not the zeros) */
+                uint64_t shifted = (bits + OOP_FLOAT_BIAS) << 1;
+                assert_int_equal(shifted - OOP_FLOAT_WINDOW_LO < OOP_FLOAT_WINDOW_SPAN, fits && e != 0);
                 Oop o = vm_double_new(d);
                 assert_true(vm_is_double(o));
                 assert_int_equal(vm_class_index_of(o), CLASS_INDEX_DOUBLE);
