@@ -108,6 +108,9 @@ typedef struct JitCompileRuntime {
     const uint8_t *super_send;   /* dispatch trampoline: fn(unlinked tag) */
     const uint8_t *interpret;    /* trampoline: fn(bcpc): the interpreter continues this frame there */
     const uint8_t *block_value_miss; /* dispatch trampoline: fn(_, value stub header) */
+    /* trampoline: fn(bits): a Double of those bits (allocates: may collect);
+     * NULL: a Double chain reserves its box's room in eden before it starts */
+    const uint8_t *box_double;
     /* Inline Array at:, at:put:, length while these say Array's own
      * primitives answer them (NULL: never inline). */
     const bool *array_at_inline, *array_at_put_inline, *array_length_inline;

@@ -237,6 +237,29 @@ static void answer_double(Compiler *c, X64Label *slow, X64Label *done)
     jit_compile_cold_end(c);
 }
 
+/* rax := xmm0 as a Double, then to done, for a chain that reserved no
+ * room (c->rt->box_double): an immediate, a box bumped into eden, or one
+ * the runtime makes when eden is full (the call may collect: the chain's
+ * operands are consumed, the real stack is the plain code's at bcpc, and
+ * a cached region's registers are refilled after it). In the cold section;
+ * clobbers rdx, rdi, rsi, r11. */
+static void box_answer_cold(Compiler *c, size_t bcpc, X64Label *done)
+{
+    X64Buf *b = &c->b;
+    X64Label call = JIT_X64_LABEL("box by the runtime");
+    immediate_or_cold(c, done); /* in line: the cold section begins (nested) */
+    eden_room_or(c, &call);
+    box_at_rdi(c);
+    jit_x64_jmp_label32(b, done);
+    jit_x64_label_bind(b, &call);
+    jit_x64_movq_rx(b, RDI, JIT_X64_XMM0);
+    jit_x64_call_rel32(b, c->rt->box_double);
+    jit_compile_map_here(c, bcpc, JIT_MAP_OTHER);
+    jit_double_cache_load(c); /* the call used the xmm registers */
+    jit_x64_jmp_label32(b, done);
+    jit_compile_cold_end(c);
+}
+
 static void arith_xx(Compiler *c, uint8_t op, X64Xmm dst, X64Xmm src)
 {
     X64Buf *b = &c->b;
@@ -330,9 +353,12 @@ X64Cond jit_double_compare(Compiler *c, uint8_t op, JitOperandFacts f, X64Label 
  * path is the plain code the main loop compiles for each send; the chain
  * leaves to it at a send's first instruction (its bytecode's label), with
  * the answer so far boxed into rax as the plain code has it there, when an
- * operand is not a Double. The chain reserves its one Double's room in
- * eden before it starts and calls nothing, so that box cannot fail and no
- * map entry, GC or interpreter sees the unboxed value. */
+ * operand is not a Double. A box, when the answer is out of the immediate
+ * window, is bumped into eden or made by the runtime (box_answer_cold), a
+ * call that may collect but never sees the unboxed value: it is the call's
+ * argument, and what the chain consumed is gone. Without the runtime's
+ * trampoline (unit tests' runtimes) the chain reserves the box's room in
+ * eden before it starts instead. */
 
 /* Bytecodes that push a descriptor and emit nothing (vm/jit/compile.c's
  * emit_bytecode): e, and the next pc. */
@@ -454,7 +480,7 @@ static void other_or(Compiler *c, SimEntry e, X64Xmm x, bool ints_too, X64Label 
  * (immediate, boxed or SmallInteger operands) and start, per later link 140
  * to test and compute and 60 for its bail, and 150 to encode or box the
  * answer. */
-size_t jit_double_chain_bound(int n) { return n < 2 ? 0 : 448 + 256 * (size_t)n; }
+size_t jit_double_chain_bound(int n) { return n < 2 ? 0 : 448 + 400 * (size_t)n; }
 
 void jit_double_chain(Compiler *c, const JitDoubleLink *links, int n, int s, JitOperandFacts f, X64Label *fallback)
 {
@@ -462,7 +488,11 @@ void jit_double_chain(Compiler *c, const JitDoubleLink *links, int n, int s, Jit
     VM_ASSERT(n >= 2 && is_arith(links[0].op));
     X64Label bails[JIT_DOUBLE_CHAIN_MAX];
     doubles_or(c, f, true, fallback);
-    eden_room_or(c, fallback); /* rdi, rdx, r11 are recomputed where the box is made */
+    /* the room for the answer's box: reserved up front only without the
+     * runtime's boxing (five instructions a chain; the answer is nearly
+     * always an immediate) */
+    bool reserve = !c->rt->box_double;
+    if (reserve) eden_room_or(c, fallback); /* rdi, rdx, r11 are recomputed where the box is made */
     arith_xx(c, links[0].op, JIT_X64_XMM0, JIT_X64_XMM1);
     if (s) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * s)); /* as the plain code drops them */
     X64Cond cc = JIT_X64_CC_E;
@@ -491,7 +521,9 @@ void jit_double_chain(Compiler *c, const JitDoubleLink *links, int n, int s, Jit
     }
     const JitDoubleLink *last = &links[n - 1];
     size_t next = link_next(c, last);
-    if (is_arith(last->op)) {
+    if (is_arith(last->op) && !reserve) {
+        box_answer_cold(c, last->pc, &c->labels[next]);
+    } else if (is_arith(last->op)) {
         immediate_or_cold(c, &c->labels[next]);
         jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->eden_top);
         jit_x64_mov_rm(b, RDI, jit_x64_mem(R11, 0));
@@ -515,6 +547,10 @@ void jit_double_chain(Compiler *c, const JitDoubleLink *links, int n, int s, Jit
     for (int k = 1; k < n; k++) {
         /* the answer so far boxed, where the plain code of link k expects it */
         jit_x64_label_bind(b, &bails[k]);
+        if (!reserve) { /* its push, if any, emitted nothing */
+            box_answer_cold(c, links[k].pc, &c->labels[links[k].pc]);
+            continue;
+        }
         jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->eden_top);
         jit_x64_mov_rm(b, RDI, jit_x64_mem(R11, 0));
         jit_x64_lea_rm(b, RDX, jit_x64_mem(RDI, 16));

@@ -534,6 +534,16 @@ static uint64_t rt_outer_set(uint64_t operands, Oop value)
     return 0;
 }
 
+/* A Double chain's answer out of the immediate window, with eden full
+ * (vm/jit/double_inline.c): the allocation may collect. */
+static uint64_t rt_box_double(uint64_t bits)
+{
+    double d;
+    memcpy(&d, &bits, sizeof d);
+    vm_jit_stats.runtime_boxes++;
+    return (uint64_t)vm_double_new(d);
+}
+
 static uint64_t rt_widow(void)
 {
     vm_context_widow(jit_cstate.st_fp);
@@ -751,6 +761,7 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     vm_jit_compile_runtime.outer_get = jit_enter_runtime_trampoline(&vm_jit_code_zone, (const void *)rt_outer_get, 1);
     vm_jit_compile_runtime.outer_set = jit_enter_runtime_trampoline(&vm_jit_code_zone, (const void *)rt_outer_set, 2);
     vm_jit_compile_runtime.widow = jit_enter_runtime_trampoline(&vm_jit_code_zone, (const void *)rt_widow, 0);
+    vm_jit_compile_runtime.box_double = jit_enter_runtime_trampoline(&vm_jit_code_zone, (const void *)rt_box_double, 1);
     vm_jit_compile_runtime.interpret = jit_enter_runtime_trampoline(&vm_jit_code_zone, (const void *)rt_interpret, 1);
     vm_jit_compile_runtime.super_send = jit_enter_dispatch_trampoline(&vm_jit_code_zone, (const void *)rt_super_send, 1);
     vm_jit_compile_runtime.block_value_miss = jit_enter_dispatch_trampoline(&vm_jit_code_zone, (const void *)rt_block_value_miss, 2);
@@ -760,7 +771,7 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     vm_jit_pic_runtime.lookup_cache = vm_lookup_cache;
     if (!vm_jit_prim_return || !vm_jit_compile_runtime.send || !vm_jit_compile_runtime.method_abort || !vm_jit_compile_runtime.entry_slow || !vm_jit_compile_runtime.primitive ||
         !vm_jit_compile_runtime.safepoint || !vm_jit_compile_runtime.barrier || !vm_jit_compile_runtime.global || !vm_jit_pic_runtime.closed_miss ||
-        !vm_jit_compile_runtime.push_block || !vm_jit_compile_runtime.outer_get || !vm_jit_compile_runtime.outer_set || !vm_jit_compile_runtime.widow || !vm_jit_compile_runtime.interpret ||
+        !vm_jit_compile_runtime.push_block || !vm_jit_compile_runtime.outer_get || !vm_jit_compile_runtime.outer_set || !vm_jit_compile_runtime.widow || !vm_jit_compile_runtime.interpret || !vm_jit_compile_runtime.box_double ||
         !vm_jit_compile_runtime.super_send || !vm_jit_compile_runtime.block_value_miss || !vm_jit_compile_runtime.deopt ||
         !vm_jit_pic_runtime.open_miss) {
         snprintf(err, errlen, "the code zone's trampoline area is too small");
