@@ -242,6 +242,7 @@ static void store_var(Compiler *c, SimKind kind, int v, bool pop)
  * return address. */
 static void send_call(Compiler *c, int64_t tag, int nargs, size_t bcpc)
 {
+    jit_double_cache_flush(c, bcpc); /* the callee may look at the frame; the refill after reads the slots */
     jit_sendsite_emit(&c->b, jit_sendsite_unlinked_tag(tag, nargs), c->rt->send);
     jit_compile_map_here(c, (uint32_t)bcpc, JIT_MAP_SEND);
     jit_double_cache_load(c); /* the callee used the xmm registers */
@@ -509,6 +510,8 @@ static void load_operands(Compiler *c, int k, const X64Reg regs[2])
     if (k == 2 && d >= 1 && c->sim[d - 1].kind == SIM_RAX) order[0] = 1, order[1] = 0; /* rcx := rax first */
     for (int i = 0; i < k; i++) {
         int j = order[i];
+        if (j >= s && c->lazy_read_ok && c->lazy_skip_loads && jit_double_lazy_bit(c, jit_double_cached(c, &c->sim[j - s])))
+            continue; /* a lazy temp: its Double path reads the register, or the slot (jit_double_load) */
         if (j >= s) jit_sim_load(c, c->sim[j - s], regs[j]);
         else jit_x64_mov_rm(&c->b, regs[j], jit_x64_mem(RSP, 8 * (s - 1 - j)));
     }
@@ -579,10 +582,23 @@ static size_t emit_special(Compiler *c, size_t pc)
                   (((op == BC_SEND_ADD || op == BC_SEND_SUB) && jit_compile_fits_i32(arg_const - 1)) ||
                    (jit_compile_is_compare(op) && op != BC_SEND_NOT_EQUAL && op != BC_SEND_NE && jit_compile_fits_i32(arg_const)));
     c->lazy_rcx_value = arg_const;
+    /* a lazy temp's operand (vm/jit/double_cache.c): read from its register
+     * on the Double path; where that path is left, the lazy temps are
+     * written back and the operands read again from their slots */
+    bool lazy_operand = k == 2 && (jit_double_lazy_bit(c, facts.receiver_xmm) || jit_double_lazy_bit(c, facts.arg_xmm));
+    if (lazy_operand && !(dbl_arith && (double_first || !ints))) c->lazy_broken = true; /* (the plan rules it out) */
+    SimEntry operands[2];
+    int noperands = c->nsim;
+    if (lazy_operand) memcpy(operands, c->sim, (size_t)noperands * sizeof *operands);
+    int lazy_store = dbl_arith ? jit_double_lazy_store(c, next) : -1;
+    X64Label lazy_fail = JIT_X64_LABEL("lazy operands written back");
     if (c->lazy_rcx) {
         jit_sim_load(c, c->sim[0], RAX);
     } else if (k <= 2) {
+        c->lazy_read_ok = lazy_operand;
+        c->lazy_skip_loads = lazy_operand;
         load_operands(c, k, regs);
+        c->lazy_read_ok = c->lazy_skip_loads = false;
     } else {
         jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 16)); /* at:put: receiver and index (all on the real stack) */
         jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 8));
@@ -604,7 +620,26 @@ static size_t emit_special(Compiler *c, size_t pc)
                 jit_double_chain(c, links, n, s, facts, &single);
                 jit_x64_label_bind(b, &single);
             }
-            jit_double_arith(c, op, facts, double_first ? &try_ints : &slow, &done);
+            X64Label *left = lazy_operand ? &lazy_fail : double_first ? &try_ints : &slow;
+            if (lazy_store >= 0) jit_double_arith_lazy(c, op, facts, left, lazy_store, s, next);
+            else jit_double_arith(c, op, facts, left, &done);
+            if (lazy_operand) {
+                jit_compile_cold_begin(c);
+                jit_x64_label_bind(b, &lazy_fail);
+                bool rax_operand = false; /* the answer before, kept across the write-back */
+                for (int i = 0; i < noperands; i++) rax_operand |= operands[i].kind == SIM_RAX;
+                if (rax_operand) jit_x64_push_r(b, RAX);
+                jit_double_cache_flush(c, pc);
+                if (rax_operand) jit_x64_pop_r(b, RAX);
+                memcpy(c->sim, operands, (size_t)noperands * sizeof *operands);
+                c->nsim = noperands;
+                c->lazy_read_ok = true; /* the slots hold the values now */
+                load_operands(c, k, regs);
+                c->lazy_read_ok = false;
+                c->nsim = 0;
+                jit_x64_jmp_label32(b, double_first ? &try_ints : &slow);
+                jit_compile_cold_end(c);
+            }
             if (double_first) {
                 jit_compile_cold_begin(c);
                 jit_x64_label_bind(b, &try_ints);
@@ -1070,6 +1105,7 @@ static void emit_back_jump(Compiler *c, size_t pc)
     jit_x64_movzx_rm8(b, RAX, jit_x64_mem(R11, 0));
     jit_x64_test_rr(b, RAX, RAX);
     jit_x64_jcc_label32(b, JIT_X64_CC_Z, &go);
+    jit_double_cache_flush(c, pc);
     jit_x64_call_rel32(b, c->rt->safepoint);
     jit_compile_map_here(c, (uint32_t)pc, JIT_MAP_BACKJUMP);
     jit_double_cache_load(c); /* after the call; and OSR enters here */
@@ -1333,6 +1369,7 @@ static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *che
             if (mis) jit_x64_nop(&c->b, JIT_LOOP_ALIGN - mis);
         }
         jit_x64_label_bind(&c->b, &c->labels[pc]);
+        if (c->target[pc] && !c->region_of[pc]) jit_double_cache_exit(c, pc);
         uint8_t op = c->code[pc];
         size_t used = emit_bytecode(c, pc);
         for (size_t k = 1; k < used; k++) /* a fused jump's pc: never a target (emit_special) */
@@ -1381,7 +1418,19 @@ static JitMethod *fail(JitZone *z, JitMethod *m, char *why, size_t whylen, const
     return NULL;
 }
 
+static JitMethod *compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char *why, size_t whylen, bool lazy_off,
+                          bool *lazy_broken);
+
 JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char *why, size_t whylen)
+{
+    bool broken = false;
+    JitMethod *m = compile(z, rt, method, why, whylen, false, &broken);
+    if (broken) m = compile(z, rt, method, why, whylen, true, &broken); /* without lazy temps */
+    return m;
+}
+
+static JitMethod *compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char *why, size_t whylen, bool lazy_off,
+                          bool *lazy_broken)
 {
     if (obj_slots(method)[METHOD_PRIMITIVE] != oop_from_int(0))
         return fail(z, NULL, why, whylen, "it is a primitive (jit_compile_primitive makes its stub)");
@@ -1409,11 +1458,13 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
     jit_x64_label_init(&c.float_window_lo, "the Double window's low end");
     jit_x64_label_init(&c.float_window_span, "the Double window's span");
     c.temps_stable = !blocks_write_outer(method, 0);
+    c.lazy_off = lazy_off;
     JitMethod *m = NULL;
     size_t bound = scan(&c, why, whylen);
     if (!bound) goto out;
     jit_double_cache_plan(&c);
     jit_double_types_plan(&c);
+    jit_double_lazy_plan(&c);
     bound += jit_double_cache_bound(&c);
     size_t map_bound = MAP_ENTRIES_PER_BYTECODE * JIT_MAP_ENTRY_MAX_BYTES * (c.len + 1);
     size_t inline_code, inline_map;
@@ -1453,6 +1504,9 @@ JitMethod *jit_compile(JitZone *z, const JitCompileRuntime *rt, Oop method, char
         char msg[200];
         snprintf(msg, sizeof msg, "the code did not assemble: %s", err ? err : "?");
         m = fail(z, m, why, whylen, msg);
+    } else if (c.lazy_broken) {
+        *lazy_broken = true; /* a lazy temp's slot was read where it may be stale */
+        m = fail(z, m, why, whylen, "a lazy temp read from its slot");
     } else if (!jit_map_builder_ok(&c.map) || c.lits_failed) {
         m = fail(z, m, why, whylen, "out of C memory for the map");
     } else if (!jit_method_layout_inline(&l, jit_x64_size(&c.b) - JIT_METHOD_CODE, jit_map_builder_bytes(&c.map),

@@ -92,6 +92,8 @@ static inline int jit_send_tag_bytecode(int64_t tag) { return BC_SEND_ADD + (int
 /* vm/interp/special.h's VmBoolAnswer, for machine code's Boolean sends */
 typedef enum JitBoolAnswer { JIT_BOOL_SEND, JIT_BOOL_TRUE, JIT_BOOL_FALSE, JIT_BOOL_ARG } JitBoolAnswer;
 
+#define JIT_LAZY_BUFFER_TEMPS 16 /* lazy_buffer: 16 values' bits, their 16 temps, one more word */
+
 typedef struct JitCompileRuntime {
     const uint8_t *send;         /* dispatch trampoline: fn(unlinked tag) */
     const uint8_t *method_abort; /* dispatch trampoline: fn(_, callee header) */
@@ -111,6 +113,11 @@ typedef struct JitCompileRuntime {
     /* trampoline: fn(bits): a Double of those bits (allocates: may collect);
      * NULL: a Double chain reserves its box's room in eden before it starts */
     const uint8_t *box_double;
+    /* trampoline: fn(mask): for each bit i, a Double of lazy_buffer[i]'s bits
+     * into the frame's temp lazy_buffer[JIT_LAZY_BUFFER_TEMPS + i] (allocates:
+     * may collect); NULL: no lazy temps (vm/jit/double_cache.c) */
+    const uint8_t *lazy_box;
+    uint64_t *lazy_buffer;
     /* Inline Array at:, at:put:, length while these say Array's own
      * primitives answer them (NULL: never inline). */
     const bool *array_at_inline, *array_at_put_inline, *array_length_inline;

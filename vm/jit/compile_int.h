@@ -39,6 +39,10 @@ typedef struct JitCompileRuntime JitCompileRuntime;
 #define JIT_DOUBLE_GUARDS_MAX 8
 #define JIT_DOUBLE_SETTERS_MAX 16
 #define JIT_GUARD_REG JIT_X64_R8
+/* Lazy temps (vm/jit/double_cache.c, "Lazy temps"): bit JIT_DOUBLE_LAZY_SHIFT + i
+ * of r8 set: temp[i]'s value is in its register only, its slot is stale. */
+#define JIT_DOUBLE_LAZY_SHIFT 16
+#define JIT_DOUBLE_EXITS_MAX 8
 typedef struct JitDoubleRegion {
     size_t lo, hi;
     int n;
@@ -50,6 +54,10 @@ typedef struct JitDoubleRegion {
     uint32_t setter_pc[JIT_DOUBLE_SETTERS_MAX];
     uint8_t setter_guard[JIT_DOUBLE_SETTERS_MAX]; /* index into guard_temp */
     X64Label refill; /* its one copy of the loads, emitted after its JUMP_BACK */
+    uint32_t lazy;   /* bit i: temp[i] is lazy */
+    int nexits;      /* the targets outside it of its jumps, where the lazy temps are written back */
+    size_t exit_pc[JIT_DOUBLE_EXITS_MAX];
+    X64Label flush;  /* its one copy of the write-back, after the refill */
 } JitDoubleRegion;
 
 typedef struct Compiler {
@@ -86,6 +94,10 @@ typedef struct Compiler {
     struct SimEntry *held; /* [len + 2]: descriptors below a send's operands (hold_below) */
     int nheld;
     bool temps_stable;     /* no block writes an outer variable: a send cannot change a temp */
+    bool lazy_off;         /* no lazy temps: a compile that read one's stale slot is redone without */
+    bool lazy_broken;      /* this compile did (jit_double_lazy_touch) */
+    bool lazy_read_ok;     /* the descriptor loads now are a lazy read's or come after a write-back */
+    bool lazy_skip_loads;  /* a special send's operand loads leave lazy temps to jit_double_load */
     size_t pc;                  /* the bytecode being emitted */
     size_t xmm0_pc;             /* at this pc xmm0 holds rax's value when rax is a Double */
     bool likely_double[256]; /* temp index (PUSH_TEMP's byte) -> likely a Double (vm/jit/double_types.c) */
@@ -285,6 +297,39 @@ static inline int jit_double_cached(const Compiler *c, const SimEntry *e)
         if (r->temp[i] == e->v) return (int)jit_double_region_xmm(i);
     return -1;
 }
+/* Picks each region's lazy temps (after jit_double_types_plan). */
+void jit_double_lazy_plan(Compiler *c);
+/* The r8 bit that says the cached temp in xmm register `cached` is lazy
+ * and its value only in that register now, or 0. */
+static inline int32_t jit_double_lazy_bit(const Compiler *c, int cached)
+{
+    const JitDoubleRegion *r = jit_double_region_at_pc(c);
+    if (!r || cached < (int)jit_double_region_xmm(0)) return 0;
+    int i = cached - (int)jit_double_region_xmm(0);
+    return (r->lazy >> i) & 1 ? (int32_t)((uint32_t)1 << (JIT_DOUBLE_LAZY_SHIFT + i)) : 0;
+}
+/* A descriptor load of temp t's slot outside a lazy read (the load of a
+ * special send's operands, which jit_double_load reads lazily): when t is
+ * lazy the slot may be stale, so the compile is redone without lazy temps. */
+void jit_double_lazy_touch(Compiler *c, int t);
+/* For the `+ - *` at c->pc whose answer the next bytecode (at next) pops
+ * into a temp: that temp's index in the region when it is lazy (the fast
+ * path then leaves the answer in its register, jit_double_lazy_store_fast),
+ * else -1. */
+int jit_double_lazy_store(const Compiler *c, size_t next);
+/* xmm(i) := xmm0, marked lazy; drops s words of the real stack and jumps
+ * past the POP_TEMP at next. */
+void jit_double_lazy_store_fast(Compiler *c, int i, int s, size_t next);
+/* Writes the lazy temps of the region at c->pc back into their slots
+ * (before a call, or before a special send's operands are read again from
+ * their slots): a jump to the region's write-back and, when a value must be
+ * boxed, a call of the runtime mapped at bcpc (it may collect; the region's
+ * registers are refilled after it). Keeps nothing but the real stack: rax,
+ * rcx, rdx, rsi, rdi, r11 and the xmm registers may change. */
+void jit_double_cache_flush(Compiler *c, size_t bcpc);
+/* At pc outside the regions: the write-back when some region's jumps leave
+ * it for pc. */
+void jit_double_cache_exit(Compiler *c, size_t pc);
 /* Makes the invariant at a region's head (the fall-through into it): the
  * loads in line. Clobbers rdx, r11. */
 void jit_double_cache_enter(Compiler *c);
@@ -345,6 +390,9 @@ typedef struct JitOperandFacts {
     double receiver_value, arg_value; /* of a literal Double */
     int receiver_xmm, arg_xmm;        /* where a cached temp's value is (jit_double_cached), or -1 */
 } JitOperandFacts;
+/* jit_double_arith for an answer popped into lazy temp `lazy` (its index in
+ * the region) by the POP_TEMP at next: left in its register, no encoding. */
+void jit_double_arith_lazy(Compiler *c, uint8_t op, JitOperandFacts f, X64Label *slow, int lazy, int s, size_t next);
 /* The facts of receiver descriptor r and argument descriptor a (either may
  * be NULL: on the real stack). */
 JitOperandFacts jit_double_facts(const Compiler *c, const SimEntry *r, const SimEntry *a);

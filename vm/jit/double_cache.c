@@ -43,6 +43,30 @@
  * next one the VM sees. A setter whose receiver was pushed from a guarded
  * temp (plan_setters) compares it with the temp's slot before testing the
  * bit: a call in the argument's code may have stored into the temp.
+ *
+ * Lazy temps. Storing a `+ - *` answer into a cached temp encoded it and
+ * wrote the slot (nine instructions), and each read tested the slot again
+ * (four), though in Mandelbrot's loop nothing but the next `+ - *` reads
+ * it. A cached temp t = temp[i] likely to hold a Double whose every read in
+ * the region is a `+ - *` operand (the receiver with one simple push
+ * between, or the argument right before the send) is lazy: bit 16 + i of
+ * r8 under the invariant
+ *
+ *     whenever bit 16 + i of r8 is set, xmm(i) holds t's value, a Double,
+ *     and t's slot may hold an older one.
+ *
+ * A fast path whose answer is popped into t sets the bit and leaves the
+ * answer in xmm(i) (no encoding, no store); a read tests the bit before
+ * the slot; every other store into t clears it. Before every call in the
+ * region, and where its jumps leave it, the write-back encodes each set
+ * temp into its slot and clears the bits (a value out of the immediate
+ * window goes to the runtime, which boxes it and may collect); where a
+ * special send that read a lazy temp leaves its Double path (for the
+ * SmallIntegers' path or the send), the write-back runs and the operands
+ * are read again from their slots. The region's entries (head, OSR, the
+ * refill after a call) clear the bits. Any other read of a lazy temp's
+ * slot (jit_double_lazy_touch: a copy, a push for a send) redoes the
+ * compile without lazy temps.
  */
 #include "vm/jit/compile_int.h"
 
@@ -232,6 +256,8 @@ size_t jit_double_cache_bound(const Compiler *c)
         for (size_t pc = r->lo; pc <= r->hi; pc += vm_bytecode_length[c->code[pc]]) ops++;
         bound += (ops + 2) * 24 + (size_t)r->n * 96 + ops * 96; /* calls' detours, the refill, stores */
         bound += (size_t)r->nguards * 64 + ops * 64 + 48;      /* the guards: refill, stores, back jump */
+        if (r->lazy) /* the write-back, its sites (calls, exits, Double paths left), reads and stores */
+            bound += (size_t)r->n * 160 + (size_t)r->nexits * 96 + ops * 256;
     }
     return bound;
 }
@@ -281,6 +307,7 @@ static void load_all(Compiler *c, const JitDoubleRegion *r)
         jit_x64_mov_rm(&c->b, R11, temp_slot(r->temp[i]));
         value_of_r11(c, xmm_of(i));
     }
+    if (r->lazy && !r->nguards) jit_x64_xor_rr(&c->b, JIT_GUARD_REG, JIT_GUARD_REG); /* slots and registers agree */
     if (!r->nguards) return;
     X64Label none = JIT_X64_LABEL("no guards");
     jit_x64_xor_rr(&c->b, JIT_GUARD_REG, JIT_GUARD_REG);
@@ -323,8 +350,215 @@ void jit_double_cache_guard_probes(Compiler *c)
     jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->method_probe_semaphores);
     jit_x64_cmp_mi(b, jit_x64_mem(R11, 0), 0);
     jit_x64_jcc_label32(b, JIT_X64_CC_E, &free);
-    jit_x64_xor_rr(b, JIT_GUARD_REG, JIT_GUARD_REG);
+    if (r->lazy) jit_x64_and_ri(b, JIT_GUARD_REG, (int32_t)~(((uint32_t)1 << JIT_DOUBLE_LAZY_SHIFT) - 1)); /* not the lazy bits */
+    else jit_x64_xor_rr(b, JIT_GUARD_REG, JIT_GUARD_REG);
     jit_x64_label_bind(b, &free);
+}
+
+/* -- Lazy temps ------------------------------------------------------------------------ */
+
+static bool lazy_simple_push(uint8_t op)
+{
+    switch (op) {
+    case BC_PUSH_SELF: case BC_PUSH_0: case BC_PUSH_1: case BC_PUSH_LITERAL: case BC_PUSH_LITERAL_W:
+    case BC_PUSH_FIELD: case BC_PUSH_ARG: case BC_PUSH_TEMP: return true;
+    default: return false;
+    }
+}
+
+/* A `+ - *` at pc that machine code computes on Doubles in line. */
+static bool lazy_consumer(const Compiler *c, size_t pc)
+{
+    uint8_t op = c->code[pc];
+    return (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) && !c->target[pc] && jit_double_inline(c, op);
+}
+
+/* Every read of temp t in r is an operand of a `+ - *` (lazy_consumer):
+ * its argument (the send right after the push) or its receiver (one
+ * simple push between). */
+static bool reads_only_as_operands(const Compiler *c, const JitDoubleRegion *r, int t)
+{
+    for (size_t pc = r->lo; pc < r->hi; pc += vm_bytecode_length[c->code[pc]]) {
+        if (c->code[pc] != BC_PUSH_TEMP || c->code[pc + 1] != t) continue;
+        size_t q = pc + vm_bytecode_length[BC_PUSH_TEMP];
+        if (q >= r->hi) return false;
+        if (lazy_consumer(c, q)) continue;
+        if (!lazy_simple_push(c->code[q]) || c->target[q]) return false;
+        size_t q2 = q + vm_bytecode_length[c->code[q]];
+        if (q2 >= r->hi || !lazy_consumer(c, q2)) return false;
+    }
+    return true;
+}
+
+/* The targets outside r of its jumps, each reached from r alone (r ends in
+ * its JUMP_BACK, so nothing falls out of it): false when there are more
+ * than JIT_DOUBLE_EXITS_MAX or code outside r reaches one too. */
+static bool plan_exits(const Compiler *c, JitDoubleRegion *r)
+{
+    r->nexits = 0;
+    for (size_t pc = r->lo; pc <= r->hi; pc += vm_bytecode_length[c->code[pc]]) {
+        long t = jit_compile_jump_target(c->code, pc);
+        if (t < 0 || ((size_t)t >= r->lo && (size_t)t <= r->hi)) continue;
+        bool known = false;
+        for (int k = 0; k < r->nexits; k++) known |= r->exit_pc[k] == (size_t)t;
+        if (known) continue;
+        if (r->nexits == JIT_DOUBLE_EXITS_MAX) return false;
+        r->exit_pc[r->nexits++] = (size_t)t;
+    }
+    size_t prev = SIZE_MAX;
+    for (size_t pc = 0; pc < c->len; prev = pc, pc += vm_bytecode_length[c->code[pc]]) {
+        bool inside = pc >= r->lo && pc <= r->hi;
+        long t = jit_compile_jump_target(c->code, pc);
+        for (int k = 0; k < r->nexits; k++) {
+            if (!inside && t == (long)r->exit_pc[k]) return false;
+            if (pc == r->exit_pc[k] && prev != SIZE_MAX && prev != r->hi) {
+                uint8_t op = c->code[prev]; /* what falls into it */
+                if (op != BC_JUMP && op != BC_JUMP_BACK && op != BC_RETURN_TOP && op != BC_RETURN_SELF &&
+                    op != BC_RETURN_NONLOCAL)
+                    return false;
+            }
+        }
+    }
+    return true;
+}
+
+void jit_double_lazy_plan(Compiler *c)
+{
+    for (int k = 0; k < c->nregions; k++) {
+        JitDoubleRegion *r = &c->regions[k];
+        r->lazy = 0;
+        jit_x64_label_init(&r->flush, "lazy temps' write-back");
+        if (c->lazy_off || !c->rt->lazy_box || !c->rt->lazy_buffer || !plan_exits(c, r)) continue;
+        for (int i = 0; i < r->n && i < 16; i++) {
+            int t = r->temp[i];
+            bool guard = false;
+            for (int g = 0; g < r->nguards; g++) guard |= r->guard_temp[g] == t;
+            bool stored = false; /* a temp the loop only reads gains nothing: its bit would stay clear */
+            for (size_t pc = r->lo; pc < r->hi; pc += vm_bytecode_length[c->code[pc]])
+                stored |= (c->code[pc] == BC_POP_TEMP || c->code[pc] == BC_STORE_TEMP) && c->code[pc + 1] == t;
+            if (!guard && stored && c->likely_double[t] && reads_only_as_operands(c, r, t)) r->lazy |= (uint32_t)1 << i;
+        }
+    }
+}
+
+void jit_double_lazy_touch(Compiler *c, int t)
+{
+    const JitDoubleRegion *r = current(c);
+    if (!r || !r->lazy || c->lazy_read_ok) return;
+    for (int i = 0; i < r->n; i++)
+        if (r->temp[i] == t && ((r->lazy >> i) & 1)) c->lazy_broken = true;
+}
+
+int jit_double_lazy_store(const Compiler *c, size_t next)
+{
+    const JitDoubleRegion *r = current(c);
+    if (!r || !r->lazy || c->nheld || next >= r->hi || c->target[next] || c->code[next] != BC_POP_TEMP) return -1;
+    if (next + vm_bytecode_length[BC_POP_TEMP] > r->hi) return -1;
+    for (int i = 0; i < r->n; i++)
+        if (r->temp[i] == c->code[next + 1] && ((r->lazy >> i) & 1)) return i;
+    return -1;
+}
+
+void jit_double_lazy_store_fast(Compiler *c, int i, int s, size_t next)
+{
+    X64Buf *b = &c->b;
+    jit_x64_movsd_xx(b, xmm_of(i), JIT_X64_XMM0);
+    jit_x64_or_ri(b, JIT_GUARD_REG, (int32_t)((uint32_t)1 << (JIT_DOUBLE_LAZY_SHIFT + i)));
+    if (s) jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * s));
+    jit_x64_jmp_label32(b, &c->labels[next + vm_bytecode_length[BC_POP_TEMP]]);
+}
+
+/* The region's write-back, out of line (entered with the way back in rsi):
+ * each lazy temp whose bit is set is encoded into its slot and its bit
+ * cleared; a value out of the immediate window is left to the runtime: its
+ * bits and temp go to the runtime's buffer, its bit stays set, and edx
+ * comes back non-zero. Clobbers rdx, rdi, r11. */
+static void emit_write_back(Compiler *c, JitDoubleRegion *r)
+{
+    X64Buf *b = &c->b;
+    jit_x64_label_bind(b, &r->flush);
+    jit_x64_xor_rr(b, RDX, RDX);
+    for (int i = 0; i < r->n; i++) {
+        if (!((r->lazy >> i) & 1)) continue;
+        int32_t bit = (int32_t)((uint32_t)1 << (JIT_DOUBLE_LAZY_SHIFT + i));
+        X64Label next = JIT_X64_LABEL("next lazy temp"), out = JIT_X64_LABEL("out of the window"),
+                 runtime = JIT_X64_LABEL("boxed by the runtime");
+        jit_x64_test_ri(b, JIT_GUARD_REG, bit);
+        jit_x64_jcc_label32(b, JIT_X64_CC_Z, &next);
+        jit_x64_movq_rx(b, RDI, xmm_of(i));
+        jit_x64_add_rl(b, RDI, &c->float_bias);
+        jit_x64_lea_rm(b, R11, jit_x64_mem_index(RDI, RDI, 1, 0));
+        jit_x64_sub_rl(b, R11, &c->float_window_lo);
+        jit_x64_cmp_rl(b, R11, &c->float_window_span);
+        jit_x64_jcc_label32(b, JIT_X64_CC_AE, &out);
+        jit_x64_rol_ri(b, RDI, 4);
+        jit_x64_mov_mr(b, temp_slot(r->temp[i]), RDI);
+        jit_x64_and_ri(b, JIT_GUARD_REG, ~bit);
+        jit_x64_jmp_label32(b, &next);
+        jit_x64_label_bind(b, &out);
+        jit_x64_movq_rx(b, RDI, xmm_of(i));
+        jit_x64_lea_rm(b, R11, jit_x64_mem_index(RDI, RDI, 1, 0));
+        jit_x64_test_rr(b, R11, R11);
+        jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &runtime);
+        jit_x64_shr_ri(b, RDI, 63); /* ±0.0: the sign over the tag */
+        jit_x64_shl_ri(b, RDI, 3);
+        jit_x64_or_ri(b, RDI, OOP_FLOAT_TAG);
+        jit_x64_mov_mr(b, temp_slot(r->temp[i]), RDI);
+        jit_x64_and_ri(b, JIT_GUARD_REG, ~bit);
+        jit_x64_jmp_label32(b, &next);
+        jit_x64_label_bind(b, &runtime);
+        jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->lazy_buffer);
+        jit_x64_movsd_mx(b, jit_x64_mem(R11, 8 * i), xmm_of(i));
+        jit_x64_mov_mi32(b, jit_x64_mem(R11, 8 * (JIT_LAZY_BUFFER_TEMPS + i)), r->temp[i]);
+        jit_x64_or_ri(b, RDX, 1);
+        jit_x64_label_bind(b, &next);
+    }
+    jit_x64_jmp_r(b, RSI);
+}
+
+/* The write-back of r's lazy temps from here; refill: the registers are
+ * made again after a runtime call (not where the code leaves r). */
+static void flush_site(Compiler *c, JitDoubleRegion *r, size_t bcpc, bool refill)
+{
+    X64Buf *b = &c->b;
+    X64Label back = JIT_X64_LABEL("written back"), runtime = JIT_X64_LABEL("boxes by the runtime"),
+             done = JIT_X64_LABEL("lazy temps in their slots");
+    jit_x64_lea_rl(b, RSI, &back);
+    jit_x64_jmp_label32(b, &r->flush);
+    jit_x64_label_bind(b, &back);
+    jit_x64_test_rr(b, RDX, RDX);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &runtime);
+    jit_compile_cold_begin(c);
+    jit_x64_label_bind(b, &runtime);
+    jit_x64_mov_rr(b, RDI, JIT_GUARD_REG);
+    jit_x64_shr_ri(b, RDI, JIT_DOUBLE_LAZY_SHIFT); /* bit i: temp[i]'s value is in the buffer */
+    jit_x64_call_rel32(b, c->rt->lazy_box);
+    jit_compile_map_here(c, bcpc, JIT_MAP_OTHER);
+    if (refill) {
+        X64Label again = JIT_X64_LABEL("refilled");
+        jit_x64_lea_rl(b, RSI, &again);
+        jit_x64_jmp_label32(b, &r->refill);
+        jit_x64_label_bind(b, &again);
+    }
+    jit_x64_jmp_label32(b, &done);
+    jit_compile_cold_end(c);
+    jit_x64_label_bind(b, &done);
+}
+
+void jit_double_cache_flush(Compiler *c, size_t bcpc)
+{
+    uint8_t id = c->region_of[c->pc];
+    if (id && c->regions[id - 1].lazy) flush_site(c, &c->regions[id - 1], bcpc, true);
+}
+
+void jit_double_cache_exit(Compiler *c, size_t pc)
+{
+    for (int k = 0; k < c->nregions; k++) {
+        JitDoubleRegion *r = &c->regions[k];
+        if (!r->lazy) continue;
+        for (int e = 0; e < r->nexits; e++)
+            if (r->exit_pc[e] == pc) flush_site(c, r, pc, false);
+    }
 }
 
 void jit_double_cache_enter(Compiler *c)
@@ -355,6 +589,7 @@ void jit_double_cache_refill(Compiler *c)
     jit_x64_label_bind(&c->b, &r->refill);
     load_all(c, r);
     jit_x64_jmp_r(&c->b, RSI);
+    if (r->lazy) emit_write_back(c, r);
 }
 
 /* Guard i's bit after its temp was stored from r (kept; value as
@@ -381,6 +616,8 @@ void jit_double_cache_stored(Compiler *c, int t, const SimEntry *value, X64Reg r
     SimEntry e = { SIM_TEMP, t };
     int x = jit_double_cached(c, &e);
     if (x < 0) return;
+    int32_t lazy = jit_double_lazy_bit(c, x);
+    if (lazy) jit_x64_and_ri(&c->b, JIT_GUARD_REG, ~lazy); /* the slot holds the value now */
     if (value && value->kind == SIM_CONST) {
         if (!vm_is_double((Oop)value->v)) return; /* holds no Double */
         jit_x64_mov_rm(&c->b, R11, temp_slot(t)); /* r may not hold it (a mov of an imm32) */

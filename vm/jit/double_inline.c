@@ -52,7 +52,35 @@ static void decode_zero(Compiler *c, X64Reg r, X64Xmm x)
     jit_x64_movq_xr(b, x, R11);
 }
 
+static void load_from_slot(Compiler *c, X64Reg r, X64Xmm x, int cached, bool ints_too, X64Label *other);
+
 void jit_double_load(Compiler *c, X64Reg r, X64Xmm x, int cached, bool ints_too, X64Label *other)
+{
+    int32_t lazy = cached >= 0 ? jit_double_lazy_bit(c, cached) : 0;
+    if (!lazy) {
+        load_from_slot(c, r, x, cached, ints_too, other);
+        return;
+    }
+    /* a lazy temp (vm/jit/double_cache.c): its register while its bit is
+     * set, and r (its slot) tested as ever when not */
+    X64Buf *b = &c->b;
+    X64Label slot = JIT_X64_LABEL("lazy temp's slot"), have = JIT_X64_LABEL("lazy operand loaded");
+    jit_x64_test_ri(b, JIT_GUARD_REG, lazy);
+    jit_x64_jcc_label32(b, JIT_X64_CC_Z, &slot);
+    jit_x64_movsd_xx(b, x, (X64Xmm)cached);
+    jit_x64_jmp_forward(b, &have);
+    jit_compile_cold_begin(c);
+    jit_x64_label_bind(b, &slot);
+    const JitDoubleRegion *region = jit_double_region_at_pc(c); /* r was not loaded: the slot holds the value */
+    int t = region->temp[cached - (int)jit_double_region_xmm(0)];
+    jit_x64_mov_rm(b, r, jit_compile_temp_slot(t));
+    load_from_slot(c, r, x, cached, ints_too, other);
+    jit_x64_jmp_label32(b, &have);
+    jit_compile_cold_end(c);
+    jit_x64_label_bind(b, &have);
+}
+
+static void load_from_slot(Compiler *c, X64Reg r, X64Xmm x, int cached, bool ints_too, X64Label *other)
 {
     X64Buf *b = &c->b;
     X64Label have = JIT_X64_LABEL("operand loaded"), not_immediate = JIT_X64_LABEL("not an immediate Double"),
@@ -252,6 +280,15 @@ static void box_answer_cold(Compiler *c, size_t bcpc, X64Label *done)
     box_at_rdi(c);
     jit_x64_jmp_label32(b, done);
     jit_x64_label_bind(b, &call);
+    if (jit_double_region_at_pc(c) && jit_double_region_at_pc(c)->lazy) {
+        /* the call's refill reads the slots: the lazy temps go there first,
+         * and the answer waits in C memory meanwhile (a write-back may call) */
+        jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)(c->rt->lazy_buffer + 2 * JIT_LAZY_BUFFER_TEMPS));
+        jit_x64_movsd_mx(b, jit_x64_mem(R11, 0), JIT_X64_XMM0);
+        jit_double_cache_flush(c, bcpc);
+        jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)(c->rt->lazy_buffer + 2 * JIT_LAZY_BUFFER_TEMPS));
+        jit_x64_movsd_xm(b, JIT_X64_XMM0, jit_x64_mem(R11, 0));
+    }
     jit_x64_movq_rx(b, RDI, JIT_X64_XMM0);
     jit_x64_call_rel32(b, c->rt->box_double);
     jit_compile_map_here(c, bcpc, JIT_MAP_OTHER);
@@ -276,6 +313,13 @@ void jit_double_arith(Compiler *c, uint8_t op, JitOperandFacts f, X64Label *slow
     doubles_or(c, f, true, slow);
     arith_xx(c, op, JIT_X64_XMM0, JIT_X64_XMM1);
     answer_double(c, slow, done);
+}
+
+void jit_double_arith_lazy(Compiler *c, uint8_t op, JitOperandFacts f, X64Label *slow, int lazy, int s, size_t next)
+{
+    doubles_or(c, f, true, slow);
+    arith_xx(c, op, JIT_X64_XMM0, JIT_X64_XMM1);
+    jit_double_lazy_store_fast(c, lazy, s, next);
 }
 
 _Static_assert(BC_COUNT < JIT_DOUBLE_OP_DIVIDE, "chain ops beyond the bytecodes");
@@ -472,8 +516,9 @@ static void other_or(Compiler *c, SimEntry e, X64Xmm x, bool ints_too, X64Label 
         jit_x64_cvtsi2sd_xr(b, x, R11);
         return;
     }
-    jit_sim_load(c, e, RCX);
-    operand_or(c, RCX, jit_double_cached(c, &e), x, ints_too, slow);
+    int cached = jit_double_cached(c, &e);
+    if (!(c->lazy_read_ok && jit_double_lazy_bit(c, cached))) jit_sim_load(c, e, RCX); /* else jit_double_load reads the slot */
+    operand_or(c, RCX, cached, x, ints_too, slow);
 }
 
 /* Measured from the encodings below, with margin: about 250 bytes to test
@@ -503,7 +548,10 @@ void jit_double_chain(Compiler *c, const JitDoubleLink *links, int n, int s, Jit
         if (l->op == JIT_DOUBLE_OP_SQRT) {
             jit_x64_sqrtsd_xx(b, JIT_X64_XMM0, JIT_X64_XMM0);
         } else if (l->prev_is_receiver) {
+            /* a lazy temp may be a `+ - *` link's argument (vm/jit/double_cache.c) */
+            c->lazy_read_ok = l->op == BC_SEND_ADD || l->op == BC_SEND_SUB || l->op == BC_SEND_MUL;
             other_or(c, l->other, JIT_X64_XMM1, arith, &bails[k]);
+            c->lazy_read_ok = false;
             if (arith) arith_xx(c, l->op, JIT_X64_XMM0, JIT_X64_XMM1);
             else jit_x64_ucomisd_xx(b, JIT_X64_XMM1, JIT_X64_XMM0);
         } else {
@@ -521,7 +569,10 @@ void jit_double_chain(Compiler *c, const JitDoubleLink *links, int n, int s, Jit
     }
     const JitDoubleLink *last = &links[n - 1];
     size_t next = link_next(c, last);
-    if (is_arith(last->op) && !reserve) {
+    int lazy = is_arith(last->op) ? jit_double_lazy_store(c, next) : -1;
+    if (lazy >= 0) {
+        jit_double_lazy_store_fast(c, lazy, 0, next); /* the operands are dropped already */
+    } else if (is_arith(last->op) && !reserve) {
         box_answer_cold(c, last->pc, &c->labels[next]);
     } else if (is_arith(last->op)) {
         immediate_or_cold(c, &c->labels[next]);

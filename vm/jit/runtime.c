@@ -544,6 +544,26 @@ static uint64_t rt_box_double(uint64_t bits)
     return (uint64_t)vm_double_new(d);
 }
 
+/* A region's lazy temps whose values lie out of the immediate window
+ * (vm/jit/double_cache.c): their bits and temps in the buffer, boxed into
+ * the frame's slots one by one (each allocation may collect: the buffer is
+ * C memory, and the slots written so far hold their boxes). */
+static uint64_t vm_jit_lazy_buffer[2 * JIT_LAZY_BUFFER_TEMPS + 1]; /* + a chain's answer while they are written back */
+
+static uint64_t rt_lazy_box(uint64_t mask)
+{
+    for (int i = 0; i < JIT_LAZY_BUFFER_TEMPS; i++) {
+        if (!((mask >> i) & 1)) continue;
+        double d;
+        memcpy(&d, &vm_jit_lazy_buffer[i], sizeof d);
+        int t = (int)vm_jit_lazy_buffer[JIT_LAZY_BUFFER_TEMPS + i];
+        Oop box = vm_double_new(d);
+        jit_cstate.st_fp[FRAME_FIRST_TEMP - t] = box;
+        vm_jit_stats.runtime_boxes++;
+    }
+    return 0;
+}
+
 static uint64_t rt_widow(void)
 {
     vm_context_widow(jit_cstate.st_fp);
@@ -762,6 +782,8 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     vm_jit_compile_runtime.outer_set = jit_enter_runtime_trampoline(&vm_jit_code_zone, (const void *)rt_outer_set, 2);
     vm_jit_compile_runtime.widow = jit_enter_runtime_trampoline(&vm_jit_code_zone, (const void *)rt_widow, 0);
     vm_jit_compile_runtime.box_double = jit_enter_runtime_trampoline(&vm_jit_code_zone, (const void *)rt_box_double, 1);
+    vm_jit_compile_runtime.lazy_box = jit_enter_runtime_trampoline(&vm_jit_code_zone, (const void *)rt_lazy_box, 1);
+    vm_jit_compile_runtime.lazy_buffer = vm_jit_lazy_buffer;
     vm_jit_compile_runtime.interpret = jit_enter_runtime_trampoline(&vm_jit_code_zone, (const void *)rt_interpret, 1);
     vm_jit_compile_runtime.super_send = jit_enter_dispatch_trampoline(&vm_jit_code_zone, (const void *)rt_super_send, 1);
     vm_jit_compile_runtime.block_value_miss = jit_enter_dispatch_trampoline(&vm_jit_code_zone, (const void *)rt_block_value_miss, 2);
@@ -771,7 +793,7 @@ bool vm_jit_init(size_t code_bytes, char *err, size_t errlen)
     vm_jit_pic_runtime.lookup_cache = vm_lookup_cache;
     if (!vm_jit_prim_return || !vm_jit_compile_runtime.send || !vm_jit_compile_runtime.method_abort || !vm_jit_compile_runtime.entry_slow || !vm_jit_compile_runtime.primitive ||
         !vm_jit_compile_runtime.safepoint || !vm_jit_compile_runtime.barrier || !vm_jit_compile_runtime.global || !vm_jit_pic_runtime.closed_miss ||
-        !vm_jit_compile_runtime.push_block || !vm_jit_compile_runtime.outer_get || !vm_jit_compile_runtime.outer_set || !vm_jit_compile_runtime.widow || !vm_jit_compile_runtime.interpret || !vm_jit_compile_runtime.box_double ||
+        !vm_jit_compile_runtime.push_block || !vm_jit_compile_runtime.outer_get || !vm_jit_compile_runtime.outer_set || !vm_jit_compile_runtime.widow || !vm_jit_compile_runtime.interpret || !vm_jit_compile_runtime.box_double || !vm_jit_compile_runtime.lazy_box ||
         !vm_jit_compile_runtime.super_send || !vm_jit_compile_runtime.block_value_miss || !vm_jit_compile_runtime.deopt ||
         !vm_jit_pic_runtime.open_miss) {
         snprintf(err, errlen, "the code zone's trampoline area is too small");

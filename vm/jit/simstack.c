@@ -60,7 +60,10 @@ void jit_sim_materialise(Compiler *c, SimEntry e)
         break;
     case SIM_SELF: jit_x64_push_m(b, jit_compile_self_slot()); break;
     case SIM_ARG: jit_x64_push_m(b, jit_compile_arg_slot((int)e.v)); break;
-    case SIM_TEMP: jit_x64_push_m(b, jit_compile_temp_slot((int)e.v)); break;
+    case SIM_TEMP:
+        jit_double_lazy_touch(c, (int)e.v);
+        jit_x64_push_m(b, jit_compile_temp_slot((int)e.v));
+        break;
     case SIM_FIELD:
         jit_x64_mov_rm(b, R11, jit_compile_self_slot());
         jit_x64_push_m(b, jit_x64_mem(R11, (int32_t)(8 + 8 * e.v)));
@@ -81,7 +84,10 @@ void jit_sim_load(Compiler *c, SimEntry e, X64Reg r)
     case SIM_CONST: jit_x64_mov_ri(b, r, e.v); break;
     case SIM_SELF: jit_x64_mov_rm(b, r, jit_compile_self_slot()); break;
     case SIM_ARG: jit_x64_mov_rm(b, r, jit_compile_arg_slot((int)e.v)); break;
-    case SIM_TEMP: jit_x64_mov_rm(b, r, jit_compile_temp_slot((int)e.v)); break;
+    case SIM_TEMP:
+        jit_double_lazy_touch(c, (int)e.v);
+        jit_x64_mov_rm(b, r, jit_compile_temp_slot((int)e.v));
+        break;
     case SIM_FIELD:
         jit_x64_mov_rm(b, r, jit_compile_self_slot());
         jit_x64_mov_rm(b, r, jit_x64_mem(r, (int32_t)(8 + 8 * e.v)));

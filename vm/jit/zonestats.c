@@ -81,7 +81,7 @@ void vm_jit_print_zone_stats(FILE *out)
             (double)zs.compaction_usecs_max / 1000.0, (unsigned long long)zs.methods_freed,
             (unsigned long long)zs.methods_evicted, (unsigned long long)zs.methods_moved,
             (unsigned long long)vm_jit_stats.unlinked_by_compaction);
-    fprintf(out, "  loops continued in machine code (OSR) %llu; Double answers boxed by the runtime (eden full) %llu\n",
+    fprintf(out, "  loops continued in machine code (OSR) %llu; Doubles boxed by the runtime %llu\n",
             (unsigned long long)vm_jit_stats.osr_entries, (unsigned long long)vm_jit_stats.runtime_boxes);
     fprintf(out, "  sends inlined %llu, inlined bodies deoptimized %llu, turned off %llu (methods recompiled without "
                  "them %llu); tier-ups %llu\n",
