@@ -510,8 +510,15 @@ static void load_operands(Compiler *c, int k, const X64Reg regs[2])
     if (k == 2 && d >= 1 && c->sim[d - 1].kind == SIM_RAX) order[0] = 1, order[1] = 0; /* rcx := rax first */
     for (int i = 0; i < k; i++) {
         int j = order[i];
-        if (j >= s && c->lazy_read_ok && c->lazy_skip_loads && jit_double_lazy_bit(c, jit_double_cached(c, &c->sim[j - s])))
-            continue; /* a lazy temp: its Double path reads the register, or the slot (jit_double_load) */
+        /* a special send that read a lazy temp reads its operands again
+         * wherever it leaves its Double path: that path reads a lazy temp's
+         * register or slot itself (jit_double_load), and a literal Double's
+         * value from the code */
+        if (j >= s && c->lazy_skip_loads &&
+            (jit_double_lazy_bit(c, jit_double_cached(c, &c->sim[j - s])) ||
+             (c->sim[j - s].kind == SIM_LIT &&
+              vm_is_double(obj_slots(c->method)[METHOD_FIXED_SLOTS + c->sim[j - s].v]))))
+            continue;
         if (j >= s) jit_sim_load(c, c->sim[j - s], regs[j]);
         else jit_x64_mov_rm(&c->b, regs[j], jit_x64_mem(RSP, 8 * (s - 1 - j)));
     }

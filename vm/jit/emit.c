@@ -141,6 +141,10 @@ void jit_compile_entry_exits(X64Buf *b, JitMapBuilder *map, const JitCompileRunt
 
 void jit_compile_cmp_rax_oop(Compiler *c, Oop v)
 {
+    if (jit_compile_fits_i32((int64_t)v)) { /* nil, true and false lie low in the heap and never move */
+        jit_x64_cmp_ri(&c->b, RAX, (int32_t)v);
+        return;
+    }
     jit_x64_mov_ri(&c->b, R11, (int64_t)v);
     jit_x64_cmp_rr(&c->b, RAX, R11);
 }
