@@ -366,26 +366,40 @@ static bool lazy_simple_push(uint8_t op)
     }
 }
 
-/* A `+ - *` at pc that machine code computes on Doubles in line. */
-static bool lazy_consumer(const Compiler *c, size_t pc)
+/* A `+ - *` at pc that machine code computes on Doubles in line, trying
+ * the Double path first (emit_special's double_first): temp t likely holds
+ * a Double, or the interpreter ran the site on Doubles. */
+static bool lazy_consumer(const Compiler *c, size_t pc, int t)
 {
     uint8_t op = c->code[pc];
-    return (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) && !c->target[pc] && jit_double_inline(c, op);
+    return (op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) && !c->target[pc] && jit_double_inline(c, op) &&
+           (c->likely_double[t] || (c->rt->site_saw_double && c->rt->site_saw_double(c->code + pc)));
 }
 
 /* Every read of temp t in r is an operand of a `+ - *` (lazy_consumer):
  * its argument (the send right after the push) or its receiver (one
- * simple push between). */
+ * simple push between, or a push and an inlined getter of what it
+ * pushed). */
 static bool reads_only_as_operands(const Compiler *c, const JitDoubleRegion *r, int t)
 {
     for (size_t pc = r->lo; pc < r->hi; pc += vm_bytecode_length[c->code[pc]]) {
         if (c->code[pc] != BC_PUSH_TEMP || c->code[pc + 1] != t) continue;
         size_t q = pc + vm_bytecode_length[BC_PUSH_TEMP];
         if (q >= r->hi) return false;
-        if (lazy_consumer(c, q)) continue;
+        if (lazy_consumer(c, q, t)) continue;
         if (!lazy_simple_push(c->code[q]) || c->target[q]) return false;
         size_t q2 = q + vm_bytecode_length[c->code[q]];
-        if (q2 >= r->hi || !lazy_consumer(c, q2)) return false;
+        if (q2 >= r->hi) return false;
+        if (lazy_consumer(c, q2, t)) continue;
+        /* NBody's `dx * jBody mass`: the argument an inlined getter's answer */
+        uint32_t ci;
+        bool setter;
+        int field;
+        uint8_t op = c->code[q2];
+        if ((op != BC_SEND && op != BC_SEND_W) || c->target[q2] || !jit_compile_accessor(c, q2, &ci, &setter, &field) || setter)
+            return false;
+        size_t q3 = q2 + vm_bytecode_length[op];
+        if (q3 >= r->hi || !lazy_consumer(c, q3, t)) return false;
     }
     return true;
 }
@@ -436,7 +450,7 @@ void jit_double_lazy_plan(Compiler *c)
             bool stored = false; /* a temp the loop only reads gains nothing: its bit would stay clear */
             for (size_t pc = r->lo; pc < r->hi; pc += vm_bytecode_length[c->code[pc]])
                 stored |= (c->code[pc] == BC_POP_TEMP || c->code[pc] == BC_STORE_TEMP) && c->code[pc + 1] == t;
-            if (!guard && stored && c->likely_double[t] && reads_only_as_operands(c, r, t)) r->lazy |= (uint32_t)1 << i;
+            if (!guard && stored && reads_only_as_operands(c, r, t)) r->lazy |= (uint32_t)1 << i;
         }
     }
 }
