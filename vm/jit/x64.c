@@ -999,7 +999,12 @@ void jit_x64_movsd_xm(X64Buf *b, X64Xmm dst, X64Mem src) { op_mem(b, 0xF2, 0, 0x
 /* F2 0F 11 /r */
 void jit_x64_movsd_mx(X64Buf *b, X64Mem dst, X64Xmm src) { op_mem(b, 0xF2, 0, 0x0F11, src, dst, 0, 0); }
 /* F2 0F 10 /r */
-void jit_x64_movsd_xx(X64Buf *b, X64Xmm dst, X64Xmm src) { op_rr(b, 0xF2, 0, 0x0F10, dst, src, 0, 0); }
+/* 0F 28 /r, movaps: a register copy of a Double is the whole register.
+ * movsd xmm, xmm writes only the low half, so it waits for the
+ * destination's old value: every copy into xmm0 chained Mandelbrot's
+ * independent products into one serial path (the renamer also drops a
+ * movaps, never a movsd). */
+void jit_x64_movsd_xx(X64Buf *b, X64Xmm dst, X64Xmm src) { op_rr(b, 0, 0, 0x0F28, dst, src, 0, 0); }
 /* 66 REX.W 0F 6E /r */
 void jit_x64_movq_xr(X64Buf *b, X64Xmm dst, X64Reg src) { op_rr(b, 0x66, REXW, 0x0F6E, dst, src, 0, 0); }
 /* 66 REX.W 0F 7E /r */
