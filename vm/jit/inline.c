@@ -165,13 +165,14 @@ const JitInlineSite *jit_inline_site_at(const Compiler *c, size_t pc)
  * that reads below them, a jump or a jump target (every path into a label
  * has none pending), and a deopt stub, which pushes them first, so the
  * interpreter gets the stack exactly as the bytecodes have it. */
-#define BODY_PENDING_MAX 2
+#define BODY_PENDING_MAX 4
 
 typedef enum PendKind {
     PEND_CONST, /* v: the Oop */
     PEND_TEMP,  /* v: the temp's index */
     PEND_ARG,   /* v: PUSH_ARG's operand */
     PEND_SELF,
+    PEND_FIELD, /* v: the field's index; nothing in a body stores a field with a read of it pending (flushes_first) */
     PEND_REG,   /* v: the register; only ever the top word, taken or flushed by the next bytecode */
     PEND_FLAGS, /* v: the condition that makes it true; a compare's answer to the JUMP_IF after it */
 } PendKind;
@@ -220,6 +221,10 @@ static void pend_load(Body *y, const Pend *e, int md, X64Reg r)
     case PEND_TEMP: jit_x64_mov_rm(b, r, jit_x64_mem(RSP, temp_off(y, md, (int)e->v))); break;
     case PEND_ARG: jit_x64_mov_rm(b, r, jit_x64_mem(RSP, arg_off(y, md, (int)e->v))); break;
     case PEND_SELF: jit_x64_mov_rm(b, r, jit_x64_mem(RSP, self_off(y, md))); break;
+    case PEND_FIELD:
+        jit_x64_mov_rm(b, r, jit_x64_mem(RSP, self_off(y, md)));
+        jit_x64_mov_rm(b, r, jit_x64_mem(r, 8 + 8 * (int32_t)e->v));
+        break;
     case PEND_REG:
         if ((X64Reg)e->v != r) jit_x64_mov_rr(b, r, (X64Reg)e->v);
         break;
@@ -248,9 +253,17 @@ static void flush_state(Body *y, PendState *st)
 
 static void flush(Body *y) { flush_state(y, &y->s); }
 
+/* Pushes the bottom pending word only: the words above it stay pending (at:put:'s
+ * receiver, index and value, and the at: that computes the value, are four). */
 static void pend_push(Body *y, PendKind kind, int64_t v)
 {
-    if (y->s.npend == BODY_PENDING_MAX) flush(y);
+    if (y->s.npend == BODY_PENDING_MAX) {
+        PendState bottom = { .pend = { y->s.pend[0] }, .npend = 1, .md = y->s.md };
+        flush_state(y, &bottom);
+        memmove(y->s.pend, y->s.pend + 1, (size_t)(BODY_PENDING_MAX - 1) * sizeof *y->s.pend);
+        y->s.npend--;
+        y->s.md = bottom.md;
+    }
     y->s.pend[y->s.npend++] = (Pend){ kind, v };
 }
 
@@ -301,8 +314,8 @@ static X64Label *stub(Body *y, size_t pc)
 static void int_operands(Body *y, size_t pc)
 {
     X64Buf *b = &y->c->b;
+    operand(y, 0, RCX); /* the top first: it may be a register (computes_over_register) */
     operand(y, 1, RAX);
-    operand(y, 0, RCX);
     if (y->s.npend > 0 && y->s.pend[y->s.npend - 1].kind == PEND_CONST && oop_is_int((Oop)y->s.pend[y->s.npend - 1].v)) {
         jit_x64_test_ri(b, RAX, 1); /* the argument is a SmallInteger constant */
     } else {
@@ -337,9 +350,32 @@ static void store_slot(Body *y, PendKind kind, int index, bool pop)
     if (pop) drop(y, 1);
 }
 
+/* Whether op's template computes with its operands in registers, jumping
+ * to its deopt stub after it overwrote some: a register operand must be
+ * one it keeps (keep_top_register). */
+static bool computes_over_register(uint8_t op)
+{
+    switch (op) {
+    case BC_SEND_ADD: case BC_SEND_SUB: case BC_SEND_MUL: case BC_SEND_AT: case BC_SEND_AT_PUT: case BC_SEND_LENGTH:
+        return true;
+    default: return jit_compile_is_compare(op);
+    }
+}
+
+/* The top word, a register, into rdi, which no template of the body writes
+ * before its last deopt point: the stub pushes it from there. (The only
+ * register operand is the top one.) */
+static void keep_top_register(Body *y)
+{
+    Pend *top = &y->s.pend[y->s.npend - 1];
+    if ((X64Reg)top->v != RDI) jit_x64_mov_rr(&y->c->b, RDI, (X64Reg)top->v);
+    top->v = RDI;
+}
+
 /* Whether the bytecode at pc takes a register as its top operand. */
 static bool takes_register(const Body *y, size_t pc)
 {
+    if (computes_over_register(y->code[pc])) return pend_is(y, PEND_REG);
     switch (y->code[pc]) {
     case BC_POP: case BC_STORE_TEMP: case BC_POP_TEMP: case BC_STORE_ARG: case BC_POP_ARG: case BC_RETURN_TOP:
         return pend_is(y, PEND_REG);
@@ -351,7 +387,7 @@ static bool takes_register(const Body *y, size_t pc)
 /* Whether the template of op needs the whole stack in memory. */
 static bool flushes_first(uint8_t op)
 {
-    return op == BC_PUSH_FIELD || op == BC_STORE_FIELD || op == BC_POP_FIELD || op == BC_JUMP;
+    return op == BC_STORE_FIELD || op == BC_POP_FIELD || op == BC_JUMP;
 }
 
 static void emit_body_bytecode(Body *y, size_t pc)
@@ -384,14 +420,7 @@ static void emit_body_bytecode(Body *y, size_t pc)
     case BC_PUSH_1: pend_push(y, PEND_CONST, (int64_t)oop_from_int(1)); break;
     case BC_PUSH_ARG: pend_push(y, PEND_ARG, p[1]); break;
     case BC_PUSH_TEMP: pend_push(y, PEND_TEMP, p[1]); break;
-    case BC_PUSH_FIELD:
-        /* a field can change under a pending read of it: loaded now */
-        flush(y);
-        jit_x64_mov_rm(b, R11, jit_x64_mem(RSP, self_off(y, y->s.md)));
-        jit_x64_mov_rm(b, R11, jit_x64_mem(R11, 8 + 8 * p[1]));
-        jit_x64_push_r(b, R11);
-        y->s.md++;
-        break;
+    case BC_PUSH_FIELD: pend_push(y, PEND_FIELD, p[1]); break;
     case BC_STORE_ARG: store_slot(y, PEND_ARG, p[1], false); break;
     case BC_POP_ARG: store_slot(y, PEND_ARG, p[1], true); break;
     case BC_STORE_TEMP: store_slot(y, PEND_TEMP, p[1], false); break;
@@ -491,8 +520,8 @@ static void emit_body_bytecode(Body *y, size_t pc)
         break;
     case BC_SEND_AT:
         /* not an Array, or the index out of its bounds: the interpreter's at: */
-        operand(y, 1, RAX);
         operand(y, 0, RCX);
+        operand(y, 1, RAX);
         jit_compile_array_or(c, stub(y, pc));
         jit_compile_index_or(c, stub(y, pc));
         jit_x64_mov_rm(b, RAX, jit_x64_mem_index(RAX, RSI, 8, 8));
@@ -677,6 +706,7 @@ void jit_inline_emit(Compiler *c, const JitInlineSite *s)
          * before the stress mode's test, so both leave the same pending */
         if (((pend_is(&y, PEND_REG) || pend_is(&y, PEND_FLAGS)) && !takes_register(&y, pc)) || flushes_first(op))
             flush(&y);
+        if (pend_is(&y, PEND_REG) && computes_over_register(op)) keep_top_register(&y);
         if (c->rt->deopt_countdown) emit_countdown(&y, pc);
         emit_body_bytecode(&y, pc);
     }
