@@ -1061,7 +1061,9 @@ void jit_compile_array_or(Compiler *c, X64Label *slow)
 
 /* rsi := the 0-based index from the SmallInteger in rcx, to slow unless
  * 1 <= it <= rdx. Keeps rax and rcx. */
-void jit_compile_index_or(Compiler *c, X64Label *slow)
+void jit_compile_index_or(Compiler *c, X64Label *slow) { jit_compile_index_in_or(c, RDX, slow); }
+
+void jit_compile_index_in_or(Compiler *c, X64Reg count, X64Label *slow)
 {
     X64Buf *b = &c->b;
     jit_x64_test_ri(b, RCX, 1);
@@ -1069,7 +1071,7 @@ void jit_compile_index_or(Compiler *c, X64Label *slow)
     jit_x64_mov_rr(b, RSI, RCX);
     jit_x64_sar_ri(b, RSI, 1);
     jit_x64_sub_ri(b, RSI, 1);
-    jit_x64_cmp_rr(b, RSI, RDX);
+    jit_x64_cmp_rr(b, RSI, count);
     jit_x64_jcc_label32(b, JIT_X64_CC_AE, slow); /* unsigned: also catches index < 1 */
 }
 

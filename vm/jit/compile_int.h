@@ -209,6 +209,8 @@ void jit_compile_array_or(Compiler *c, X64Label *slow);
 /* rsi := the 0-based index from the SmallInteger in rcx, to slow unless
  * 1 <= it <= rdx; keeps rax, rcx. */
 void jit_compile_index_or(Compiler *c, X64Label *slow);
+/* The same with the slot count in register count. */
+void jit_compile_index_in_or(Compiler *c, X64Reg count, X64Label *slow);
 
 /* -- vm/jit/inline.c ------------------------------------------------------------------- */
 

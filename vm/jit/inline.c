@@ -203,6 +203,10 @@ typedef struct Body {
     PendState *stub_at;  /* [len + 1]: what is pending where each stub is jumped to */
     X64Label *done, *cont;
     PendState s;
+    /* the field whose Array an at:, at:put: or length checked, that Array in
+     * r10 and its slot count in r9 (-1: none): no field is stored and no
+     * label reached since (array_operand) */
+    int array_field;
     bool flags_ok;       /* a compare may leave flags to its JUMP_IF: not in the stress mode, whose test between them sets flags */
 } Body;
 
@@ -350,6 +354,29 @@ static void store_slot(Body *y, PendKind kind, int index, bool pop)
     if (pop) drop(y, 1);
 }
 
+/* *arr := the Array that is operand k, *count := its slot count; to the
+ * stub of pc when it is not an Array. A field's Array checked before is
+ * r10 and r9 (no code); else the operand is loaded into rax and checked,
+ * the count in rdx, and a field's kept in r10 and r9 for the next. */
+static void array_operand(Body *y, int k, size_t pc, X64Reg *arr, X64Reg *count)
+{
+    X64Buf *b = &y->c->b;
+    const Pend *e = k < y->s.npend ? &y->s.pend[y->s.npend - 1 - k] : NULL;
+    bool field = e && e->kind == PEND_FIELD;
+    if (field && e->v == y->array_field) {
+        *arr = R10, *count = R9;
+        return;
+    }
+    operand(y, k, RAX);
+    jit_compile_array_or(y->c, stub(y, pc));
+    *arr = RAX, *count = RDX;
+    if (field) {
+        jit_x64_mov_rr(b, R10, RAX);
+        jit_x64_mov_rr(b, R9, RDX);
+        y->array_field = (int)e->v;
+    }
+}
+
 /* Whether op's template computes with its operands in registers, jumping
  * to its deopt stub after it overwrote some: a register operand must be
  * one it keeps (keep_top_register). */
@@ -429,6 +456,7 @@ static void emit_body_bytecode(Body *y, size_t pc)
     case BC_POP_FIELD: {
         /* a store that must remember self deoptimizes: the interpreter makes it */
         flush(y);
+        y->array_field = -1;
         X64Label store = JIT_X64_LABEL("inlined store");
         jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, self_off(y, y->s.md)));
         jit_x64_mov_rm(b, RCX, jit_x64_mem(RSP, 0));
@@ -518,25 +546,27 @@ static void emit_body_bytecode(Body *y, size_t pc)
         drop(y, 2);
         pend_push(y, PEND_REG, RDX);
         break;
-    case BC_SEND_AT:
+    case BC_SEND_AT: {
         /* not an Array, or the index out of its bounds: the interpreter's at: */
+        X64Reg arr, count;
         operand(y, 0, RCX);
-        operand(y, 1, RAX);
-        jit_compile_array_or(c, stub(y, pc));
-        jit_compile_index_or(c, stub(y, pc));
-        jit_x64_mov_rm(b, RAX, jit_x64_mem_index(RAX, RSI, 8, 8));
+        array_operand(y, 1, pc, &arr, &count);
+        jit_compile_index_in_or(c, count, stub(y, pc));
+        jit_x64_mov_rm(b, RAX, jit_x64_mem_index(arr, RSI, 8, 8));
         drop(y, 2);
         pend_push(y, PEND_REG, RAX);
         break;
+    }
     case BC_SEND_AT_PUT: {
         /* as at:, and a store that must remember the Array deoptimizes
          * before it stores: the interpreter makes it */
         X64Label store = JIT_X64_LABEL("inlined at:put:");
-        operand(y, 2, RAX);
+        X64Reg arr, count;
         operand(y, 1, RCX);
-        jit_compile_array_or(c, stub(y, pc));
-        jit_compile_index_or(c, stub(y, pc));
+        array_operand(y, 2, pc, &arr, &count); /* keeps rcx */
+        jit_compile_index_in_or(c, count, stub(y, pc));
         operand(y, 0, RCX);
+        if (arr != RAX) jit_x64_mov_rr(b, RAX, arr);
         jit_compile_barrier_unneeded(c, &store); /* keeps rsi */
         jit_x64_jmp_label32(b, stub(y, pc));
         jit_x64_label_bind(b, &store);
@@ -572,13 +602,14 @@ static void emit_body_bytecode(Body *y, size_t pc)
         pend_push(y, PEND_REG, RAX);
         break;
     }
-    case BC_SEND_LENGTH:
-        operand(y, 0, RAX);
-        jit_compile_array_or(c, stub(y, pc));
-        jit_x64_lea_rm(b, RAX, jit_x64_mem_index(RDX, RDX, 1, 1)); /* tag it */
+    case BC_SEND_LENGTH: {
+        X64Reg arr, count;
+        array_operand(y, 0, pc, &arr, &count);
+        jit_x64_lea_rm(b, RAX, jit_x64_mem_index(count, count, 1, 1)); /* tag it */
         drop(y, 1);
         pend_push(y, PEND_REG, RAX);
         break;
+    }
     default: {
         VM_ASSERT(jit_compile_is_compare(op), "inlinable let %s through", vm_bytecode_name[op]);
         int_operands(y, pc);
@@ -629,6 +660,7 @@ void jit_inline_emit(Compiler *c, const JitInlineSite *s)
     y.target = calloc(y.len + 1, sizeof *y.target);
     y.stub_at = malloc((y.len + 1) * sizeof *y.stub_at);
     y.flags_ok = !c->rt->deopt_countdown;
+    y.array_field = -1;
     X64Label miss = JIT_X64_LABEL("inline guard missed"), done = JIT_X64_LABEL("inlined send done"),
              cont = JIT_X64_LABEL("generic send's continuation");
     y.done = &done;
@@ -687,6 +719,7 @@ void jit_inline_emit(Compiler *c, const JitInlineSite *s)
     for (size_t pc = 0; pc < y.len; pc += vm_bytecode_length[y.code[pc]]) {
         if (!falls_in) y.s = (PendState){ .md = y.depth[pc] < 0 ? 0 : y.depth[pc] };
         else if (y.target[pc]) flush(&y); /* every path into a label has nothing pending */
+        if (!falls_in || y.target[pc]) y.array_field = -1; /* nor an Array known */
         jit_x64_label_bind(b, &y.labels[pc]);
         uint8_t op = y.code[pc];
         falls_in = op != BC_JUMP && op != BC_RETURN_TOP && op != BC_RETURN_SELF;
