@@ -1106,18 +1106,24 @@ _Static_assert(OBJ_GC_REMEMBERED == (uint64_t)1 << OBJ_GC_SHIFT, "the barrier te
 
 /* -- Back jumps and the bytecodes' templates -------------------------------------------- */
 
+/* The safepoint's call is in the cold section: a loop's iteration takes one
+ * jump (back), not a jump over the call and then back. */
 static void emit_back_jump(Compiler *c, size_t pc)
 {
     X64Buf *b = &c->b;
-    X64Label go = JIT_X64_LABEL("no safepoint");
+    X64Label go = JIT_X64_LABEL("no safepoint"), stop = JIT_X64_LABEL("safepoint");
     jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->collect_wanted);
-    jit_x64_movzx_rm8(b, RAX, jit_x64_mem(R11, 0));
-    jit_x64_test_rr(b, RAX, RAX);
-    jit_x64_jcc_label32(b, JIT_X64_CC_Z, &go);
+    jit_x64_cmp_m8i(b, jit_x64_mem(R11, 0), 0);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NE, &stop);
+    jit_x64_jmp_forward(b, &go); /* pending: the cold code goes aside, and this jump with it */
+    jit_compile_cold_begin(c);
+    jit_x64_label_bind(b, &stop);
     jit_double_cache_flush(c, pc);
     jit_x64_call_rel32(b, c->rt->safepoint);
     jit_compile_map_here(c, (uint32_t)pc, JIT_MAP_BACKJUMP);
     jit_double_cache_load(c); /* after the call; and OSR enters here */
+    jit_x64_jmp_label32(b, &go);
+    jit_compile_cold_end(c);
     jit_x64_label_bind(b, &go);
     jit_double_cache_guard_probes(c);
     jit_x64_jmp_label32(b, &c->labels[jit_compile_jump_target(c->code, pc)]);

@@ -737,6 +737,8 @@ void jit_x64_cmp_mr(X64Buf *b, X64Mem dst, X64Reg src) { alu_mr(b, ALU_CMP, dst,
 /* REX.W 83 /7 ib | REX.W 81 /7 id */
 void jit_x64_cmp_mi(X64Buf *b, X64Mem dst, int32_t imm) { alu_mi(b, ALU_CMP, dst, imm); }
 
+void jit_x64_cmp_m8i(X64Buf *b, X64Mem dst, uint8_t imm) { op_mem(b, 0, 0, 0x80, ALU_CMP, dst, 1, imm); }
+
 /* REX.W 85 /r */
 void jit_x64_test_rr(X64Buf *b, X64Reg dst, X64Reg src) { op_rr(b, 0, REXW, 0x85, src, dst, 0, 0); }
 

@@ -247,6 +247,7 @@ void jit_x64_cmp_r32i(X64Buf *buf, X64Reg dst, uint32_t imm); /* always 81 /7 id
 void jit_x64_cmp_rm(X64Buf *buf, X64Reg dst, X64Mem src);
 void jit_x64_cmp_mr(X64Buf *buf, X64Mem dst, X64Reg src);
 void jit_x64_cmp_mi(X64Buf *buf, X64Mem dst, int32_t imm);
+void jit_x64_cmp_m8i(X64Buf *buf, X64Mem dst, uint8_t imm); /* the byte at dst */
 void jit_x64_test_rr(X64Buf *buf, X64Reg dst, X64Reg src);
 /* imm in 0..127 tests the low byte only: the flags are the same (SF is 0 and
  * ZF, PF come from the low byte either way) and the tag test "test al, 1"

@@ -570,8 +570,14 @@ static void loop_with_fused_compare_and_safepoints(void **state)
     JitMapEntry e;
     assert_true(jit_map_mcpc_for(jit_method_map(slow), 11, &e));
     assert_int_equal(e.kind, JIT_MAP_LOCAL);
+    /* the jump's safepoint call, in the cold section after the jump's own entry */
+    JitMapIter it;
+    bool backjump = false;
+    jit_map_iter_init(&it, jit_method_map(slow));
+    while (!backjump && jit_map_iter_next(&it, &e)) backjump = e.bcpc == 27 && e.kind == JIT_MAP_BACKJUMP;
+    assert_true(backjump);
     assert_true(jit_map_mcpc_for(jit_method_map(slow), 27, &e));
-    assert_int_equal(e.kind, JIT_MAP_BACKJUMP);
+    assert_true(e.kind == JIT_MAP_LOCAL || e.kind == JIT_MAP_BACKJUMP);
 }
 
 static void temps_and_arguments_store(void **state)

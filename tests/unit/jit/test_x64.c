@@ -248,6 +248,8 @@ static void immediates_choose_imm8_when_it_fits(void **state)
     BYTES("48 25 ff ff 3f 00", jit_x64_and_ri(b, RAX, 0x3fffff));
     BYTES("49 83 04 24 01", jit_x64_add_mi(b, M(R12, 0), 1));
     BYTES("48 81 7d f8 00 10 00 00", jit_x64_cmp_mi(b, M(RBP, -8), 0x1000));
+    BYTES("41 80 3b 00", jit_x64_cmp_m8i(b, M(R11, 0), 0));
+    BYTES("80 7f 07 ff", jit_x64_cmp_m8i(b, M(RDI, 7), 0xff));
     BYTES("48 83 65 00 f8", jit_x64_and_mi(b, M(RBP, 0), -8));
     BYTES("48 6b c3 0a", jit_x64_imul_rri(b, RAX, RBX, 10));
     BYTES("48 69 c3 e8 03 00 00", jit_x64_imul_rri(b, RAX, RBX, 1000));
