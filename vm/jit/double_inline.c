@@ -18,6 +18,14 @@ bool jit_double_inline(const Compiler *c, uint8_t op)
     return c->rt->double_prims && ((*c->rt->double_prims >> (op - BC_SEND_ADD)) & 1);
 }
 
+/* x := the integer in r as a Double. cvtsi2sd writes only x's low half and so
+ * waits for whatever last wrote x; zeroing x first cuts that dependency. */
+static void double_from_int(X64Buf *b, X64Xmm x, X64Reg r)
+{
+    jit_x64_xorps_xx(b, x, x);
+    jit_x64_cvtsi2sd_xr(b, x, r);
+}
+
 /* x := d, an immediate in the instruction stream (clobbers r11). */
 static void load_constant(Compiler *c, X64Xmm x, double d)
 {
@@ -116,7 +124,7 @@ static void load_from_slot(Compiler *c, X64Reg r, X64Xmm x, int cached, bool int
         jit_x64_label_bind(b, &integer);
         jit_x64_mov_rr(b, R11, r);
         jit_x64_sar_ri(b, R11, 1);
-        jit_x64_cvtsi2sd_xr(b, x, R11);
+        double_from_int(b, x, R11);
     }
     jit_x64_jmp_forward(b, &have);
     jit_compile_cold_end(c);
@@ -513,7 +521,7 @@ static void other_or(Compiler *c, SimEntry e, X64Xmm x, bool ints_too, X64Label 
             return;
         }
         jit_x64_mov_ri(b, R11, oop_int((Oop)e.v));
-        jit_x64_cvtsi2sd_xr(b, x, R11);
+        double_from_int(b, x, R11);
         return;
     }
     int cached = jit_double_cached(c, &e);

@@ -1035,6 +1035,9 @@ void jit_x64_ucomisd_xx(X64Buf *b, X64Xmm a, X64Xmm c) { op_rr(b, 0x66, 0, 0x0F2
 void jit_x64_ucomisd_xm(X64Buf *b, X64Xmm a, X64Mem c) { op_mem(b, 0x66, 0, 0x0F2E, a, c, 0, 0); }
 /* F2 REX.W 0F 2A /r */
 void jit_x64_cvtsi2sd_xr(X64Buf *b, X64Xmm dst, X64Reg src) { op_rr(b, 0xF2, REXW, 0x0F2A, dst, src, 0, 0); }
+
+/* 0F 57 /r; xorps x, x is the zeroing idiom that ends x's dependency chain */
+void jit_x64_xorps_xx(X64Buf *b, X64Xmm dst, X64Xmm src) { op_rr(b, 0, 0, 0x0F57, dst, src, 0, 0); }
 /* F2 REX.W 0F 2C /r */
 void jit_x64_cvttsd2si_rx(X64Buf *b, X64Reg dst, X64Xmm src) { op_rr(b, 0xF2, REXW, 0x0F2C, dst, src, 0, 0); }
 

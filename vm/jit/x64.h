@@ -320,6 +320,7 @@ void jit_x64_sqrtsd_xx(X64Buf *buf, X64Xmm dst, X64Xmm src);
 void jit_x64_ucomisd_xx(X64Buf *buf, X64Xmm a, X64Xmm b);
 void jit_x64_ucomisd_xm(X64Buf *buf, X64Xmm a, X64Mem b);
 void jit_x64_cvtsi2sd_xr(X64Buf *buf, X64Xmm dst, X64Reg src);
+void jit_x64_xorps_xx(X64Buf *buf, X64Xmm dst, X64Xmm src);
 void jit_x64_cvttsd2si_rx(X64Buf *buf, X64Reg dst, X64Xmm src);
 
 /* -- Patchable sites -----------------------------------------------------------

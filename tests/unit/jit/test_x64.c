@@ -545,7 +545,7 @@ static void every_sse2_form_round_trips(void **state)
     static const XXForm xx[] = {
         { jit_x64_movsd_xx, "movaps" }, { jit_x64_addsd_xx, "addsd" }, { jit_x64_subsd_xx, "subsd" },
         { jit_x64_mulsd_xx, "mulsd" }, { jit_x64_divsd_xx, "divsd" }, { jit_x64_sqrtsd_xx, "sqrtsd" },
-        { jit_x64_ucomisd_xx, "ucomisd" },
+        { jit_x64_ucomisd_xx, "ucomisd" }, { jit_x64_xorps_xx, "xorps" },
     };
     static const XMForm xm[] = {
         { jit_x64_movsd_xm, "movsd" }, { jit_x64_addsd_xm, "addsd" }, { jit_x64_subsd_xm, "subsd" },
