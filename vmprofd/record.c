@@ -282,6 +282,10 @@ typedef struct Worker {
      * there (written by whoever ends the wait: no hole in the files) */
     bool have_resume;
     struct timespec resume;
+    /* when start_worker began, before it made the process folder: the first
+     * interval starts there, so a folder never exists before the time its
+     * profiles cover (a thread starts late on a busy machine) */
+    struct timespec began;
     char why[1100];
     size_t files;
     struct Worker *next;
@@ -446,8 +450,7 @@ static void *worker_main(void *arg)
     Recorder *r = w->rec;
     const RecordOptions *o = &r->o;
     char err[1024];
-    struct timespec start;
-    clock_gettime(CLOCK_REALTIME, &start);
+    struct timespec start = w->began;
     char carried[1400] = "";
     if (w->have_resume) {
         struct timespec now = start;
@@ -551,6 +554,7 @@ static void *worker_main(void *arg)
 static bool start_worker(Recorder *r, Worker *w)
 {
     char err[512];
+    clock_gettime(CLOCK_REALTIME, &w->began);
     if (!vmprofd_recstore_process_dir(&r->store, w->pid, w->id.start_ticks, w->pdir, sizeof w->pdir, err,
                                       sizeof err)) {
         say(r, "pid %d: %s", (int)w->pid, err);
