@@ -32,6 +32,13 @@
 #define HELP_INLINE_ON ""
 #define HELP_INLINE_OFF " (the default)"
 #endif
+#if VM_JIT_WHOLE_LOOPS_BY_DEFAULT
+#define HELP_WHOLE_ON " (the default)"
+#define HELP_WHOLE_OFF ""
+#else
+#define HELP_WHOLE_ON ""
+#define HELP_WHOLE_OFF " (the default)"
+#endif
 #if VM_JIT_TIER_UP_BY_DEFAULT
 #define HELP_TIER_UP_ON " (the default)"
 #define HELP_TIER_UP_OFF ""
@@ -88,8 +95,13 @@ static void usage(FILE *out)
             "  --no-tier-up           no tier-up" HELP_TIER_UP_OFF "\n"
             "  --inline-budget N      inline callees of at most N bytecode bytes (default 48;\n"
             "                         implies --inline)\n"
+            "  --whole-loops          compile innermost counted loops of Double work whole as\n"
+            "                         well: values in registers, one class test per value,\n"
+            "                         a failed test redoes the iteration in the plain code" HELP_WHOLE_ON "\n"
+            "  --no-whole-loops       do not" HELP_WHOLE_OFF "\n"
             "  --deopt-every N        an inlined body deoptimizes at every Nth bytecode it\n"
-            "                         starts (a stress mode; testing)\n"
+            "                         starts, and a whole loop leaves every Nth iteration\n"
+            "                         to the plain code (a stress mode; testing)\n"
             "  --code-size SIZE       machine-code zone (default 1M)\n"
             "  --jit-verify           check every send site, PIC and map after each link,\n"
             "                         unlink and compaction (slow; testing)\n"
@@ -293,6 +305,10 @@ int main(int argc, char **argv)
             if (!o.tier_up_after) o.tier_up_after = -1;
         } else if (!strcmp(a, "--no-tier-up")) {
             o.no_tier_up = true;
+        } else if (!strcmp(a, "--whole-loops")) {
+            o.whole_loops = 1;
+        } else if (!strcmp(a, "--no-whole-loops")) {
+            o.whole_loops = -1;
         } else if (!strcmp(a, "--tier-up-after")) {
             const char *v = need_arg(argc, argv, &i);
             char *end;

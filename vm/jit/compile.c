@@ -1374,6 +1374,10 @@ static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *che
     for (size_t pc = 0; pc < c->len;) {
         c->pc = pc;
         if (c->target[pc]) jit_sim_flush(c); /* a merge point: every path arrives with the real stack */
+        if (c->loop_head[pc]) {
+            const JitWholeLoop *whole = jit_whole_loop_at(c, pc);
+            if (whole) jit_whole_loop_emit(c, whole);
+        }
         if (c->region_of[pc] && c->regions[c->region_of[pc] - 1].lo == pc) jit_double_cache_enter(c);
         if (c->loop_head[pc]) {
             /* loop heads 16-aligned (pieces start and move 16-aligned): the
@@ -1490,6 +1494,9 @@ static JitMethod *compile(JitZone *z, const JitCompileRuntime *rt, Oop method, c
     bound += inline_code;
     bound += 32; /* tier-up's countdown: dec, jz, the word and its alignment */
     map_bound += inline_map;
+    jit_whole_loop_plan(&c);
+    bound += jit_whole_loop_bound(&c);
+    map_bound += JIT_MAP_ENTRY_MAX_BYTES * jit_whole_loop_map_entries(&c);
     /* the inline tables (vm/jit/jitmethod.h), 8-aligned */
     size_t inline_bound = c.ninline_sites ? 16 + c.ninline_sites * (sizeof(JitInlineScope) + sizeof(JitInlineRange)) : 0;
     /* unwind pairs: the entry, prologue, end, and two per return (at most one per bytecode) */
@@ -1544,6 +1551,7 @@ static JitMethod *compile(JitZone *z, const JitCompileRuntime *rt, Oop method, c
     jit_map_builder_release(&c.cold_map);
     jit_x64_buf_release(&c.b);
 out:
+    free(c.whole_loops);
     free(c.inline_sites);
     free(c.scopes);
     free(c.ranges);

@@ -180,6 +180,10 @@ typedef struct JitCompileRuntime {
      * had no feedback counts its invocations down from this in its code
      * (jit_compile_tier_counter) and takes entry_slow at 0; 0: no countdown. */
     int32_t tier_up_after;
+    /* Compile innermost counted loops whole as well (vm/jit/whole_loop.c). */
+    bool whole_loops;
+    int32_t deopt_every; /* what *deopt_countdown starts from */
+    uint64_t *whole_loop_counts; /* [0] loops compiled whole, [1] iterations they left to the plain code */
 } JitCompileRuntime;
 
 /* -- Global sites ----------------------------------------------------------------

@@ -112,6 +112,8 @@ typedef struct Compiler {
     JitInlineRange *ranges;
     uint32_t nscopes, nranges;
     uint32_t unfed_sends; /* plain sends jit_inline_plan skipped for want of feedback: tier-up's reason */
+    struct JitWholeLoop *whole_loops; /* vm/jit/whole_loop.c's plans */
+    int nwhole_loops;
 } Compiler;
 
 typedef enum SimKind { SIM_CONST, SIM_SELF, SIM_ARG, SIM_TEMP, SIM_FIELD, SIM_LIT, SIM_RAX } SimKind;
@@ -231,6 +233,22 @@ const JitInlineSite *jit_inline_site_at(const Compiler *c, size_t pc);
 /* Emits the send at pc with its callee inlined (everything flushed); the
  * answer is SIM_RAX after it. */
 void jit_inline_emit(Compiler *c, const JitInlineSite *s);
+
+/* -- vm/jit/whole_loop.c --------------------------------------------------------------- */
+
+/* An innermost counted loop compiled whole, before its plain code. */
+typedef struct JitWholeLoop JitWholeLoop;
+/* Plans the loops compiled whole (after jit_inline_plan). */
+void jit_whole_loop_plan(Compiler *c);
+/* The code and the map entries they add, at most. */
+size_t jit_whole_loop_bound(const Compiler *c);
+size_t jit_whole_loop_map_entries(const Compiler *c);
+/* The loop whose head is at head, or NULL. */
+const JitWholeLoop *jit_whole_loop_at(const Compiler *c, size_t head);
+/* Emits it where control falls into its head (the simulated stack
+ * flushed); a failed guard falls out of it into the plain code emitted
+ * next, at the head. */
+void jit_whole_loop_emit(Compiler *c, const JitWholeLoop *L);
 
 /* -- vm/jit/simstack.c ---------------------------------------------------------------- */
 

@@ -853,6 +853,10 @@ void vm_jit_set_inlining(int budget, int deopt_every)
     vm_jit_set_tier_up(after);
     static int64_t countdown;
     vm_jit_compile_runtime.inline_budget = budget;
+    vm_jit_compile_runtime.whole_loops =
+        vm_options.whole_loops > 0 || (vm_options.whole_loops == 0 && VM_JIT_WHOLE_LOOPS_BY_DEFAULT);
+    vm_jit_compile_runtime.deopt_every = deopt_every;
+    vm_jit_compile_runtime.whole_loop_counts = vm_jit_stats.whole_loops;
     vm_jit_deopt_every = deopt_every;
     countdown = deopt_every;
     vm_jit_compile_runtime.deopt_countdown = deopt_every > 0 ? &countdown : NULL;

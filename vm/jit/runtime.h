@@ -49,6 +49,9 @@ void vm_jit_set_tier_up(int32_t after);
  * (vm/jit/DESIGN.md, "Tier-up"; docs/performance.md). */
 #define VM_JIT_TIER_UP_BY_DEFAULT 1
 #define VM_JIT_TIER_UP_AFTER_DEFAULT 1000
+/* Innermost counted loops compiled whole as well (vm/jit/whole_loop.c);
+ * --no-whole-loops turns it off. */
+#define VM_JIT_WHOLE_LOOPS_BY_DEFAULT 1
 /* m's compiled code (a primitive method's stub), compiling it now. NULL
  * with the reason in why when the JIT declines it. */
 JitMethod *vm_jit_compile_now(Oop m, char *why, size_t whylen);

@@ -38,6 +38,7 @@ typedef struct VmOptions {
     int deopt_every;       /* --deopt-every N: the stress mode; 0: off */
     int tier_up_after;     /* --tier-up-after N; -1: --tier-up; 0: the default; --no-tier-up: no_tier_up */
     bool no_tier_up;       /* --no-tier-up */
+    int whole_loops;       /* 1: --whole-loops, -1: --no-whole-loops, 0: the default (vm/jit/runtime.h) */
     bool code_zone_stats;  /* --code-zone-stats: the zone analysis on stderr at exit */
     const char *disassemble; /* --disassemble 'Class>>selector': print and exit */
     const char *disassemble_after; /* --disassemble-after 'Class>>selector': print its code as the run left it */

@@ -1,0 +1,891 @@
+/*
+ * vm/jit/whole_loop.c — an innermost counted loop compiled whole (issue 26;
+ * vm/jit/DESIGN.md, "Whole loops").
+ *
+ * The templates compile one bytecode at a time: a value crosses every
+ * getter, setter and temp in memory, boxed, and each send tests its
+ * receiver's class again. Here one iteration of a loop whose body is a
+ * straight line (a counted loop's head, then pushes, temp stores, getters,
+ * setters, Array at:, SmallInteger + -, Double + - * // sqrt) becomes a list
+ * of values, each computed once in a register: a field is read once per
+ * iteration and object, a Double decoded once, a receiver's class tested
+ * once. Nothing is written until the iteration's end (the commit), so every
+ * guard that fails — a class, a Double that is not one, an index out of
+ * bounds, an overflow, a value that needs a box — fails before anything
+ * changed, and the iteration runs again in the plain code compiled after
+ * this one, from the loop's head, as if this code had never run: no deopt
+ * metadata, no frame to rebuild. The plain code's back jump goes to its own
+ * head, so the rest of that run of the loop stays there; the next time
+ * control falls into the loop, this code runs again.
+ *
+ * Reads see memory as it was when the iteration began, and the iteration's
+ * own stores through the values they stored; a read of a field some other
+ * object's setter stored first tests that the two objects differ.
+ */
+#include "vm/jit/compile_int.h"
+
+#include "vm/jit/compile.h"
+
+#include "vm/model/vm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define WL_NODES_MAX 192
+#define WL_STORES_MAX 32
+#define WL_LOOPS_MAX 4
+#define WL_COMMIT INT32_MAX /* the last use of a value the commit writes */
+
+typedef enum WType { WT_OOP, WT_INT, WT_DBL, WT_NONE } WType;
+
+typedef enum WKind {
+    WN_TEMP,     /* v: temp index; the slot as the iteration began */
+    WN_ARG,      /* v: the argument's fp word offset */
+    WN_SELF,
+    WN_CONST,    /* v: an Oop that never moves (a SmallInteger, nil, true, false) */
+    WN_DCONST,   /* d */
+    WN_FIELD,    /* field v of object a */
+    WN_UNBOX,    /* a's value as a Double, else bail */
+    WN_IS_INT,   /* bail unless a is a SmallInteger */
+    WN_CLASS,    /* bail unless a is an object of class index v */
+    WN_DISTINCT, /* bail when a and b are the same object */
+    WN_IARITH,   /* op on SmallIntegers a and b, bail on overflow */
+    WN_DARITH,   /* op (+ - * or JIT_DOUBLE_OP_DIVIDE) on Doubles a and b */
+    WN_SQRT,
+    WN_SIZE,     /* the slot count of Array a, else bail */
+    WN_AT,       /* Array a (its count s) at: SmallInteger b, else bail */
+    WN_EXIT      /* leave the loop unless SmallIntegers a op b holds */
+} WKind;
+
+typedef struct WNode {
+    uint8_t kind, type, op;
+    bool invariant; /* the same in every iteration: computed once, before the loop */
+    int a, b, s;
+    int64_t v;
+    double d;
+    size_t pc;
+    int reg;  /* an X64Reg (WT_OOP, WT_INT) or X64Xmm (WT_DBL); -1: none */
+    int last; /* the last node that uses it, WL_COMMIT, or -1 */
+    /* what planning learnt of an object or SmallInteger value */
+    bool is_int;
+    int64_t klass; /* the class a WN_CLASS tested, -1: none */
+    int unboxed;   /* its WN_UNBOX, -1: none */
+} WNode;
+
+/* A field store (obj >= 0) or a temp's new value (obj < 0, field the temp). */
+typedef struct WStore {
+    int obj, value, field;
+    size_t pc;
+} WStore;
+
+struct JitWholeLoop {
+    size_t head, back, exit;
+    int n;
+    WNode node[WL_NODES_MAX];
+    int nstores, nfield_stores; /* the field stores first, then the temps' */
+    WStore store[WL_STORES_MAX];
+    bool uses_accessors;
+};
+
+/* -- Planning: one iteration's bytecodes into values ------------------------------- */
+
+typedef struct Plan {
+    const Compiler *c;
+    JitWholeLoop *L;
+    int stack[32];
+    int sp;
+    int temp_val[VM_COMPILE_MAX_VARS + 1];
+    bool read_first[VM_COMPILE_MAX_VARS + 1];
+    int arg_node[VM_COMPILE_MAX_VARS + 8];
+    int self_node;
+    bool exited; /* the loop's exit test is planned */
+} Plan;
+
+static int add(Plan *p, WKind kind, WType type, int a, int b, size_t pc)
+{
+    JitWholeLoop *L = p->L;
+    if (L->n >= WL_NODES_MAX) return -1;
+    WNode *n = &L->node[L->n];
+    *n = (WNode){ .kind = (uint8_t)kind, .type = (uint8_t)type, .a = a, .b = b, .s = -1, .pc = pc, .reg = -1,
+                  .last = -1, .klass = -1, .unboxed = -1 };
+    return L->n++;
+}
+
+static bool push(Plan *p, int id)
+{
+    if (id < 0 || p->sp >= (int)(sizeof p->stack / sizeof p->stack[0])) return false;
+    p->stack[p->sp++] = id;
+    return true;
+}
+
+static int pop(Plan *p) { return p->sp > 0 ? p->stack[--p->sp] : -1; }
+
+static bool int_known(const WNode *n) { return n->type == WT_INT || n->is_int; }
+
+/* n as a SmallInteger operand: tested once. */
+static int as_int(Plan *p, int id, size_t pc)
+{
+    WNode *n = &p->L->node[id];
+    if (int_known(n)) return id;
+    if (n->type != WT_OOP) return -1;
+    if (add(p, WN_IS_INT, WT_NONE, id, -1, pc) < 0) return -1;
+    p->L->node[id].is_int = true;
+    return id;
+}
+
+/* n as a Double operand: decoded once. */
+static int as_double(Plan *p, int id, size_t pc)
+{
+    WNode *n = &p->L->node[id];
+    if (n->type == WT_DBL) return id;
+    if (n->type != WT_OOP || n->is_int) return -1; /* mixed SmallInteger and Double: left to the plain code */
+    if (n->unboxed >= 0) return n->unboxed;
+    int u = add(p, WN_UNBOX, WT_DBL, id, -1, pc);
+    if (u >= 0) p->L->node[id].unboxed = u;
+    return u;
+}
+
+/* Bail unless object id is of class k (once per value). */
+static bool guard_class(Plan *p, int id, uint32_t k, size_t pc)
+{
+    WNode *n = &p->L->node[id];
+    if (n->type != WT_OOP || n->is_int || n->kind == WN_CONST) return false;
+    if (n->klass == (int64_t)k) return true;
+    if (n->klass >= 0) return false; /* another class: it would always bail */
+    int g = add(p, WN_CLASS, WT_NONE, id, -1, pc);
+    if (g < 0) return false;
+    p->L->node[g].v = k;
+    p->L->node[id].klass = k;
+    return true;
+}
+
+static bool guard_distinct(Plan *p, int a, int b, size_t pc)
+{
+    for (int i = 0; i < p->L->n; i++) {
+        const WNode *g = &p->L->node[i];
+        if (g->kind == WN_DISTINCT && ((g->a == a && g->b == b) || (g->a == b && g->b == a))) return true;
+    }
+    return add(p, WN_DISTINCT, WT_NONE, a, b, pc) >= 0;
+}
+
+/* Field f of object obj as this point of the iteration sees it. */
+static int read_field(Plan *p, int obj, int f, size_t pc)
+{
+    JitWholeLoop *L = p->L;
+    for (int s = L->nfield_stores - 1; s >= 0; s--)
+        if (L->store[s].obj == obj && L->store[s].field == f) return L->store[s].value;
+    for (int s = 0; s < L->nfield_stores; s++)
+        if (L->store[s].field == f && !guard_distinct(p, obj, L->store[s].obj, pc)) return -1;
+    for (int i = 0; i < L->n; i++)
+        if (L->node[i].kind == WN_FIELD && L->node[i].a == obj && L->node[i].v == f) return i;
+    int id = add(p, WN_FIELD, WT_OOP, obj, -1, pc);
+    if (id >= 0) L->node[id].v = f;
+    return id;
+}
+
+static int constant(Plan *p, Oop v, size_t pc)
+{
+    int id = add(p, WN_CONST, oop_is_int(v) ? WT_INT : WT_OOP, -1, -1, pc);
+    if (id >= 0) p->L->node[id].v = (int64_t)v;
+    return id;
+}
+
+static bool likely_double(const Plan *p, int id, size_t pc)
+{
+    const WNode *n = &p->L->node[id];
+    if (n->kind == WN_TEMP) {
+        SimEntry e = { SIM_TEMP, n->v };
+        if (jit_double_likely(p->c, &e)) return true;
+    }
+    return p->c->rt->site_saw_double && p->c->rt->site_saw_double(p->c->code + pc);
+}
+
+/* A SmallInteger constant as node id's second operand: an immediate in
+ * its instruction (v, the tagged value), no register. */
+static void immediate_operand(JitWholeLoop *L, int id)
+{
+    WNode *n = &L->node[id];
+    const WNode *y = &L->node[n->b];
+    if (y->kind != WN_CONST || !oop_is_int((Oop)y->v) || !jit_compile_fits_i32(y->v) || !jit_compile_fits_i32(y->v - 1))
+        return;
+    n->v = y->v;
+    n->b = -1;
+}
+
+static bool arith(Plan *p, uint8_t op, size_t pc)
+{
+    int a = pop(p), r = pop(p);
+    if (a < 0 || r < 0) return false;
+    const WNode *nr = &p->L->node[r], *na = &p->L->node[a];
+    bool dbl = nr->type == WT_DBL || na->type == WT_DBL;
+    bool ints = int_known(nr) && int_known(na);
+    if (!dbl && !ints) {
+        if (likely_double(p, r, pc) || likely_double(p, a, pc)) dbl = true;
+        else if (int_known(nr) || int_known(na)) ints = true;
+        else return false;
+    }
+    if (dbl) {
+        if (!jit_double_inline(p->c, op)) return false;
+        int x = as_double(p, r, pc), y = as_double(p, a, pc);
+        if (x < 0 || y < 0) return false;
+        int id = add(p, WN_DARITH, WT_DBL, x, y, pc);
+        if (id >= 0) p->L->node[id].op = op;
+        return push(p, id);
+    }
+    if (op == BC_SEND_MUL || !jit_int_inline(p->c, op)) return false;
+    int x = as_int(p, r, pc), y = as_int(p, a, pc);
+    if (x < 0 || y < 0) return false;
+    int id = add(p, WN_IARITH, WT_INT, x, y, pc);
+    if (id >= 0) {
+        p->L->node[id].op = op;
+        immediate_operand(p->L, id);
+    }
+    return push(p, id);
+}
+
+/* The compare and conditional jump that leave the loop (its exit test,
+ * before anything is stored). */
+static bool exit_test(Plan *p, uint8_t op, size_t pc)
+{
+    const uint8_t *code = p->c->code;
+    size_t j = pc + 1;
+    if (p->exited || p->c->target[j] || (code[j] != BC_JUMP_IF_FALSE && code[j] != BC_JUMP_IF_TRUE)) return false;
+    if (jit_compile_jump_target(code, j) != (long)p->L->exit || !jit_int_inline(p->c, op)) return false;
+    for (int s = 0; s < p->L->n; s++)
+        if (p->L->node[s].kind == WN_UNBOX) return false; /* (only SmallInteger work before it) */
+    for (int t = 0; t <= VM_COMPILE_MAX_VARS; t++)
+        if (p->temp_val[t] >= 0 && p->L->node[p->temp_val[t]].kind != WN_TEMP) return false;
+    if (p->L->nfield_stores) return false;
+    int a = pop(p), r = pop(p);
+    if (a < 0 || r < 0 || p->sp != 0) return false;
+    int x = as_int(p, r, pc), y = as_int(p, a, pc);
+    if (x < 0 || y < 0) return false;
+    int id = add(p, WN_EXIT, WT_NONE, x, y, pc);
+    if (id < 0) return false;
+    immediate_operand(p->L, id);
+    X64Cond cc = jit_compile_compare_cond(op);
+    /* the node leaves when its condition holds: the jump's */
+    p->L->node[id].op = (uint8_t)(code[j] == BC_JUMP_IF_FALSE ? jit_x64_cc_negate(cc) : cc);
+    p->exited = true;
+    return true;
+}
+
+static bool plain_send(Plan *p, size_t pc)
+{
+    const Compiler *c = p->c;
+    const uint8_t *q = c->code + pc;
+    int nargs = q[0] == BC_SEND ? q[2] : q[3];
+    uint32_t klass;
+    bool setter;
+    int field;
+    if (jit_compile_accessor(c, pc, &klass, &setter, &field)) {
+        p->L->uses_accessors = true;
+        if (!setter && nargs == 0) {
+            int r = pop(p);
+            if (r < 0 || !guard_class(p, r, klass, pc)) return false;
+            return push(p, read_field(p, r, field, pc));
+        }
+        if (!setter || nargs != 1) return false;
+        int v = pop(p), r = pop(p);
+        if (v < 0 || r < 0 || !guard_class(p, r, klass, pc)) return false;
+        const WNode *nv = &p->L->node[v];
+        /* a store that needs no barrier: a Double made immediate, a
+         * SmallInteger, or nil, true or false */
+        if (!(nv->type == WT_DBL || int_known(nv) || nv->kind == WN_CONST)) return false;
+        JitWholeLoop *L = p->L;
+        if (L->nfield_stores >= WL_STORES_MAX / 2) return false;
+        L->store[L->nfield_stores++] = (WStore){ r, v, field, pc };
+        return push(p, r); /* a setter answers its receiver */
+    }
+    JitDoubleSend k = jit_double_send_kind(c, pc);
+    if (k == JIT_DOUBLE_SEND_SQRT) {
+        int r = pop(p);
+        int x = r < 0 ? -1 : as_double(p, r, pc);
+        return x >= 0 && push(p, add(p, WN_SQRT, WT_DBL, x, -1, pc));
+    }
+    if (k == JIT_DOUBLE_SEND_DIVIDE) {
+        int a = pop(p), r = pop(p);
+        int x = r < 0 ? -1 : as_double(p, r, pc), y = a < 0 ? -1 : as_double(p, a, pc);
+        if (x < 0 || y < 0) return false;
+        int id = add(p, WN_DARITH, WT_DBL, x, y, pc);
+        if (id >= 0) p->L->node[id].op = JIT_DOUBLE_OP_DIVIDE;
+        return push(p, id);
+    }
+    return false;
+}
+
+static int push_literal(Plan *p, unsigned lit, size_t pc)
+{
+    Oop v = obj_slots(p->c->method)[METHOD_FIXED_SLOTS + lit];
+    if (oop_is_int(v)) return constant(p, v, pc);
+    if (oop_is_float(v) || (oop_is_ptr(v) && obj_class_index(v) == CLASS_INDEX_DOUBLE)) {
+        int id = add(p, WN_DCONST, WT_DBL, -1, -1, pc); /* a Double never changes: its value, read now */
+        if (id >= 0) p->L->node[id].d = oop_double(v);
+        return id;
+    }
+    return -1;
+}
+
+static bool plan_bytecode(Plan *p, size_t pc)
+{
+    const Compiler *c = p->c;
+    const uint8_t *q = c->code + pc;
+    switch (q[0]) {
+    case BC_DUP: return p->sp > 0 && push(p, p->stack[p->sp - 1]);
+    case BC_POP: return pop(p) >= 0;
+    case BC_PUSH_SELF:
+        if (p->self_node < 0) p->self_node = add(p, WN_SELF, WT_OOP, -1, -1, pc);
+        return push(p, p->self_node);
+    case BC_PUSH_NIL: return push(p, constant(p, c->rt->nil, pc));
+    case BC_PUSH_TRUE: return push(p, constant(p, c->rt->true_obj, pc));
+    case BC_PUSH_FALSE: return push(p, constant(p, c->rt->false_obj, pc));
+    case BC_PUSH_0: return push(p, constant(p, oop_from_int(0), pc));
+    case BC_PUSH_1: return push(p, constant(p, oop_from_int(1), pc));
+    case BC_PUSH_LITERAL: return push(p, push_literal(p, q[1], pc));
+    case BC_PUSH_LITERAL_W: return push(p, push_literal(p, jit_compile_operand_w(q + 1), pc));
+    case BC_PUSH_FIELD:
+        if (p->self_node < 0) p->self_node = add(p, WN_SELF, WT_OOP, -1, -1, pc);
+        return p->self_node >= 0 && push(p, read_field(p, p->self_node, q[1], pc));
+    case BC_PUSH_ARG:
+        if (p->arg_node[q[1]] < 0) {
+            int id = add(p, WN_ARG, WT_OOP, -1, -1, pc);
+            if (id < 0) return false;
+            p->L->node[id].v = q[1];
+            p->arg_node[q[1]] = id;
+        }
+        return push(p, p->arg_node[q[1]]);
+    case BC_PUSH_TEMP:
+        if (p->temp_val[q[1]] < 0) {
+            int id = add(p, WN_TEMP, WT_OOP, -1, -1, pc);
+            if (id < 0) return false;
+            p->L->node[id].v = q[1];
+            p->temp_val[q[1]] = id;
+            p->read_first[q[1]] = true;
+        }
+        return push(p, p->temp_val[q[1]]);
+    case BC_STORE_TEMP:
+    case BC_POP_TEMP:
+        if (!p->sp) return false;
+        p->temp_val[q[1]] = p->stack[p->sp - 1];
+        if (q[0] == BC_POP_TEMP) p->sp--;
+        return true;
+    case BC_SEND_ADD:
+    case BC_SEND_SUB:
+    case BC_SEND_MUL: return arith(p, q[0], pc);
+    case BC_SEND_AT: {
+        if (!c->rt->array_at_inline || !*c->rt->array_at_inline) return false;
+        int i = pop(p), r = pop(p);
+        if (i < 0 || r < 0 || p->L->node[r].type != WT_OOP || p->L->node[r].is_int) return false;
+        int x = as_int(p, i, pc);
+        if (x < 0) return false;
+        int size = -1;
+        for (int k = 0; k < p->L->n && size < 0; k++)
+            if (p->L->node[k].kind == WN_SIZE && p->L->node[k].a == r) size = k;
+        if (size < 0) size = add(p, WN_SIZE, WT_OOP, r, -1, pc);
+        int id = size < 0 ? -1 : add(p, WN_AT, WT_OOP, r, x, pc);
+        if (id >= 0) p->L->node[id].s = size;
+        return push(p, id);
+    }
+    case BC_SEND:
+    case BC_SEND_W: return plain_send(p, pc);
+    default: return false;
+    }
+}
+
+/* Whether a block the method makes reads or writes variable var of the
+ * method's frame (any level: a guess that errs towards yes). */
+static bool blocks_use_var(Oop method, int var, int depth)
+{
+    const uint8_t *code = vm_method_bytecodes(method);
+    size_t len = vm_method_bytecode_length(method);
+    for (size_t pc = 0; pc < len; pc += vm_bytecode_length[code[pc]]) {
+        uint8_t op = code[pc];
+        if (depth > 0 && (op == BC_PUSH_OUTER || op == BC_STORE_OUTER || op == BC_POP_OUTER) && code[pc + 1] == var)
+            return true;
+        if (op == BC_PUSH_BLOCK || op == BC_PUSH_BLOCK_W) {
+            if (depth > 8) return true;
+            size_t lit = op == BC_PUSH_BLOCK ? code[pc + 1] : (size_t)jit_compile_operand_w(code + pc + 1);
+            if (blocks_use_var(obj_slots(method)[METHOD_FIXED_SLOTS + lit], var, depth + 1)) return true;
+        }
+    }
+    return false;
+}
+
+/* Whether temp t's value at the iteration's end is needed: the next
+ * iteration reads it before storing it, code outside the loop reads it, or
+ * a block may. */
+static bool temp_live_out(const Plan *p, int t)
+{
+    const Compiler *c = p->c;
+    if (p->read_first[t]) return true;
+    for (size_t pc = 0; pc < c->len; pc += vm_bytecode_length[c->code[pc]])
+        if ((pc < p->L->head || pc > p->L->back) && c->code[pc] == BC_PUSH_TEMP && c->code[pc + 1] == t) return true;
+    return c->makes_blocks && blocks_use_var(c->method, c->nargs + t, 0);
+}
+
+/* rdx and r11 are the scratch registers of the guards and decodings;
+ * rbp, rsp, r14 and r15 are the frame's and the interpreter's (machine code
+ * calls nothing here, and the trampolines keep the C ABI's registers). */
+static const X64Reg wl_gprs[] = { JIT_X64_RAX, JIT_X64_RCX, JIT_X64_RSI, JIT_X64_RDI, JIT_X64_R8,
+                                  JIT_X64_R9,  JIT_X64_R10, JIT_X64_RBX, JIT_X64_R12, JIT_X64_R13 };
+#define WL_NGPRS ((int)(sizeof wl_gprs / sizeof wl_gprs[0]))
+
+static bool pure_load(uint8_t kind)
+{
+    return kind == WN_TEMP || kind == WN_ARG || kind == WN_SELF || kind == WN_CONST || kind == WN_DCONST ||
+           kind == WN_FIELD;
+}
+
+/* Which values are the same in every iteration: loads of what the loop
+ * never stores (temps it does not assign, arguments, self, constants,
+ * fields no setter in it writes, of such objects), and what is computed
+ * or tested from them alone. */
+static void find_invariants(const Plan *p, JitWholeLoop *L)
+{
+    bool field_stored[256] = { false };
+    for (int k = 0; k < L->nfield_stores; k++) field_stored[L->store[k].field & 255] = true;
+    for (int i = 0; i < L->n; i++) {
+        WNode *n = &L->node[i];
+        if (n->kind == WN_TEMP) {
+            n->invariant = p->temp_val[n->v] == i; /* never assigned in the loop */
+            continue;
+        }
+        bool a = n->a < 0 || L->node[n->a].invariant, b = n->b < 0 || L->node[n->b].invariant,
+             s = n->s < 0 || L->node[n->s].invariant;
+        switch ((WKind)n->kind) {
+        case WN_ARG:
+        case WN_SELF:
+        case WN_CONST:
+        case WN_DCONST: n->invariant = true; break;
+        case WN_FIELD: n->invariant = a && !field_stored[n->v & 255]; break;
+        case WN_EXIT: n->invariant = false; break;
+        default: n->invariant = a && b && s; break;
+        }
+    }
+}
+
+typedef struct Regs {
+    bool gpr[WL_NGPRS], xmm[16];
+} Regs;
+
+static void release(Regs *r, const WNode *n)
+{
+    if (n->reg < 0) return;
+    if (n->type == WT_DBL) r->xmm[n->reg] = false;
+    else
+        for (int k = 0; k < WL_NGPRS; k++)
+            if ((int)wl_gprs[k] == n->reg) r->gpr[k] = false;
+}
+
+static bool take(Regs *r, WNode *n)
+{
+    if (n->type == WT_DBL) {
+        for (int x = 0; x < 16; x++)
+            if (!r->xmm[x]) return r->xmm[x] = true, n->reg = x, true;
+        return false;
+    }
+    for (int k = 0; k < WL_NGPRS; k++)
+        if (!r->gpr[k]) return r->gpr[k] = true, n->reg = (int)wl_gprs[k], true;
+    return false;
+}
+
+/* One pass of the allocation over the invariant nodes (before the loop)
+ * or the others: registers in program order, each freed at its value's
+ * last use in this pass; an invariant value a later pass uses stays. */
+static bool allocate_pass(JitWholeLoop *L, Regs *r, bool invariant, const int *last)
+{
+    for (int i = 0; i < L->n; i++) {
+        WNode *n = &L->node[i];
+        if (n->invariant != invariant) continue;
+        n->reg = -1;
+        if (n->type != WT_NONE && !(pure_load(n->kind) && n->last < 0)) {
+            const WNode *a = n->a >= 0 ? &L->node[n->a] : NULL, *b = n->b >= 0 ? &L->node[n->b] : NULL;
+            bool commutes = n->kind == WN_DARITH && (n->op == BC_SEND_ADD || n->op == BC_SEND_MUL);
+            bool reuse = n->kind == WN_DARITH || n->kind == WN_SQRT || n->kind == WN_IARITH;
+            if (reuse && last[n->a] == i) n->reg = a->reg;
+            else if (commutes && last[n->b] == i) n->reg = b->reg;
+            else if (!take(r, n)) return false;
+            (void)b;
+        }
+        int ops[3] = { n->a, n->b, n->s };
+        for (int k = 0; k < 3; k++) {
+            if (ops[k] < 0 || (k >= 1 && ops[k] == ops[0]) || (k == 2 && ops[2] == ops[1])) continue;
+            const WNode *o = &L->node[ops[k]];
+            if (last[ops[k]] != i || (o->reg == n->reg && (o->type == WT_DBL) == (n->type == WT_DBL))) continue;
+            release(r, o);
+        }
+        if (n->reg >= 0 && n->last < 0) release(r, n); /* an answer nothing uses (a setter's, popped) */
+    }
+    return true;
+}
+
+/* False when some value finds no register free (the loop then stays plain). */
+static bool allocate(JitWholeLoop *L)
+{
+    static int last_inv[WL_NODES_MAX], last_var[WL_NODES_MAX];
+    for (int i = 0; i < L->n; i++) last_inv[i] = last_var[i] = -1;
+    for (int i = 0; i < L->n; i++) {
+        const WNode *n = &L->node[i];
+        int ops[3] = { n->a, n->b, n->s };
+        for (int k = 0; k < 3; k++) {
+            if (ops[k] < 0) continue;
+            L->node[ops[k]].last = i;
+            /* an invariant value a variant node uses lives through the loop */
+            if (n->invariant) last_inv[ops[k]] = last_inv[ops[k]] == WL_COMMIT ? WL_COMMIT : i;
+            else if (L->node[ops[k]].invariant) last_inv[ops[k]] = WL_COMMIT;
+            else last_var[ops[k]] = i;
+        }
+    }
+    for (int k = 0; k < L->nstores; k++) {
+        int v = L->store[k].value, o = L->store[k].obj;
+        L->node[v].last = WL_COMMIT;
+        (L->node[v].invariant ? last_inv : last_var)[v] = WL_COMMIT;
+        if (o >= 0) {
+            L->node[o].last = WL_COMMIT;
+            (L->node[o].invariant ? last_inv : last_var)[o] = WL_COMMIT;
+        }
+    }
+    Regs r;
+    memset(&r, 0, sizeof r);
+    return allocate_pass(L, &r, true, last_inv) && allocate_pass(L, &r, false, last_var);
+}
+
+/* The loop whose JUMP_BACK is at back, planned into L; false when it is
+ * not one this file compiles. */
+static bool plan_loop(const Compiler *c, size_t back, JitWholeLoop *L)
+{
+    long head = jit_compile_jump_target(c->code, back);
+    if (head < 0 || (size_t)head >= back) return false;
+    L->n = L->nstores = L->nfield_stores = 0;
+    L->uses_accessors = false;
+    L->head = (size_t)head;
+    L->back = back;
+    L->exit = back + vm_bytecode_length[BC_JUMP_BACK];
+    /* nothing enters but the fall-through into the head and the back jump */
+    for (size_t pc = 0; pc < c->len; pc += vm_bytecode_length[c->code[pc]]) {
+        long t = jit_compile_jump_target(c->code, pc);
+        if (t > (long)L->head && t <= (long)back) return false;
+        if (t == (long)L->head && pc != back) return false;
+    }
+    Plan plan;
+    Plan *p = &plan;
+    memset(p, 0, sizeof *p);
+    p->c = c;
+    p->L = L;
+    p->self_node = -1;
+    for (size_t i = 0; i < sizeof p->temp_val / sizeof p->temp_val[0]; i++) p->temp_val[i] = -1;
+    for (size_t i = 0; i < sizeof p->arg_node / sizeof p->arg_node[0]; i++) p->arg_node[i] = -1;
+    for (size_t pc = L->head; pc < back;) {
+        uint8_t op = c->code[pc];
+        if ((op == BC_SEND || op == BC_SEND_W) && jit_inline_site_at(c, pc)) return false;
+        if (op == BC_SEND_LT || op == BC_SEND_GT || op == BC_SEND_LE || op == BC_SEND_GE) {
+            if (!exit_test(p, op, pc)) return false;
+            pc += 1 + vm_bytecode_length[c->code[pc + 1]];
+            continue;
+        }
+        if (!plan_bytecode(p, pc)) return false;
+        pc += vm_bytecode_length[op];
+    }
+    if (!p->exited || p->sp != 0) return false;
+    bool computes = false;
+    for (int i = 0; i < L->n; i++) computes |= L->node[i].kind == WN_DARITH || L->node[i].kind == WN_SQRT;
+    if (!computes) return false; /* the templates' code is as good for the rest */
+    L->nstores = L->nfield_stores;
+    for (int t = 0; t < c->ntemps && t <= VM_COMPILE_MAX_VARS; t++) {
+        int v = p->temp_val[t];
+        if (v < 0 || (L->node[v].kind == WN_TEMP && L->node[v].v == t) || !temp_live_out(p, t)) continue;
+        if (L->nstores >= WL_STORES_MAX) return false;
+        L->store[L->nstores++] = (WStore){ -1, v, t, back };
+    }
+    find_invariants(p, L);
+    return allocate(L);
+}
+
+void jit_whole_loop_plan(Compiler *c)
+{
+    c->whole_loops = NULL;
+    c->nwhole_loops = 0;
+    if (!c->rt->whole_loops) return;
+    for (size_t pc = 0; pc < c->len; pc += vm_bytecode_length[c->code[pc]]) {
+        if (c->code[pc] != BC_JUMP_BACK || c->nwhole_loops >= WL_LOOPS_MAX) continue;
+        if (!c->whole_loops) {
+            c->whole_loops = malloc(WL_LOOPS_MAX * sizeof *c->whole_loops);
+            if (!c->whole_loops) return;
+        }
+        JitWholeLoop *L = &c->whole_loops[c->nwhole_loops];
+        L->nstores = 0;
+        if (plan_loop(c, pc, L)) c->nwhole_loops++;
+    }
+}
+
+size_t jit_whole_loop_bound(const Compiler *c)
+{
+    size_t bound = 0;
+    for (int k = 0; k < c->nwhole_loops; k++) {
+        const JitWholeLoop *L = &c->whole_loops[k];
+        /* an unboxing (with its cold paths) is the largest node; a store
+         * encodes, stores, and its cold path */
+        bound += 256 + 16 + 160 * (size_t)L->n + 96 * (size_t)L->nstores;
+    }
+    return bound;
+}
+
+size_t jit_whole_loop_map_entries(const Compiler *c)
+{
+    size_t n = 0;
+    for (int k = 0; k < c->nwhole_loops; k++) n += 4 + 2 * (size_t)(c->whole_loops[k].n + c->whole_loops[k].nstores);
+    return n;
+}
+
+const JitWholeLoop *jit_whole_loop_at(const Compiler *c, size_t head)
+{
+    for (int k = 0; k < c->nwhole_loops; k++)
+        if (c->whole_loops[k].head == head) return &c->whole_loops[k];
+    return NULL;
+}
+
+/* -- Emitting ---------------------------------------------------------------------- */
+
+static X64Reg gpr(const JitWholeLoop *L, int id) { return (X64Reg)L->node[id].reg; }
+static X64Xmm xmm(const JitWholeLoop *L, int id) { return (X64Xmm)L->node[id].reg; }
+
+static X64Mem field_mem(X64Reg obj, int f) { return jit_x64_mem(obj, (int32_t)(8 + 8 * f)); }
+
+static void emit_darith(X64Buf *b, uint8_t op, X64Xmm dst, X64Xmm src)
+{
+    switch (op) {
+    case BC_SEND_ADD: jit_x64_addsd_xx(b, dst, src); break;
+    case BC_SEND_SUB: jit_x64_subsd_xx(b, dst, src); break;
+    case BC_SEND_MUL: jit_x64_mulsd_xx(b, dst, src); break;
+    default: VM_ASSERT(op == JIT_DOUBLE_OP_DIVIDE); jit_x64_divsd_xx(b, dst, src); break;
+    }
+}
+
+static void emit_node(Compiler *c, const JitWholeLoop *L, int i, X64Label *bail, X64Label *leave)
+{
+    X64Buf *b = &c->b;
+    const WNode *n = &L->node[i];
+    if (n->type != WT_NONE && n->reg < 0) return; /* a load nothing uses */
+    switch ((WKind)n->kind) {
+    case WN_TEMP: jit_x64_mov_rm(b, gpr(L, i), jit_compile_temp_slot((int)n->v)); break;
+    case WN_ARG: jit_x64_mov_rm(b, gpr(L, i), jit_compile_arg_slot((int)n->v)); break;
+    case WN_SELF: jit_x64_mov_rm(b, gpr(L, i), jit_compile_self_slot()); break;
+    case WN_CONST: jit_x64_mov_ri(b, gpr(L, i), n->v); break;
+    case WN_DCONST: {
+        int64_t bits;
+        memcpy(&bits, &n->d, sizeof bits);
+        if (bits == 0) {
+            jit_x64_xorps_xx(b, xmm(L, i), xmm(L, i));
+        } else {
+            jit_x64_mov_ri(b, R11, bits);
+            jit_x64_movq_xr(b, xmm(L, i), R11);
+        }
+        break;
+    }
+    case WN_FIELD: jit_x64_mov_rm(b, gpr(L, i), field_mem(gpr(L, n->a), (int)n->v)); break;
+    case WN_UNBOX: jit_double_load(c, gpr(L, n->a), xmm(L, i), -1, false, bail); break;
+    case WN_IS_INT:
+        jit_x64_test_ri(b, gpr(L, n->a), 1);
+        jit_x64_jcc_label32(b, JIT_X64_CC_Z, bail);
+        break;
+    case WN_CLASS:
+        jit_x64_test_ri(b, gpr(L, n->a), 7);
+        jit_x64_jcc_label32(b, JIT_X64_CC_NZ, bail);
+        jit_x64_mov_rm32(b, RDX, jit_x64_mem(gpr(L, n->a), 0));
+        jit_x64_and_ri(b, RDX, (int32_t)OBJ_CLASS_MASK);
+        jit_x64_cmp_ri(b, RDX, (int32_t)n->v);
+        jit_x64_jcc_label32(b, JIT_X64_CC_NE, bail);
+        break;
+    case WN_DISTINCT:
+        jit_x64_cmp_rr(b, gpr(L, n->a), gpr(L, n->b));
+        jit_x64_jcc_label32(b, JIT_X64_CC_E, bail);
+        break;
+    case WN_IARITH: {
+        X64Reg d = gpr(L, i);
+        if (n->b < 0) { /* (2a+1) ± (2k+1) ∓ 1 */
+            jit_x64_mov_rr(b, R11, gpr(L, n->a));
+            if (n->op == BC_SEND_ADD) jit_x64_add_ri(b, R11, (int32_t)(n->v - 1));
+            else jit_x64_sub_ri(b, R11, (int32_t)(n->v - 1));
+            jit_x64_jcc_label32(b, JIT_X64_CC_O, bail);
+        } else if (n->op == BC_SEND_ADD) { /* (2a+1) + (2b+1) - 1 */
+            jit_x64_mov_rr(b, R11, gpr(L, n->b));
+            jit_x64_sub_ri(b, R11, 1);
+            jit_x64_add_rr(b, R11, gpr(L, n->a));
+            jit_x64_jcc_label32(b, JIT_X64_CC_O, bail);
+        } else { /* (2a+1) - (2b+1) + 1: the difference is even, so or sets the tag */
+            jit_x64_mov_rr(b, R11, gpr(L, n->a));
+            jit_x64_sub_rr(b, R11, gpr(L, n->b));
+            jit_x64_jcc_label32(b, JIT_X64_CC_O, bail);
+            jit_x64_or_ri(b, R11, 1);
+        }
+        jit_x64_mov_rr(b, d, R11);
+        break;
+    }
+    case WN_DARITH: {
+        X64Xmm d = xmm(L, i), x = xmm(L, n->a), y = xmm(L, n->b);
+        if (d == x) emit_darith(b, n->op, d, y);
+        else if (d == y && n->op != BC_SEND_SUB && n->op != JIT_DOUBLE_OP_DIVIDE) emit_darith(b, n->op, d, x);
+        else {
+            VM_ASSERT(d != y);
+            jit_x64_movsd_xx(b, d, x); /* movaps: a whole copy, no dependency on d's old value */
+            emit_darith(b, n->op, d, y);
+        }
+        break;
+    }
+    case WN_SQRT:
+        if (xmm(L, i) != xmm(L, n->a)) jit_x64_movsd_xx(b, xmm(L, i), xmm(L, n->a));
+        jit_x64_sqrtsd_xx(b, xmm(L, i), xmm(L, i));
+        break;
+    case WN_SIZE: {
+        X64Reg arr = gpr(L, n->a), d = gpr(L, i);
+        X64Label counted = JIT_X64_LABEL("slot count");
+        jit_x64_test_ri(b, arr, 7);
+        jit_x64_jcc_label32(b, JIT_X64_CC_NZ, bail);
+        jit_x64_mov_rm(b, d, jit_x64_mem(arr, 0));
+        jit_x64_mov_rr(b, R11, d);
+        jit_x64_and_ri(b, R11, (int32_t)OBJ_CLASS_MASK);
+        jit_x64_cmp_ri(b, R11, CLASS_INDEX_ARRAY);
+        jit_x64_jcc_label32(b, JIT_X64_CC_NE, bail);
+        jit_x64_shr_ri(b, d, OBJ_SLOTS_SHIFT);
+        jit_x64_cmp_ri(b, d, OBJ_SLOTS_OVERFLOW);
+        jit_x64_jcc_label32(b, JIT_X64_CC_NE, &counted);
+        jit_x64_mov_rm(b, d, jit_x64_mem(arr, -8));
+        jit_x64_shl_ri(b, d, 8); /* the count is the low 56 bits */
+        jit_x64_shr_ri(b, d, 8);
+        jit_x64_label_bind(b, &counted);
+        break;
+    }
+    case WN_AT:
+        jit_x64_mov_rr(b, R11, gpr(L, n->b));
+        jit_x64_sar_ri(b, R11, 1);
+        jit_x64_sub_ri(b, R11, 1);
+        jit_x64_cmp_rr(b, R11, gpr(L, n->s));
+        jit_x64_jcc_label32(b, JIT_X64_CC_AE, bail); /* unsigned: also an index below 1 */
+        jit_x64_mov_rm(b, gpr(L, i), jit_x64_mem_index(gpr(L, n->a), R11, 8, 8));
+        break;
+    case WN_EXIT: /* tagged SmallIntegers order as their values */
+        if (n->b < 0) jit_x64_cmp_ri(b, gpr(L, n->a), (int32_t)n->v);
+        else jit_x64_cmp_rr(b, gpr(L, n->a), gpr(L, n->b));
+        jit_x64_jcc_label32(b, (X64Cond)n->op, leave);
+        break;
+    }
+}
+
+/* x := the Double in x encoded as an immediate (gc/object.h), or to bail
+ * when it needs a box. Clobbers rdx, r11. */
+static void encode(Compiler *c, X64Xmm x, X64Label *bail)
+{
+    X64Buf *b = &c->b;
+    X64Label out = JIT_X64_LABEL("out of the window"), done = JIT_X64_LABEL("encoded");
+    jit_x64_movq_rx(b, R11, x);
+    jit_x64_add_rl(b, R11, &c->float_bias);
+    jit_x64_lea_rm(b, RDX, jit_x64_mem_index(R11, R11, 1, 0));
+    jit_x64_sub_rl(b, RDX, &c->float_window_lo);
+    jit_x64_cmp_rl(b, RDX, &c->float_window_span);
+    jit_x64_jcc_label32(b, JIT_X64_CC_AE, &out);
+    jit_x64_rol_ri(b, R11, 4);
+    jit_x64_movq_xr(b, x, R11);
+    jit_x64_jmp_forward(b, &done);
+    jit_compile_cold_begin(c);
+    jit_x64_label_bind(b, &out);
+    jit_x64_movq_rx(b, R11, x);
+    jit_x64_lea_rm(b, RDX, jit_x64_mem_index(R11, R11, 1, 0)); /* all but the sign */
+    jit_x64_test_rr(b, RDX, RDX);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, bail);
+    jit_x64_shr_ri(b, R11, 63); /* ±0.0: the sign over the tag */
+    jit_x64_shl_ri(b, R11, 3);
+    jit_x64_or_ri(b, R11, OOP_FLOAT_TAG);
+    jit_x64_movq_xr(b, x, R11);
+    jit_x64_jmp_label32(b, &done);
+    jit_compile_cold_end(c);
+    jit_x64_label_bind(b, &done);
+}
+
+static void mark(Compiler *c, size_t pc, size_t *marked)
+{
+    if (jit_x64_size(&c->b) == *marked) return;
+    jit_compile_map_here(c, pc, JIT_MAP_LOCAL);
+    *marked = jit_x64_size(&c->b);
+}
+
+void jit_whole_loop_emit(Compiler *c, const JitWholeLoop *L)
+{
+    X64Buf *b = &c->b;
+    X64Label top = JIT_X64_LABEL("whole loop"), bail = JIT_X64_LABEL("iteration again in the plain code"),
+             leave = JIT_X64_LABEL("whole loop left");
+    size_t saved_pc = c->pc;
+    size_t marked = jit_x64_size(b);
+    /* before the loop: what every iteration would compute alike */
+    for (int i = 0; i < L->n; i++) {
+        if (!L->node[i].invariant) continue;
+        c->pc = L->node[i].pc;
+        emit_node(c, L, i, &bail, &leave);
+        mark(c, c->pc, &marked);
+    }
+    size_t mis = jit_x64_size(b) % 16;
+    if (mis) jit_x64_nop(b, 16 - mis);
+    jit_x64_label_bind(b, &top);
+    marked = jit_x64_size(b);
+    c->pc = L->head;
+    if (c->rt->deopt_countdown) { /* the stress mode: every Nth iteration runs in the plain code */
+        X64Label stress = JIT_X64_LABEL("stress bail");
+        jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->deopt_countdown);
+        jit_x64_dec_m(b, jit_x64_mem(R11, 0));
+        jit_x64_jcc_label32(b, JIT_X64_CC_LE, &stress);
+        jit_compile_cold_begin(c);
+        jit_x64_label_bind(b, &stress);
+        jit_x64_mov_mi32(b, jit_x64_mem(R11, 0), c->rt->deopt_every);
+        jit_x64_jmp_label32(b, &bail);
+        jit_compile_cold_end(c);
+    }
+    if (L->uses_accessors && c->rt->method_probe_semaphores) {
+        /* a tracer on the method probes: the plain code's sends fire them */
+        jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->method_probe_semaphores);
+        jit_x64_cmp_mi(b, jit_x64_mem(R11, 0), 0);
+        jit_x64_jcc_label32(b, JIT_X64_CC_NE, &bail);
+    }
+    for (int i = 0; i < L->n; i++) {
+        if (L->node[i].invariant) continue;
+        c->pc = L->node[i].pc;
+        emit_node(c, L, i, &bail, &leave);
+        mark(c, c->pc, &marked);
+    }
+    /* the commit: every encoding (which may bail) before the first store */
+    bool encoded[WL_NODES_MAX] = { false };
+    for (int s = 0; s < L->nstores; s++) {
+        int v = L->store[s].value;
+        if (L->node[v].type != WT_DBL || encoded[v]) continue;
+        c->pc = L->store[s].pc;
+        encode(c, xmm(L, v), &bail);
+        encoded[v] = true;
+        mark(c, c->pc, &marked);
+    }
+    for (int s = 0; s < L->nstores; s++) {
+        const WStore *st = &L->store[s];
+        X64Mem m = st->obj >= 0 ? field_mem(gpr(L, st->obj), st->field) : jit_compile_temp_slot(st->field);
+        const WNode *v = &L->node[st->value];
+        if (v->type == WT_DBL) jit_x64_movsd_mx(b, m, xmm(L, st->value));
+        else jit_x64_mov_mr(b, m, gpr(L, st->value));
+        c->pc = st->pc;
+        mark(c, c->pc, &marked);
+    }
+    /* a safepoint is the plain code's: the state here is the head's */
+    c->pc = L->back;
+    jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->collect_wanted);
+    jit_x64_cmp_m8i(b, jit_x64_mem(R11, 0), 0);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NE, &bail);
+    jit_x64_jmp_label32(b, &top);
+    mark(c, L->back, &marked);
+    jit_x64_label_bind(b, &leave);
+    /* r8 is the plain code's region register: no lazy temp to write back */
+    if (c->region_of[L->head]) jit_x64_xor_rr(b, JIT_GUARD_REG, JIT_GUARD_REG);
+    jit_x64_jmp_label32(b, &c->labels[L->exit]);
+    mark(c, L->back, &marked);
+    jit_x64_label_bind(b, &bail);
+    if (c->rt->whole_loop_counts) { /* --code-zone-stats: the iterations redone in the plain code */
+        jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)&c->rt->whole_loop_counts[1]);
+        jit_x64_inc_m(b, jit_x64_mem(R11, 0));
+    }
+    if (c->rt->whole_loop_counts) c->rt->whole_loop_counts[0]++;
+    c->pc = saved_pc;
+}
