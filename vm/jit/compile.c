@@ -1374,7 +1374,7 @@ static void emit_method(Compiler *c, const JitMethod *header_copy, X64Label *che
     for (size_t pc = 0; pc < c->len;) {
         c->pc = pc;
         if (c->target[pc]) jit_sim_flush(c); /* a merge point: every path arrives with the real stack */
-        if (c->loop_head[pc]) {
+        if (c->loop_head[pc] || pc == 0) { /* a loop's head, a body's start */
             const JitWholeLoop *whole = jit_whole_loop_at(c, pc);
             if (whole) jit_whole_loop_emit(c, whole);
         }

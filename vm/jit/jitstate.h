@@ -34,7 +34,7 @@ typedef struct VmJitStats {
     uint64_t deopts;                      /* inlined bodies that went back to the interpreter */
     uint64_t inline_disabled;             /* inlined bodies turned off for deoptimizing again and again */
     uint64_t deopt_recompiles;            /* methods recompiled without a body they turned off */
-    uint64_t whole_loops[2];              /* loops compiled whole; iterations they redid in the plain code */
+    uint64_t whole_loops[2];              /* loops and bodies compiled whole; runs they redid in the plain code */
     uint64_t runtime_boxes;               /* Doubles machine code had the runtime box: a chain's answer with eden full, a lazy temp's out of the window */
 } VmJitStats;
 extern VmJitStats vm_jit_stats;

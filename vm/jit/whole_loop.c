@@ -28,6 +28,7 @@
 
 #include "vm/model/vm.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,19 +55,25 @@ typedef enum WKind {
     WN_SQRT,
     WN_SIZE,     /* the slot count of Array a, else bail */
     WN_AT,       /* Array a (its count s) at: SmallInteger b, else bail */
-    WN_EXIT      /* leave the loop unless SmallIntegers a op b holds */
+    WN_EXIT,     /* leave the loop unless SmallIntegers a op b holds */
+    WN_OUTER,    /* variable v of the frame `level` (op) blocks out, read once */
+    WN_PHI       /* a value carried from one iteration to the next in its register:
+                  * temp v (a < 0) or field v of object a (a Double) as the loop
+                  * began, then node `next` of the iteration before */
 } WKind;
 
 typedef struct WNode {
     uint8_t kind, type, op;
     bool invariant; /* the same in every iteration: computed once, before the loop */
     int a, b, s;
+    int next; /* a WN_PHI's value for the next iteration */
     int64_t v;
     double d;
     size_t pc;
     int reg;  /* an X64Reg (WT_OOP, WT_INT) or X64Xmm (WT_DBL); -1: none */
     int last; /* the last node that uses it, WL_COMMIT, or -1 */
     /* what planning learnt of an object or SmallInteger value */
+    bool consumes;  /* its operand a dies here: its register may be clobbered */
     bool is_int;
     int64_t klass; /* the class a WN_CLASS tested, -1: none */
     int unboxed;   /* its WN_UNBOX, -1: none */
@@ -79,6 +86,11 @@ typedef struct WStore {
 } WStore;
 
 struct JitWholeLoop {
+    /* a loop: head .. its JUMP_BACK at back, left for exit; a body (a
+     * method or block without jumps): its bytecodes from head = 0 to the
+     * return at back, answering node `answer` (-1: self) */
+    bool body;
+    int answer;
     size_t head, back, exit;
     int n;
     WNode node[WL_NODES_MAX];
@@ -99,6 +111,17 @@ typedef struct Plan {
     int arg_node[VM_COMPILE_MAX_VARS + 8];
     int self_node;
     bool exited; /* the loop's exit test is planned */
+    /* values carried in registers (a second planning, from the first's
+     * findings): temp t's type + 1, or 0; fields of objects read from a
+     * temp, an argument or self (kind, v) */
+    uint8_t temp_phi[VM_COMPILE_MAX_VARS + 1];
+    int nfield_phis;
+    struct {
+        uint8_t kind;
+        int64_t v;
+        int field;
+        int node; /* its WN_PHI once made */
+    } field_phi[8];
 } Plan;
 
 static int add(Plan *p, WKind kind, WType type, int a, int b, size_t pc)
@@ -106,7 +129,7 @@ static int add(Plan *p, WKind kind, WType type, int a, int b, size_t pc)
     JitWholeLoop *L = p->L;
     if (L->n >= WL_NODES_MAX) return -1;
     WNode *n = &L->node[L->n];
-    *n = (WNode){ .kind = (uint8_t)kind, .type = (uint8_t)type, .a = a, .b = b, .s = -1, .pc = pc, .reg = -1,
+    *n = (WNode){ .kind = (uint8_t)kind, .type = (uint8_t)type, .a = a, .b = b, .s = -1, .next = -1, .pc = pc, .reg = -1,
                   .last = -1, .klass = -1, .unboxed = -1 };
     return L->n++;
 }
@@ -178,6 +201,18 @@ static int read_field(Plan *p, int obj, int f, size_t pc)
         if (L->store[s].field == f && !guard_distinct(p, obj, L->store[s].obj, pc)) return -1;
     for (int i = 0; i < L->n; i++)
         if (L->node[i].kind == WN_FIELD && L->node[i].a == obj && L->node[i].v == f) return i;
+    for (int k = 0; k < p->nfield_phis; k++) {
+        if (p->field_phi[k].kind != L->node[obj].kind || p->field_phi[k].v != L->node[obj].v ||
+            p->field_phi[k].field != f)
+            continue;
+        if (p->field_phi[k].node < 0) {
+            int id = add(p, WN_PHI, WT_DBL, obj, -1, pc);
+            if (id < 0) return -1;
+            L->node[id].v = f;
+            p->field_phi[k].node = id;
+        }
+        return p->field_phi[k].node;
+    }
     int id = add(p, WN_FIELD, WT_OOP, obj, -1, pc);
     if (id >= 0) L->node[id].v = f;
     return id;
@@ -249,12 +284,14 @@ static bool exit_test(Plan *p, uint8_t op, size_t pc)
 {
     const uint8_t *code = p->c->code;
     size_t j = pc + 1;
-    if (p->exited || p->c->target[j] || (code[j] != BC_JUMP_IF_FALSE && code[j] != BC_JUMP_IF_TRUE)) return false;
+    if (p->L->body || p->exited || p->c->target[j] || (code[j] != BC_JUMP_IF_FALSE && code[j] != BC_JUMP_IF_TRUE)) return false;
     if (jit_compile_jump_target(code, j) != (long)p->L->exit || !jit_int_inline(p->c, op)) return false;
     for (int s = 0; s < p->L->n; s++)
         if (p->L->node[s].kind == WN_UNBOX) return false; /* (only SmallInteger work before it) */
-    for (int t = 0; t <= VM_COMPILE_MAX_VARS; t++)
-        if (p->temp_val[t] >= 0 && p->L->node[p->temp_val[t]].kind != WN_TEMP) return false;
+    for (int t = 0; t <= VM_COMPILE_MAX_VARS; t++) { /* nothing assigned yet */
+        const WNode *v = p->temp_val[t] >= 0 ? &p->L->node[p->temp_val[t]] : NULL;
+        if (v && !((v->kind == WN_TEMP || (v->kind == WN_PHI && v->a < 0)) && v->v == t)) return false;
+    }
     if (p->L->nfield_stores) return false;
     int a = pop(p), r = pop(p);
     if (a < 0 || r < 0 || p->sp != 0) return false;
@@ -326,6 +363,17 @@ static int push_literal(Plan *p, unsigned lit, size_t pc)
     return -1;
 }
 
+/* The method `level` blocks out of c's, or 0 when one is not known. */
+static Oop outer_method(const Compiler *c, int level)
+{
+    Oop m = c->method;
+    for (int l = level; l > 0; l--) {
+        if (!oop_is_ptr(m) || m == c->rt->nil) return 0;
+        m = obj_slots(m)[METHOD_OUTER];
+    }
+    return oop_is_ptr(m) && m != c->rt->nil ? m : 0;
+}
+
 static bool plan_bytecode(Plan *p, size_t pc)
 {
     const Compiler *c = p->c;
@@ -356,13 +404,25 @@ static bool plan_bytecode(Plan *p, size_t pc)
         return push(p, p->arg_node[q[1]]);
     case BC_PUSH_TEMP:
         if (p->temp_val[q[1]] < 0) {
-            int id = add(p, WN_TEMP, WT_OOP, -1, -1, pc);
+            int id = p->temp_phi[q[1]] ? add(p, WN_PHI, (WType)(p->temp_phi[q[1]] - 1), -1, -1, pc)
+                                       : add(p, WN_TEMP, WT_OOP, -1, -1, pc);
             if (id < 0) return false;
             p->L->node[id].v = q[1];
             p->temp_val[q[1]] = id;
             p->read_first[q[1]] = true;
         }
         return push(p, p->temp_val[q[1]]);
+    case BC_PUSH_OUTER: {
+        if (!outer_method(c, q[2])) return false;
+        for (int i = 0; i < p->L->n; i++)
+            if (p->L->node[i].kind == WN_OUTER && p->L->node[i].v == q[1] && p->L->node[i].op == q[2])
+                return push(p, i);
+        int id = add(p, WN_OUTER, WT_OOP, -1, -1, pc);
+        if (id < 0) return false;
+        p->L->node[id].v = q[1];
+        p->L->node[id].op = q[2];
+        return push(p, id);
+    }
     case BC_STORE_TEMP:
     case BC_POP_TEMP:
         if (!p->sp) return false;
@@ -417,7 +477,7 @@ static bool blocks_use_var(Oop method, int var, int depth)
 static bool temp_live_out(const Plan *p, int t)
 {
     const Compiler *c = p->c;
-    if (p->read_first[t]) return true;
+    if (p->read_first[t] && !p->L->body) return true;
     for (size_t pc = 0; pc < c->len; pc += vm_bytecode_length[c->code[pc]])
         if ((pc < p->L->head || pc > p->L->back) && c->code[pc] == BC_PUSH_TEMP && c->code[pc + 1] == t) return true;
     return c->makes_blocks && blocks_use_var(c->method, c->nargs + t, 0);
@@ -433,7 +493,7 @@ static const X64Reg wl_gprs[] = { JIT_X64_RAX, JIT_X64_RCX, JIT_X64_RSI, JIT_X64
 static bool pure_load(uint8_t kind)
 {
     return kind == WN_TEMP || kind == WN_ARG || kind == WN_SELF || kind == WN_CONST || kind == WN_DCONST ||
-           kind == WN_FIELD;
+           kind == WN_FIELD || kind == WN_OUTER;
 }
 
 /* Which values are the same in every iteration: loads of what the loop
@@ -454,11 +514,13 @@ static void find_invariants(const Plan *p, JitWholeLoop *L)
              s = n->s < 0 || L->node[n->s].invariant;
         switch ((WKind)n->kind) {
         case WN_ARG:
+        case WN_OUTER: /* (no outer store is planned, no call made) */
         case WN_SELF:
         case WN_CONST:
         case WN_DCONST: n->invariant = true; break;
         case WN_FIELD: n->invariant = a && !field_stored[n->v & 255]; break;
-        case WN_EXIT: n->invariant = false; break;
+        case WN_EXIT:
+        case WN_PHI: n->invariant = false; break;
         default: n->invariant = a && b && s; break;
         }
     }
@@ -492,12 +554,17 @@ static bool take(Regs *r, WNode *n)
 /* One pass of the allocation over the invariant nodes (before the loop)
  * or the others: registers in program order, each freed at its value's
  * last use in this pass; an invariant value a later pass uses stays. */
+/* Values whose registers hold through the whole loop: those computed
+ * before it, and the carried ones. */
+static bool before_loop(const WNode *n) { return n->invariant || n->kind == WN_PHI; }
+
 static bool allocate_pass(JitWholeLoop *L, Regs *r, bool invariant, const int *last)
 {
     for (int i = 0; i < L->n; i++) {
         WNode *n = &L->node[i];
-        if (n->invariant != invariant) continue;
+        if (before_loop(n) != invariant) continue;
         n->reg = -1;
+        n->consumes = n->a >= 0 && last[n->a] == i && n->a != n->b && n->a != n->s;
         if (n->type != WT_NONE && !(pure_load(n->kind) && n->last < 0)) {
             const WNode *a = n->a >= 0 ? &L->node[n->a] : NULL, *b = n->b >= 0 ? &L->node[n->b] : NULL;
             bool commutes = n->kind == WN_DARITH && (n->op == BC_SEND_ADD || n->op == BC_SEND_MUL);
@@ -545,36 +612,39 @@ static bool allocate(JitWholeLoop *L)
             (L->node[o].invariant ? last_inv : last_var)[o] = WL_COMMIT;
         }
     }
+    for (int i = 0; i < L->n; i++) {
+        const WNode *n = &L->node[i];
+        if (n->kind != WN_PHI) continue;
+        last_inv[i] = last_var[i] = WL_COMMIT;
+        L->node[i].last = WL_COMMIT;
+        L->node[n->next].last = WL_COMMIT;
+        (L->node[n->next].invariant ? last_inv : last_var)[n->next] = WL_COMMIT;
+    }
+    /* the commit encodes a stored Double in its register: never one the
+     * next iteration reads again */
+    for (int k = 0; k < L->nstores; k++)
+        if (L->node[L->store[k].value].type == WT_DBL && before_loop(&L->node[L->store[k].value])) return false;
     Regs r;
     memset(&r, 0, sizeof r);
     return allocate_pass(L, &r, true, last_inv) && allocate_pass(L, &r, false, last_var);
 }
 
-/* The loop whose JUMP_BACK is at back, planned into L; false when it is
- * not one this file compiles. */
-static bool plan_loop(const Compiler *c, size_t back, JitWholeLoop *L)
+/* One iteration's bytecodes into L's nodes, with p's hints of the values
+ * carried in registers (the rest of p zeroed). */
+static bool plan_body(const Compiler *c, JitWholeLoop *L, Plan *p)
 {
-    long head = jit_compile_jump_target(c->code, back);
-    if (head < 0 || (size_t)head >= back) return false;
     L->n = L->nstores = L->nfield_stores = 0;
     L->uses_accessors = false;
-    L->head = (size_t)head;
-    L->back = back;
-    L->exit = back + vm_bytecode_length[BC_JUMP_BACK];
-    /* nothing enters but the fall-through into the head and the back jump */
-    for (size_t pc = 0; pc < c->len; pc += vm_bytecode_length[c->code[pc]]) {
-        long t = jit_compile_jump_target(c->code, pc);
-        if (t > (long)L->head && t <= (long)back) return false;
-        if (t == (long)L->head && pc != back) return false;
-    }
-    Plan plan;
-    Plan *p = &plan;
-    memset(p, 0, sizeof *p);
     p->c = c;
     p->L = L;
+    p->sp = 0;
+    p->exited = false;
     p->self_node = -1;
     for (size_t i = 0; i < sizeof p->temp_val / sizeof p->temp_val[0]; i++) p->temp_val[i] = -1;
     for (size_t i = 0; i < sizeof p->arg_node / sizeof p->arg_node[0]; i++) p->arg_node[i] = -1;
+    memset(p->read_first, 0, sizeof p->read_first);
+    for (int k = 0; k < p->nfield_phis; k++) p->field_phi[k].node = -1;
+    size_t back = L->back;
     for (size_t pc = L->head; pc < back;) {
         uint8_t op = c->code[pc];
         if ((op == BC_SEND || op == BC_SEND_W) && jit_inline_site_at(c, pc)) return false;
@@ -586,19 +656,155 @@ static bool plan_loop(const Compiler *c, size_t back, JitWholeLoop *L)
         if (!plan_bytecode(p, pc)) return false;
         pc += vm_bytecode_length[op];
     }
-    if (!p->exited || p->sp != 0) return false;
+    if (L->body) {
+        if (p->exited || p->sp != (c->code[back] == BC_RETURN_TOP ? 1 : 0)) return false;
+        L->answer = p->sp ? p->stack[0] : -1;
+        if (L->answer >= 0 && L->node[L->answer].type == WT_NONE) return false;
+    } else if (!p->exited || p->sp != 0) {
+        return false;
+    }
     bool computes = false;
     for (int i = 0; i < L->n; i++) computes |= L->node[i].kind == WN_DARITH || L->node[i].kind == WN_SQRT;
     if (!computes) return false; /* the templates' code is as good for the rest */
     L->nstores = L->nfield_stores;
     for (int t = 0; t < c->ntemps && t <= VM_COMPILE_MAX_VARS; t++) {
         int v = p->temp_val[t];
-        if (v < 0 || (L->node[v].kind == WN_TEMP && L->node[v].v == t) || !temp_live_out(p, t)) continue;
+        if (v < 0 || ((L->node[v].kind == WN_TEMP || L->node[v].kind == WN_PHI) && L->node[v].a < 0 &&
+                      L->node[v].v == t) || !temp_live_out(p, t))
+            continue;
         if (L->nstores >= WL_STORES_MAX) return false;
         L->store[L->nstores++] = (WStore){ -1, v, t, back };
     }
+    if (L->body && L->answer >= 0) {
+        const WNode *a = &L->node[L->answer];
+        if (a->type == WT_OOP && !a->is_int && a->kind != WN_CONST && !pure_load(a->kind) && a->kind != WN_AT)
+            return false;
+        if (L->nstores >= WL_STORES_MAX) return false;
+        L->store[L->nstores++] = (WStore){ -2, L->answer, 0, back }; /* pushed after the commit */
+    }
     find_invariants(p, L);
-    return allocate(L);
+    if (L->body) /* no loop: nothing to hoist */
+        for (int i = 0; i < L->n; i++) L->node[i].invariant = false;
+    return true;
+}
+
+/* Each carried value's next one (what the iteration stored last into its
+ * temp or field), and the tests that make a carried field safe: every
+ * other object whose same field the loop writes must not be the carrier
+ * (its store would change what the register holds). False when a plan
+ * does not carry as the first foresaw. */
+static bool link_phis(Plan *p, JitWholeLoop *L)
+{
+    for (int i = 0; i < L->n; i++) {
+        WNode *n = &L->node[i];
+        if (n->kind != WN_PHI) continue;
+        if (n->a < 0) {
+            n->next = p->temp_val[n->v];
+        } else {
+            for (int k = 0; k < L->nfield_stores; k++)
+                if (L->store[k].obj == n->a && L->store[k].field == n->v) n->next = L->store[k].value;
+            for (int k = 0; k < L->nfield_stores; k++)
+                if (L->store[k].field == n->v && L->store[k].obj != n->a &&
+                    !guard_distinct(p, n->a, L->store[k].obj, L->store[k].pc))
+                    return false;
+        }
+        /* moved into the register before the commit encodes the stores in place */
+        if (n->next < 0 || n->next == i || L->node[n->next].kind == WN_PHI) return false;
+        if (L->node[n->next].type != n->type && !(n->type == WT_INT && int_known(&L->node[n->next]))) return false;
+    }
+    for (int k = 0; k < L->nstores; k++) /* the commit moves the carried values first */
+        if (L->node[L->store[k].value].kind == WN_PHI || (L->store[k].obj >= 0 && L->node[L->store[k].obj].kind == WN_PHI))
+            return false;
+    /* the tests just added read values the first pass's invariants missed */
+    find_invariants(p, L);
+    return true;
+}
+
+/* The loop whose JUMP_BACK is at back, planned into L; false when it is
+ * not one this file compiles. */
+static bool plan_loop(const Compiler *c, size_t back, JitWholeLoop *L)
+{
+    long head = jit_compile_jump_target(c->code, back);
+    if (head < 0 || (size_t)head >= back) return false;
+    L->body = false;
+    L->n = L->nstores = L->nfield_stores = 0;
+    L->uses_accessors = false;
+    L->head = (size_t)head;
+    L->back = back;
+    L->exit = back + vm_bytecode_length[BC_JUMP_BACK];
+    /* nothing enters but the fall-through into the head and the back jump */
+    for (size_t pc = 0; pc < c->len; pc += vm_bytecode_length[c->code[pc]]) {
+        long t = jit_compile_jump_target(c->code, pc);
+        if (t > (long)L->head && t <= (long)back) return false;
+        if (t == (long)L->head && pc != back) return false;
+    }
+    static Plan first, second; /* (a few KB each; the compiler runs on the VM's one thread) */
+    memset(&first, 0, sizeof first);
+    if (!plan_body(c, L, &first)) return false;
+    /* a second plan carries values from one iteration to the next in
+     * registers: the temps the first found read before they are assigned,
+     * and Double fields of objects the loop does not change that it reads
+     * and writes (NBody's iBody vx) */
+    memset(&second, 0, sizeof second);
+    bool carries = false;
+    for (int t = 0; t <= VM_COMPILE_MAX_VARS; t++) {
+        int v = first.temp_val[t];
+        if (!first.read_first[t] || v < 0 || L->node[v].kind == WN_TEMP) continue;
+        const WNode *n = &L->node[v];
+        second.temp_phi[t] = (uint8_t)(1 + (n->type == WT_DBL ? WT_DBL : int_known(n) ? WT_INT : WT_OOP));
+        carries = true;
+    }
+    for (int k = 0; k < L->nfield_stores; k++) {
+        const WStore *st = &L->store[k];
+        const WNode *o = &L->node[st->obj];
+        bool read = false, doubles = true, known = false;
+        for (int i = 0; i < L->n; i++)
+            read |= L->node[i].kind == WN_FIELD && L->node[i].a == st->obj && L->node[i].v == st->field;
+        for (int j = 0; j < L->nfield_stores; j++)
+            if (L->store[j].obj == st->obj && L->store[j].field == st->field)
+                doubles &= L->node[L->store[j].value].type == WT_DBL;
+        for (int j = 0; j < second.nfield_phis; j++)
+            known |= second.field_phi[j].kind == o->kind && second.field_phi[j].v == o->v &&
+                     second.field_phi[j].field == st->field;
+        if (!read || !doubles || known || !o->invariant || second.nfield_phis >= 8 ||
+            !(o->kind == WN_TEMP || o->kind == WN_ARG || o->kind == WN_SELF))
+            continue;
+        second.field_phi[second.nfield_phis].kind = o->kind;
+        second.field_phi[second.nfield_phis].v = o->v;
+        second.field_phi[second.nfield_phis].field = st->field;
+        second.field_phi[second.nfield_phis].node = -1;
+        second.nfield_phis++;
+        carries = true;
+    }
+    if (carries) {
+        bool a1 = plan_body(c, L, &second), a2 = a1 && link_phis(&second, L), a3 = a2 && allocate(L);
+        if (getenv("WL_DEBUG")) fprintf(stderr, "wl %zu: body %d link %d alloc %d n %d\n", L->head, a1, a2, a3, L->n);
+        if (a3) return true;
+    }
+    memset(&first, 0, sizeof first);
+    return plan_body(c, L, &first) && allocate(L);
+}
+
+/* A method or block without jumps whose bytecodes up to its first return
+ * plan as a body; false otherwise. */
+static bool plan_whole_body(Compiler *c, JitWholeLoop *L)
+{
+    size_t ret = 0;
+    for (; ret < c->len; ret += vm_bytecode_length[c->code[ret]]) {
+        uint8_t op = c->code[ret];
+        if (op == BC_RETURN_TOP || op == BC_RETURN_SELF) break;
+        if (jit_compile_jump_target(c->code, ret) >= 0 || op == BC_RETURN_NONLOCAL) return false;
+    }
+    if (ret >= c->len || ret == 0) return false;
+    L->body = true;
+    L->head = 0;
+    L->back = ret;
+    L->exit = ret;
+    static Plan plan;
+    memset(&plan, 0, sizeof plan);
+    if (!plan_body(c, L, &plan) || !allocate(L)) return false;
+    c->target[ret] = true; /* the plain code there starts from the real stack: the answer pushed */
+    return true;
 }
 
 void jit_whole_loop_plan(Compiler *c)
@@ -606,12 +812,14 @@ void jit_whole_loop_plan(Compiler *c)
     c->whole_loops = NULL;
     c->nwhole_loops = 0;
     if (!c->rt->whole_loops) return;
+    c->whole_loops = malloc(WL_LOOPS_MAX * sizeof *c->whole_loops);
+    if (!c->whole_loops) return;
+    if (plan_whole_body(c, &c->whole_loops[0])) {
+        c->nwhole_loops = 1;
+        return;
+    }
     for (size_t pc = 0; pc < c->len; pc += vm_bytecode_length[c->code[pc]]) {
         if (c->code[pc] != BC_JUMP_BACK || c->nwhole_loops >= WL_LOOPS_MAX) continue;
-        if (!c->whole_loops) {
-            c->whole_loops = malloc(WL_LOOPS_MAX * sizeof *c->whole_loops);
-            if (!c->whole_loops) return;
-        }
         JitWholeLoop *L = &c->whole_loops[c->nwhole_loops];
         L->nstores = 0;
         if (plan_loop(c, pc, L)) c->nwhole_loops++;
@@ -661,6 +869,45 @@ static void emit_darith(X64Buf *b, uint8_t op, X64Xmm dst, X64Xmm src)
     }
 }
 
+/* x := the Double in r, immediate (in line) or boxed or a zero (in the cold
+ * section), else to bail. When consumes, r is decoded in place (it dies
+ * here); else it is kept. Clobbers rdx, r11. */
+static void unbox(Compiler *c, X64Reg r, X64Xmm x, bool consumes, X64Label *bail)
+{
+    X64Buf *b = &c->b;
+    X64Label done = JIT_X64_LABEL("unboxed"), other = JIT_X64_LABEL("not an immediate Double"),
+             zero = JIT_X64_LABEL("a zero");
+    X64Reg w = consumes ? r : R11;
+    jit_x64_lea_rm(b, RDX, jit_x64_mem(r, -OOP_FLOAT_TAG));
+    jit_x64_test_ri(b, RDX, 7);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, &other);
+    jit_x64_cmp_ri(b, r, OOP_FLOAT_ZEROS);
+    jit_x64_jcc_label32(b, JIT_X64_CC_B, &zero);
+    if (w != r) jit_x64_mov_rr(b, w, r);
+    jit_x64_ror_ri(b, w, 4); /* gc/object.h: the tag back up, the exponent's bias off */
+    jit_x64_sub_rl(b, w, &c->float_bias);
+    jit_x64_movq_xr(b, x, w);
+    jit_x64_jmp_forward(b, &done);
+    jit_compile_cold_begin(c);
+    jit_x64_label_bind(b, &zero); /* the sign is all a zero has */
+    jit_x64_mov_rr(b, R11, r);
+    jit_x64_shr_ri(b, R11, 3);
+    jit_x64_shl_ri(b, R11, 63);
+    jit_x64_movq_xr(b, x, R11);
+    jit_x64_jmp_label32(b, &done);
+    jit_x64_label_bind(b, &other);
+    jit_x64_test_ri(b, r, 7);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, bail);
+    jit_x64_mov_rm(b, RDX, jit_x64_mem(r, 0));
+    jit_x64_and_ri(b, RDX, (int32_t)OBJ_CLASS_MASK);
+    jit_x64_cmp_ri(b, RDX, CLASS_INDEX_DOUBLE);
+    jit_x64_jcc_label32(b, JIT_X64_CC_NE, bail);
+    jit_x64_movsd_xm(b, x, jit_x64_mem(r, 8));
+    jit_x64_jmp_label32(b, &done);
+    jit_compile_cold_end(c);
+    jit_x64_label_bind(b, &done);
+}
+
 static void emit_node(Compiler *c, const JitWholeLoop *L, int i, X64Label *bail, X64Label *leave)
 {
     X64Buf *b = &c->b;
@@ -683,7 +930,38 @@ static void emit_node(Compiler *c, const JitWholeLoop *L, int i, X64Label *bail,
         break;
     }
     case WN_FIELD: jit_x64_mov_rm(b, gpr(L, i), field_mem(gpr(L, n->a), (int)n->v)); break;
-    case WN_UNBOX: jit_double_load(c, gpr(L, n->a), xmm(L, i), -1, false, bail); break;
+    case WN_UNBOX: unbox(c, gpr(L, n->a), xmm(L, i), n->consumes, bail); break;
+    case WN_OUTER: { /* through the closure's outer contexts to a frame that is still live */
+        X64Reg d = gpr(L, i);
+        jit_x64_mov_rm(b, R11, jit_compile_arg_slot(2 + c->nargs)); /* the closure */
+        jit_x64_mov_rm(b, R11, field_mem(R11, BLOCK_OUTER_CONTEXT));
+        for (int l = n->op; l > 1; l--) {
+            jit_x64_mov_rm(b, R11, field_mem(R11, CTX_CLOSURE));
+            jit_x64_mov_rm(b, R11, field_mem(R11, BLOCK_OUTER_CONTEXT));
+        }
+        jit_x64_mov_rm(b, R11, field_mem(R11, CTX_FRAME));
+        jit_x64_test_ri(b, R11, 1); /* a live frame is a tagged pointer (vm/model/frame.h, ctx_frame) */
+        jit_x64_jcc_label32(b, JIT_X64_CC_Z, bail);
+        Oop outer = outer_method(c, n->op);
+        int on = vm_method_nargs(outer), v = (int)n->v;
+        int32_t disp = v < on ? 8 * (1 + on - v) : 8 * (FRAME_FIRST_TEMP - (v - on)); /* frame_var */
+        jit_x64_mov_rm(b, d, jit_x64_mem(R11, disp - 1));
+        break;
+    }
+    case WN_PHI: { /* its value as the loop begins */
+        X64Mem from = n->a < 0 ? jit_compile_temp_slot((int)n->v) : field_mem(gpr(L, n->a), (int)n->v);
+        if (n->type == WT_DBL) {
+            jit_x64_mov_rm(b, R11, from);
+            unbox(c, R11, xmm(L, i), true, bail);
+        } else {
+            jit_x64_mov_rm(b, gpr(L, i), from);
+            if (n->type == WT_INT) {
+                jit_x64_test_ri(b, gpr(L, i), 1);
+                jit_x64_jcc_label32(b, JIT_X64_CC_Z, bail);
+            }
+        }
+        break;
+    }
     case WN_IS_INT:
         jit_x64_test_ri(b, gpr(L, n->a), 1);
         jit_x64_jcc_label32(b, JIT_X64_CC_Z, bail);
@@ -808,84 +1086,142 @@ static void mark(Compiler *c, size_t pc, size_t *marked)
     *marked = jit_x64_size(&c->b);
 }
 
-void jit_whole_loop_emit(Compiler *c, const JitWholeLoop *L)
+/* To bail when a collection is wanted (the plain code's back jump takes
+ * the safepoint) or, for a loop with inlined accessors, a tracer holds the
+ * method probes (the plain code's sends fire them): the interrupt check's
+ * one test of both. Clobbers rdx, r11. */
+static void back_edge_test(Compiler *c, const JitWholeLoop *L, X64Label *bail)
 {
     X64Buf *b = &c->b;
-    X64Label top = JIT_X64_LABEL("whole loop"), bail = JIT_X64_LABEL("iteration again in the plain code"),
-             leave = JIT_X64_LABEL("whole loop left");
-    size_t saved_pc = c->pc;
-    size_t marked = jit_x64_size(b);
-    /* before the loop: what every iteration would compute alike */
-    for (int i = 0; i < L->n; i++) {
-        if (!L->node[i].invariant) continue;
-        c->pc = L->node[i].pc;
-        emit_node(c, L, i, &bail, &leave);
-        mark(c, c->pc, &marked);
-    }
-    size_t mis = jit_x64_size(b) % 16;
-    if (mis) jit_x64_nop(b, 16 - mis);
-    jit_x64_label_bind(b, &top);
-    marked = jit_x64_size(b);
-    c->pc = L->head;
-    if (c->rt->deopt_countdown) { /* the stress mode: every Nth iteration runs in the plain code */
-        X64Label stress = JIT_X64_LABEL("stress bail");
-        jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->deopt_countdown);
-        jit_x64_dec_m(b, jit_x64_mem(R11, 0));
-        jit_x64_jcc_label32(b, JIT_X64_CC_LE, &stress);
-        jit_compile_cold_begin(c);
-        jit_x64_label_bind(b, &stress);
-        jit_x64_mov_mi32(b, jit_x64_mem(R11, 0), c->rt->deopt_every);
-        jit_x64_jmp_label32(b, &bail);
-        jit_compile_cold_end(c);
-    }
+    jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->collect_wanted);
     if (L->uses_accessors && c->rt->method_probe_semaphores) {
-        /* a tracer on the method probes: the plain code's sends fire them */
-        jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->method_probe_semaphores);
-        jit_x64_cmp_mi(b, jit_x64_mem(R11, 0), 0);
-        jit_x64_jcc_label32(b, JIT_X64_CC_NE, &bail);
+        intptr_t d = (intptr_t)c->rt->method_probe_semaphores - (intptr_t)c->rt->collect_wanted;
+        VM_ASSERT(d == (int32_t)d);
+        jit_x64_movzx_rm8(b, RDX, jit_x64_mem(R11, 0));
+        jit_x64_or_rm(b, RDX, jit_x64_mem(R11, (int32_t)d)); /* both semaphores, and 32 bits of 0 */
+    } else {
+        jit_x64_cmp_m8i(b, jit_x64_mem(R11, 0), 0);
     }
+    jit_x64_jcc_label32(b, JIT_X64_CC_NZ, bail);
+}
+
+/* The stress mode (--deopt-every): every Nth run of this point leaves to
+ * the plain code. Clobbers r11. */
+static void stress_test(Compiler *c, X64Label *bail)
+{
+    X64Buf *b = &c->b;
+    if (!c->rt->deopt_countdown) return;
+    X64Label stress = JIT_X64_LABEL("stress bail");
+    jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->deopt_countdown);
+    jit_x64_dec_m(b, jit_x64_mem(R11, 0));
+    jit_x64_jcc_label32(b, JIT_X64_CC_LE, &stress);
+    jit_compile_cold_begin(c);
+    jit_x64_label_bind(b, &stress);
+    jit_x64_mov_mi32(b, jit_x64_mem(R11, 0), c->rt->deopt_every);
+    jit_x64_jmp_label32(b, bail);
+    jit_compile_cold_end(c);
+}
+
+static void emit_nodes(Compiler *c, const JitWholeLoop *L, bool before, X64Label *bail, X64Label *leave,
+                       size_t *marked)
+{
     for (int i = 0; i < L->n; i++) {
-        if (L->node[i].invariant) continue;
+        if (before_loop(&L->node[i]) != before) continue;
         c->pc = L->node[i].pc;
-        emit_node(c, L, i, &bail, &leave);
-        mark(c, c->pc, &marked);
+        emit_node(c, L, i, bail, leave);
+        mark(c, c->pc, marked);
     }
-    /* the commit: every encoding (which may bail) before the first store */
+}
+
+/* The iteration's (or body's) end: the carried values' registers first
+ * (the encodings below overwrite a stored Double's register), then every
+ * encoding (which may bail) before the first store. */
+static void commit(Compiler *c, const JitWholeLoop *L, X64Label *bail, size_t *marked)
+{
+    X64Buf *b = &c->b;
+    c->pc = L->back;
+    for (int i = 0; i < L->n; i++) {
+        const WNode *n = &L->node[i];
+        if (n->kind != WN_PHI || L->node[n->next].reg == n->reg) continue;
+        if (n->type == WT_DBL) jit_x64_movsd_xx(b, xmm(L, i), xmm(L, n->next));
+        else jit_x64_mov_rr(b, gpr(L, i), gpr(L, n->next));
+    }
+    mark(c, c->pc, marked);
     bool encoded[WL_NODES_MAX] = { false };
     for (int s = 0; s < L->nstores; s++) {
         int v = L->store[s].value;
         if (L->node[v].type != WT_DBL || encoded[v]) continue;
         c->pc = L->store[s].pc;
-        encode(c, xmm(L, v), &bail);
+        encode(c, xmm(L, v), bail);
         encoded[v] = true;
-        mark(c, c->pc, &marked);
+        mark(c, c->pc, marked);
     }
     for (int s = 0; s < L->nstores; s++) {
         const WStore *st = &L->store[s];
+        if (st->obj == -2) continue; /* a body's answer: pushed by the caller */
         X64Mem m = st->obj >= 0 ? field_mem(gpr(L, st->obj), st->field) : jit_compile_temp_slot(st->field);
         const WNode *v = &L->node[st->value];
         if (v->type == WT_DBL) jit_x64_movsd_mx(b, m, xmm(L, st->value));
         else jit_x64_mov_mr(b, m, gpr(L, st->value));
         c->pc = st->pc;
-        mark(c, c->pc, &marked);
+        mark(c, c->pc, marked);
     }
-    /* a safepoint is the plain code's: the state here is the head's */
-    c->pc = L->back;
-    jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->collect_wanted);
-    jit_x64_cmp_m8i(b, jit_x64_mem(R11, 0), 0);
-    jit_x64_jcc_label32(b, JIT_X64_CC_NE, &bail);
-    jit_x64_jmp_label32(b, &top);
-    mark(c, L->back, &marked);
-    jit_x64_label_bind(b, &leave);
-    /* r8 is the plain code's region register: no lazy temp to write back */
-    if (c->region_of[L->head]) jit_x64_xor_rr(b, JIT_GUARD_REG, JIT_GUARD_REG);
-    jit_x64_jmp_label32(b, &c->labels[L->exit]);
-    mark(c, L->back, &marked);
+}
+
+void jit_whole_loop_emit(Compiler *c, const JitWholeLoop *L)
+{
+    X64Buf *b = &c->b;
+    X64Label top = JIT_X64_LABEL("whole loop"), bail = JIT_X64_LABEL("again in the plain code"),
+             leave = JIT_X64_LABEL("whole loop left");
+    size_t saved_pc = c->pc;
+    size_t marked = jit_x64_size(b);
+    c->pc = L->head;
+    if (L->body) {
+        /* a body: its values in order, the commit, its answer on the real
+         * stack where the plain code's return takes it */
+        stress_test(c, &bail);
+        emit_nodes(c, L, false, &bail, &leave, &marked);
+        commit(c, L, &bail, &marked);
+        c->pc = L->back;
+        if (L->answer >= 0) {
+            const WNode *a = &L->node[L->answer];
+            if (a->type == WT_DBL) {
+                jit_x64_movq_rx(b, R11, xmm(L, L->answer)); /* encoded by the commit */
+                jit_x64_push_r(b, R11);
+            } else {
+                jit_x64_push_r(b, gpr(L, L->answer));
+            }
+        }
+        jit_x64_jmp_label32(b, &c->labels[L->back]);
+        mark(c, L->back, &marked);
+    } else {
+        back_edge_test(c, L, &bail); /* a tracer on the probes, a collection wanted */
+        /* before the loop: what every iteration would compute alike */
+        emit_nodes(c, L, true, &bail, &leave, &marked);
+        size_t mis = jit_x64_size(b) % 16;
+        if (mis) jit_x64_nop(b, 16 - mis);
+        jit_x64_label_bind(b, &top);
+        marked = jit_x64_size(b);
+        c->pc = L->head;
+        stress_test(c, &bail); /* every Nth iteration runs in the plain code */
+        emit_nodes(c, L, false, &bail, &leave, &marked);
+        commit(c, L, &bail, &marked);
+        /* a safepoint is the plain code's: the state here is the head's */
+        c->pc = L->back;
+        back_edge_test(c, L, &bail);
+        jit_x64_jmp_label32(b, &top);
+        mark(c, L->back, &marked);
+        jit_x64_label_bind(b, &leave);
+        /* r8 is the plain code's region register: no lazy temp to write back */
+        if (c->region_of[L->head]) jit_x64_xor_rr(b, JIT_GUARD_REG, JIT_GUARD_REG);
+        jit_x64_jmp_label32(b, &c->labels[L->exit]);
+        mark(c, L->back, &marked);
+    }
     jit_x64_label_bind(b, &bail);
-    if (c->rt->whole_loop_counts) { /* --code-zone-stats: the iterations redone in the plain code */
+    if (c->rt->whole_loop_counts) { /* --code-zone-stats: the runs redone in the plain code */
         jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)&c->rt->whole_loop_counts[1]);
         jit_x64_inc_m(b, jit_x64_mem(R11, 0));
+        c->rt->whole_loop_counts[0]++;
     }
-    if (c->rt->whole_loop_counts) c->rt->whole_loop_counts[0]++;
     c->pc = saved_pc;
 }

@@ -88,7 +88,7 @@ void vm_jit_print_zone_stats(FILE *out)
             (unsigned long long)vm_jit_stats.inlined, (unsigned long long)vm_jit_stats.deopts,
             (unsigned long long)vm_jit_stats.inline_disabled, (unsigned long long)vm_jit_stats.deopt_recompiles,
             (unsigned long long)vm_jit_stats.tier_ups);
-    fprintf(out, "  loops compiled whole %llu, iterations they redid in the plain code %llu\n",
+    fprintf(out, "  loops and bodies compiled whole %llu, runs they redid in the plain code %llu\n",
             (unsigned long long)vm_jit_stats.whole_loops[0], (unsigned long long)vm_jit_stats.whole_loops[1]);
     fprintf(out, "  global sites cached %llu; young referrers now %u (ever %llu)\n", (unsigned long long)lit_sites,
             jit_zone_young_count(z), (unsigned long long)vm_jit_stats.young_referrers_added);
