@@ -1122,11 +1122,13 @@ static void stress_test(Compiler *c, X64Label *bail)
     jit_compile_cold_end(c);
 }
 
-static void emit_nodes(Compiler *c, const JitWholeLoop *L, bool before, X64Label *bail, X64Label *leave,
-                       size_t *marked)
+/* The nodes computed before the loop (before) or in it; a mask (or NULL)
+ * picks some of them. */
+static void emit_nodes(Compiler *c, const JitWholeLoop *L, bool before, const bool *only, X64Label *bail,
+                       X64Label *leave, size_t *marked)
 {
     for (int i = 0; i < L->n; i++) {
-        if (before_loop(&L->node[i]) != before) continue;
+        if (before_loop(&L->node[i]) != before || (only && !only[i])) continue;
         c->pc = L->node[i].pc;
         emit_node(c, L, i, bail, leave);
         mark(c, c->pc, marked);
@@ -1180,7 +1182,7 @@ void jit_whole_loop_emit(Compiler *c, const JitWholeLoop *L)
         /* a body: its values in order, the commit, its answer on the real
          * stack where the plain code's return takes it */
         stress_test(c, &bail);
-        emit_nodes(c, L, false, &bail, &leave, &marked);
+        emit_nodes(c, L, false, NULL, &bail, &leave, &marked);
         commit(c, L, &bail, &marked);
         c->pc = L->back;
         if (L->answer >= 0) {
@@ -1196,15 +1198,41 @@ void jit_whole_loop_emit(Compiler *c, const JitWholeLoop *L)
         mark(c, L->back, &marked);
     } else {
         back_edge_test(c, L, &bail); /* a tracer on the probes, a collection wanted */
-        /* before the loop: what every iteration would compute alike */
-        emit_nodes(c, L, true, &bail, &leave, &marked);
+        /* before the loop: what every iteration would compute alike; what
+         * the exit test reads first, and the test, so that a loop that runs
+         * no iteration (NBody's last row) leaves before the rest */
+        bool exit_first[WL_NODES_MAX] = { false }, rest[WL_NODES_MAX];
+        for (int i = L->n - 1; i >= 0; i--) {
+            const WNode *n = &L->node[i];
+            if (n->kind == WN_EXIT || exit_first[i])
+                for (int k = 0; k < 3; k++) {
+                    int o = k == 0 ? n->a : k == 1 ? n->b : n->s;
+                    if (o >= 0 && before_loop(&L->node[o])) exit_first[o] = true;
+                }
+        }
+        /* (the guards on those values too: a test reads only tested values) */
+        for (int i = 0; i < L->n; i++) {
+            const WNode *n = &L->node[i];
+            if (before_loop(n) && n->type == WT_NONE && n->a >= 0 && exit_first[n->a] && (n->b < 0 || exit_first[n->b]))
+                exit_first[i] = true;
+            rest[i] = !exit_first[i];
+        }
+        emit_nodes(c, L, true, exit_first, &bail, &leave, &marked);
+        for (int i = 0; i < L->n; i++)
+            if (L->node[i].kind == WN_EXIT && before_loop(&L->node[L->node[i].a]) &&
+                (L->node[i].b < 0 || before_loop(&L->node[L->node[i].b]))) {
+                c->pc = L->node[i].pc;
+                emit_node(c, L, i, &bail, &leave);
+                mark(c, c->pc, &marked);
+            }
+        emit_nodes(c, L, true, rest, &bail, &leave, &marked);
         size_t mis = jit_x64_size(b) % 16;
         if (mis) jit_x64_nop(b, 16 - mis);
         jit_x64_label_bind(b, &top);
         marked = jit_x64_size(b);
         c->pc = L->head;
         stress_test(c, &bail); /* every Nth iteration runs in the plain code */
-        emit_nodes(c, L, false, &bail, &leave, &marked);
+        emit_nodes(c, L, false, NULL, &bail, &leave, &marked);
         commit(c, L, &bail, &marked);
         /* a safepoint is the plain code's: the state here is the head's */
         c->pc = L->back;
