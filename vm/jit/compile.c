@@ -1039,23 +1039,25 @@ static void emit_outer(Compiler *c, const uint8_t *p, size_t pc)
 /* rdx := the slot count of the Array receiver in rax, or to slow (not an
  * Array). Arrays of 255 slots or more keep their count in the word before
  * the header (gc/object.h, obj_num_slots). Keeps rax and rcx. */
-void jit_compile_array_or(Compiler *c, X64Label *slow)
+void jit_compile_array_or(Compiler *c, X64Label *slow) { jit_compile_array_in_or(c, RAX, RDX, slow); }
+
+void jit_compile_array_in_or(Compiler *c, X64Reg array, X64Reg count, X64Label *slow)
 {
     X64Buf *b = &c->b;
-    jit_x64_test_ri(b, RAX, 7);
+    jit_x64_test_ri(b, array, 7);
     jit_x64_jcc_label32(b, JIT_X64_CC_NZ, slow);
-    jit_x64_mov_rm(b, RDX, jit_x64_mem(RAX, 0));
-    jit_x64_mov_rr(b, R11, RDX);
+    jit_x64_mov_rm(b, count, jit_x64_mem(array, 0));
+    jit_x64_mov_rr(b, R11, count);
     jit_x64_and_ri(b, R11, (int32_t)OBJ_CLASS_MASK);
     jit_x64_cmp_ri(b, R11, CLASS_INDEX_ARRAY);
     jit_x64_jcc_label32(b, JIT_X64_CC_NE, slow);
-    jit_x64_shr_ri(b, RDX, OBJ_SLOTS_SHIFT);
+    jit_x64_shr_ri(b, count, OBJ_SLOTS_SHIFT);
     X64Label counted = JIT_X64_LABEL("slot count");
-    jit_x64_cmp_ri(b, RDX, OBJ_SLOTS_OVERFLOW);
+    jit_x64_cmp_ri(b, count, OBJ_SLOTS_OVERFLOW);
     jit_x64_jcc_label32(b, JIT_X64_CC_NE, &counted);
-    jit_x64_mov_rm(b, RDX, jit_x64_mem(RAX, -8));
-    jit_x64_shl_ri(b, RDX, 8); /* the count is the low 56 bits */
-    jit_x64_shr_ri(b, RDX, 8);
+    jit_x64_mov_rm(b, count, jit_x64_mem(array, -8));
+    jit_x64_shl_ri(b, count, 8); /* the count is the low 56 bits */
+    jit_x64_shr_ri(b, count, 8);
     jit_x64_label_bind(b, &counted);
 }
 

@@ -208,6 +208,8 @@ void jit_compile_bool_answer(Compiler *c, uint8_t a, X64Label *slow);
 /* rdx := the slot count of the Array in rax, else to slow; keeps rax, rcx
  * (clobbers r11). */
 void jit_compile_array_or(Compiler *c, X64Label *slow);
+/* The same for the Array in register array, its count into count (clobbers r11). */
+void jit_compile_array_in_or(Compiler *c, X64Reg array, X64Reg count, X64Label *slow);
 /* rsi := the 0-based index from the SmallInteger in rcx, to slow unless
  * 1 <= it <= rdx; keeps rax, rcx. */
 void jit_compile_index_or(Compiler *c, X64Label *slow);
@@ -398,6 +400,12 @@ bool jit_double_likely(const Compiler *c, const SimEntry *e);
  * (double) in vm_int_to_double); anything else goes to other. Keeps r
  * unless it is r11; clobbers rdx, r11. */
 void jit_double_load(Compiler *c, X64Reg r, X64Xmm x, int cached, bool ints_too, X64Label *other);
+
+/* r := the bits of the Double in x plus the exponent's bias (what a
+ * rotate left by 4 makes the immediate), or to out when its exponent lies
+ * outside the immediate window (a zero, or a Double that needs a box).
+ * Clobbers scratch. */
+void jit_double_biased_or(Compiler *c, X64Xmm x, X64Reg r, X64Reg scratch, X64Label *out);
 
 /* Whether a Double receiver of special send op may take its fast path:
  * Double's method for it is the VM's primitive (vm/interp/special.h). */

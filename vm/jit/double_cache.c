@@ -499,12 +499,7 @@ static void emit_write_back(Compiler *c, JitDoubleRegion *r)
                  runtime = JIT_X64_LABEL("boxed by the runtime");
         jit_x64_test_ri(b, JIT_GUARD_REG, bit);
         jit_x64_jcc_label32(b, JIT_X64_CC_Z, &next);
-        jit_x64_movq_rx(b, RDI, xmm_of(i));
-        jit_x64_add_rl(b, RDI, &c->float_bias);
-        jit_x64_lea_rm(b, R11, jit_x64_mem_index(RDI, RDI, 1, 0));
-        jit_x64_sub_rl(b, R11, &c->float_window_lo);
-        jit_x64_cmp_rl(b, R11, &c->float_window_span);
-        jit_x64_jcc_label32(b, JIT_X64_CC_AE, &out);
+        jit_double_biased_or(c, xmm_of(i), RDI, R11, &out);
         jit_x64_rol_ri(b, RDI, 4);
         jit_x64_mov_mr(b, temp_slot(r->temp[i]), RDI);
         jit_x64_and_ri(b, JIT_GUARD_REG, ~bit);

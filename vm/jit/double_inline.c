@@ -232,19 +232,25 @@ static void box_at_rdi(Compiler *c)
  * the tag comes out wrong) goes on in the cold section with rax and rcx
  * intact: the caller boxes, jumps and ends the cold section. Clobbers rdx,
  * rdi. */
+void jit_double_biased_or(Compiler *c, X64Xmm x, X64Reg r, X64Reg scratch, X64Label *out)
+{
+    X64Buf *b = &c->b;
+    jit_x64_movq_rx(b, r, x);
+    jit_x64_add_rl(b, r, &c->float_bias);
+    /* the tag and "e is not 896" (just below the window) in one unsigned
+     * compare (gc/object.h, OOP_FLOAT_WINDOW_LO): two instructions and a
+     * branch fewer than testing the rotated word's tag and top byte */
+    jit_x64_lea_rm(b, scratch, jit_x64_mem_index(r, r, 1, 0));
+    jit_x64_sub_rl(b, scratch, &c->float_window_lo);
+    jit_x64_cmp_rl(b, scratch, &c->float_window_span);
+    jit_x64_jcc_label32(b, JIT_X64_CC_AE, out);
+}
+
 static void immediate_or_cold(Compiler *c, X64Label *done)
 {
     X64Buf *b = &c->b;
     X64Label out_of_window = JIT_X64_LABEL("exponent out of the window"), boxed = JIT_X64_LABEL("boxed");
-    jit_x64_movq_rx(b, RDI, JIT_X64_XMM0);
-    jit_x64_add_rl(b, RDI, &c->float_bias);
-    /* the tag and "e is not 896" (just below the window) in one unsigned
-     * compare (gc/object.h, OOP_FLOAT_WINDOW_LO): two instructions and a
-     * branch fewer than testing the rotated word's tag and top byte */
-    jit_x64_lea_rm(b, RDX, jit_x64_mem_index(RDI, RDI, 1, 0));
-    jit_x64_sub_rl(b, RDX, &c->float_window_lo);
-    jit_x64_cmp_rl(b, RDX, &c->float_window_span);
-    jit_x64_jcc_label32(b, JIT_X64_CC_AE, &out_of_window);
+    jit_double_biased_or(c, JIT_X64_XMM0, RDI, RDX, &out_of_window);
     jit_x64_mov_rr(b, RAX, RDI);
     jit_x64_rol_ri(b, RAX, 4);
     jit_x64_jmp_forward(b, done);

@@ -1015,22 +1015,7 @@ static void emit_node(Compiler *c, const JitWholeLoop *L, int i, X64Label *bail,
         jit_x64_sqrtsd_xx(b, xmm(L, i), xmm(L, i));
         break;
     case WN_SIZE: {
-        X64Reg arr = gpr(L, n->a), d = gpr(L, i);
-        X64Label counted = JIT_X64_LABEL("slot count");
-        jit_x64_test_ri(b, arr, 7);
-        jit_x64_jcc_label32(b, JIT_X64_CC_NZ, bail);
-        jit_x64_mov_rm(b, d, jit_x64_mem(arr, 0));
-        jit_x64_mov_rr(b, R11, d);
-        jit_x64_and_ri(b, R11, (int32_t)OBJ_CLASS_MASK);
-        jit_x64_cmp_ri(b, R11, CLASS_INDEX_ARRAY);
-        jit_x64_jcc_label32(b, JIT_X64_CC_NE, bail);
-        jit_x64_shr_ri(b, d, OBJ_SLOTS_SHIFT);
-        jit_x64_cmp_ri(b, d, OBJ_SLOTS_OVERFLOW);
-        jit_x64_jcc_label32(b, JIT_X64_CC_NE, &counted);
-        jit_x64_mov_rm(b, d, jit_x64_mem(arr, -8));
-        jit_x64_shl_ri(b, d, 8); /* the count is the low 56 bits */
-        jit_x64_shr_ri(b, d, 8);
-        jit_x64_label_bind(b, &counted);
+        jit_compile_array_in_or(c, gpr(L, n->a), gpr(L, i), bail);
         break;
     }
     case WN_AT:
@@ -1055,12 +1040,7 @@ static void encode(Compiler *c, X64Xmm x, X64Label *bail)
 {
     X64Buf *b = &c->b;
     X64Label out = JIT_X64_LABEL("out of the window"), done = JIT_X64_LABEL("encoded");
-    jit_x64_movq_rx(b, R11, x);
-    jit_x64_add_rl(b, R11, &c->float_bias);
-    jit_x64_lea_rm(b, RDX, jit_x64_mem_index(R11, R11, 1, 0));
-    jit_x64_sub_rl(b, RDX, &c->float_window_lo);
-    jit_x64_cmp_rl(b, RDX, &c->float_window_span);
-    jit_x64_jcc_label32(b, JIT_X64_CC_AE, &out);
+    jit_double_biased_or(c, x, R11, RDX, &out);
     jit_x64_rol_ri(b, R11, 4);
     jit_x64_movq_xr(b, x, R11);
     jit_x64_jmp_forward(b, &done);
