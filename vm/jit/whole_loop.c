@@ -1,6 +1,7 @@
 /*
- * vm/jit/whole_loop.c — an innermost counted loop compiled whole (issue 26;
- * vm/jit/DESIGN.md, "Whole loops").
+ * vm/jit/whole_loop.c — an innermost counted loop, or a method or block
+ * without jumps (a body), compiled whole (issue 26; vm/jit/DESIGN.md,
+ * "Whole loops and bodies").
  *
  * The templates compile one bytecode at a time: a value crosses every
  * getter, setter and temp in memory, boxed, and each send tests its
@@ -28,7 +29,6 @@
 
 #include "vm/model/vm.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -776,11 +776,7 @@ static bool plan_loop(const Compiler *c, size_t back, JitWholeLoop *L)
         second.nfield_phis++;
         carries = true;
     }
-    if (carries) {
-        bool a1 = plan_body(c, L, &second), a2 = a1 && link_phis(&second, L), a3 = a2 && allocate(L);
-        if (getenv("WL_DEBUG")) fprintf(stderr, "wl %zu: body %d link %d alloc %d n %d\n", L->head, a1, a2, a3, L->n);
-        if (a3) return true;
-    }
+    if (carries && plan_body(c, L, &second) && link_phis(&second, L) && allocate(L)) return true;
     memset(&first, 0, sizeof first);
     return plan_body(c, L, &first) && allocate(L);
 }
