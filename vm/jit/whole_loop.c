@@ -803,22 +803,43 @@ static bool plan_whole_body(Compiler *c, JitWholeLoop *L)
     return true;
 }
 
+/* Whether bytecodes lo .. hi hold a Double operation a plan could make:
+ * the plan needs one, and most methods have none (a compile checks this
+ * before it plans anything). */
+static bool may_compute(const Compiler *c, size_t lo, size_t hi)
+{
+    for (size_t pc = lo; pc < hi; pc += vm_bytecode_length[c->code[pc]]) {
+        uint8_t op = c->code[pc];
+        if ((op == BC_SEND_ADD || op == BC_SEND_SUB || op == BC_SEND_MUL) && jit_double_inline(c, op)) return true;
+        if ((op == BC_SEND || op == BC_SEND_W) && jit_double_send_kind(c, pc) != JIT_DOUBLE_SEND_NONE) return true;
+    }
+    return false;
+}
+
+/* Keeps the plan in scratch: false when out of C memory. */
+static bool keep(Compiler *c, const JitWholeLoop *scratch)
+{
+    if (!c->whole_loops && !(c->whole_loops = malloc(WL_LOOPS_MAX * sizeof *c->whole_loops))) return false;
+    c->whole_loops[c->nwhole_loops++] = *scratch;
+    return true;
+}
+
 void jit_whole_loop_plan(Compiler *c)
 {
+    static JitWholeLoop scratch; /* (the compiler runs on the VM's one thread) */
     c->whole_loops = NULL;
     c->nwhole_loops = 0;
-    if (!c->rt->whole_loops) return;
-    c->whole_loops = malloc(WL_LOOPS_MAX * sizeof *c->whole_loops);
-    if (!c->whole_loops) return;
-    if (plan_whole_body(c, &c->whole_loops[0])) {
-        c->nwhole_loops = 1;
+    if (!c->rt->whole_loops || !may_compute(c, 0, c->len)) return;
+    if (plan_whole_body(c, &scratch)) {
+        keep(c, &scratch);
         return;
     }
     for (size_t pc = 0; pc < c->len; pc += vm_bytecode_length[c->code[pc]]) {
         if (c->code[pc] != BC_JUMP_BACK || c->nwhole_loops >= WL_LOOPS_MAX) continue;
-        JitWholeLoop *L = &c->whole_loops[c->nwhole_loops];
-        L->nstores = 0;
-        if (plan_loop(c, pc, L)) c->nwhole_loops++;
+        long head = jit_compile_jump_target(c->code, pc);
+        if (head < 0 || (size_t)head >= pc || !may_compute(c, (size_t)head, pc)) continue;
+        scratch.nstores = 0;
+        if (plan_loop(c, pc, &scratch) && !keep(c, &scratch)) return;
     }
 }
 
