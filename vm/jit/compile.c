@@ -942,19 +942,21 @@ static void barrier(Compiler *c, size_t bcpc)
 
 /* To done unless storing rcx into object rax must remember rax (old object,
  * young pointer, not yet remembered). Clobbers rdx and r11. */
-void jit_compile_barrier_unneeded(Compiler *c, X64Label *done)
+void jit_compile_barrier_unneeded(Compiler *c, X64Label *done) { jit_compile_barrier_unneeded_in(c, RAX, RCX, done); }
+
+void jit_compile_barrier_unneeded_in(Compiler *c, X64Reg obj, X64Reg value, X64Label *done)
 {
     X64Buf *b = &c->b;
     jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)c->rt->old_start);
-    jit_x64_cmp_rm(b, RAX, jit_x64_mem(R11, 0));
+    jit_x64_cmp_rm(b, obj, jit_x64_mem(R11, 0));
     jit_x64_jcc_label32(b, JIT_X64_CC_B, done); /* young object */
-    jit_x64_test_ri(b, RCX, 7);
+    jit_x64_test_ri(b, value, 7);
     jit_x64_jcc_label32(b, JIT_X64_CC_NZ, done); /* an immediate */
-    jit_x64_test_rr(b, RCX, RCX);
+    jit_x64_test_rr(b, value, value);
     jit_x64_jcc_label32(b, JIT_X64_CC_Z, done);
-    jit_x64_cmp_rm(b, RCX, jit_x64_mem(R11, 0));
+    jit_x64_cmp_rm(b, value, jit_x64_mem(R11, 0));
     jit_x64_jcc_label32(b, JIT_X64_CC_AE, done); /* an old value */
-    jit_x64_mov_rm(b, RDX, jit_x64_mem(RAX, 0));
+    jit_x64_mov_rm(b, RDX, jit_x64_mem(obj, 0));
     jit_x64_bt_ri(b, RDX, OBJ_GC_SHIFT); /* OBJ_GC_REMEMBERED */
     jit_x64_jcc_label32(b, JIT_X64_CC_C, done);
 }

@@ -196,6 +196,8 @@ void jit_compile_cmp_rax_oop(Compiler *c, Oop v);
 /* To done unless storing rcx into object rax must remember rax (old object,
  * young pointer, not yet remembered). Clobbers rdx and r11. */
 void jit_compile_barrier_unneeded(Compiler *c, X64Label *done);
+/* The same for storing value into object obj (whole loops: any registers). */
+void jit_compile_barrier_unneeded_in(Compiler *c, X64Reg obj, X64Reg value, X64Label *done);
 /* The index into rt->bool_selectors of the plain send at pc when it is one
  * of the Boolean sends machine code answers for true and false
  * (emit_bool_send), else -1. */

@@ -55,6 +55,7 @@ typedef enum WKind {
     WN_SQRT,
     WN_SIZE,     /* the slot count of Array a, else bail */
     WN_AT,       /* Array a (its count s) at: SmallInteger b, else bail */
+    WN_INDEX,    /* the 0-based index of SmallInteger b into Array a (its count s), else bail */
     WN_EXIT,     /* leave the loop unless SmallIntegers a op b holds */
     WN_OUTER,    /* variable v of the frame `level` (op) blocks out, read once */
     WN_PHI       /* a value carried from one iteration to the next in its register:
@@ -79,9 +80,11 @@ typedef struct WNode {
     int unboxed;   /* its WN_UNBOX, -1: none */
 } WNode;
 
-/* A field store (obj >= 0) or a temp's new value (obj < 0, field the temp). */
+/* A field store (obj >= 0), an Array's (obj >= 0, index its WN_INDEX), or a
+ * temp's new value (obj < 0, field the temp). */
 typedef struct WStore {
     int obj, value, field;
+    int index; /* -1: not an Array's */
     size_t pc;
 } WStore;
 
@@ -111,6 +114,7 @@ typedef struct Plan {
     int arg_node[VM_COMPILE_MAX_VARS + 8];
     int self_node;
     bool exited; /* the loop's exit test is planned */
+    bool array_stored; /* an at:put: is planned: no at: after it (it would read memory) */
     /* values carried in registers (a second planning, from the first's
      * findings): temp t's type + 1, or 0; fields of objects read from a
      * temp, an argument or self (kind, v) */
@@ -267,7 +271,7 @@ static bool arith(Plan *p, uint8_t op, size_t pc)
         if (id >= 0) p->L->node[id].op = op;
         return push(p, id);
     }
-    if (op == BC_SEND_MUL || !jit_int_inline(p->c, op)) return false;
+    if (!jit_int_inline(p->c, op)) return false;
     int x = as_int(p, r, pc), y = as_int(p, a, pc);
     if (x < 0 || y < 0) return false;
     int id = add(p, WN_IARITH, WT_INT, x, y, pc);
@@ -325,13 +329,10 @@ static bool plain_send(Plan *p, size_t pc)
         if (!setter || nargs != 1) return false;
         int v = pop(p), r = pop(p);
         if (v < 0 || r < 0 || !guard_class(p, r, klass, pc)) return false;
-        const WNode *nv = &p->L->node[v];
-        /* a store that needs no barrier: a Double made immediate, a
-         * SmallInteger, or nil, true or false */
-        if (!(nv->type == WT_DBL || int_known(nv) || nv->kind == WN_CONST)) return false;
         JitWholeLoop *L = p->L;
+        if (L->node[v].type == WT_NONE) return false;
         if (L->nfield_stores >= WL_STORES_MAX / 2) return false;
-        L->store[L->nfield_stores++] = (WStore){ r, v, field, pc };
+        L->store[L->nfield_stores++] = (WStore){ .obj = r, .value = v, .field = field, .index = -1, .pc = pc };
         return push(p, r); /* a setter answers its receiver */
     }
     JitDoubleSend k = jit_double_send_kind(c, pc);
@@ -361,6 +362,22 @@ static int push_literal(Plan *p, unsigned lit, size_t pc)
         return id;
     }
     return -1;
+}
+
+/* Array r's slot i (kind WN_AT: its value; WN_INDEX: the 0-based index),
+ * its slot count found once. */
+static int array_slot(Plan *p, WKind kind, int r, int i, size_t pc)
+{
+    if (i < 0 || r < 0 || p->L->node[r].type != WT_OOP || p->L->node[r].is_int) return -1;
+    int x = as_int(p, i, pc);
+    if (x < 0) return -1;
+    int size = -1;
+    for (int k = 0; k < p->L->n && size < 0; k++)
+        if (p->L->node[k].kind == WN_SIZE && p->L->node[k].a == r) size = k;
+    if (size < 0) size = add(p, WN_SIZE, WT_OOP, r, -1, pc);
+    int id = size < 0 ? -1 : add(p, kind, WT_OOP, r, x, pc);
+    if (id >= 0) p->L->node[id].s = size;
+    return id;
 }
 
 /* The method `level` blocks out of c's, or 0 when one is not known. */
@@ -433,18 +450,19 @@ static bool plan_bytecode(Plan *p, size_t pc)
     case BC_SEND_SUB:
     case BC_SEND_MUL: return arith(p, q[0], pc);
     case BC_SEND_AT: {
-        if (!c->rt->array_at_inline || !*c->rt->array_at_inline) return false;
+        if (!c->rt->array_at_inline || !*c->rt->array_at_inline || p->array_stored) return false;
         int i = pop(p), r = pop(p);
-        if (i < 0 || r < 0 || p->L->node[r].type != WT_OOP || p->L->node[r].is_int) return false;
-        int x = as_int(p, i, pc);
-        if (x < 0) return false;
-        int size = -1;
-        for (int k = 0; k < p->L->n && size < 0; k++)
-            if (p->L->node[k].kind == WN_SIZE && p->L->node[k].a == r) size = k;
-        if (size < 0) size = add(p, WN_SIZE, WT_OOP, r, -1, pc);
-        int id = size < 0 ? -1 : add(p, WN_AT, WT_OOP, r, x, pc);
-        if (id >= 0) p->L->node[id].s = size;
-        return push(p, id);
+        return push(p, array_slot(p, WN_AT, r, i, pc));
+    }
+    case BC_SEND_AT_PUT: {
+        if (!c->rt->array_at_put_inline || !*c->rt->array_at_put_inline) return false;
+        int v = pop(p), i = pop(p), r = pop(p);
+        int x = v < 0 ? -1 : array_slot(p, WN_INDEX, r, i, pc);
+        JitWholeLoop *L = p->L;
+        if (x < 0 || L->node[v].type == WT_NONE || L->nfield_stores >= WL_STORES_MAX / 2) return false;
+        L->store[L->nfield_stores++] = (WStore){ .obj = r, .value = v, .field = -1, .index = x, .pc = pc };
+        p->array_stored = true;
+        return push(p, v); /* at:put: answers the value */
     }
     case BC_SEND:
     case BC_SEND_W: return plain_send(p, pc);
@@ -502,8 +520,11 @@ static bool pure_load(uint8_t kind)
  * or tested from them alone. */
 static void find_invariants(const Plan *p, JitWholeLoop *L)
 {
-    bool field_stored[256] = { false };
-    for (int k = 0; k < L->nfield_stores; k++) field_stored[L->store[k].field & 255] = true;
+    bool field_stored[256] = { false }, array_stored = false;
+    for (int k = 0; k < L->nfield_stores; k++) {
+        if (L->store[k].index >= 0) array_stored = true;
+        else field_stored[L->store[k].field & 255] = true;
+    }
     for (int i = 0; i < L->n; i++) {
         WNode *n = &L->node[i];
         if (n->kind == WN_TEMP) {
@@ -519,6 +540,7 @@ static void find_invariants(const Plan *p, JitWholeLoop *L)
         case WN_CONST:
         case WN_DCONST: n->invariant = true; break;
         case WN_FIELD: n->invariant = a && !field_stored[n->v & 255]; break;
+        case WN_AT: n->invariant = a && b && s && !array_stored; break;
         case WN_EXIT:
         case WN_PHI: n->invariant = false; break;
         default: n->invariant = a && b && s; break;
@@ -611,6 +633,11 @@ static bool allocate(JitWholeLoop *L)
             L->node[o].last = WL_COMMIT;
             (L->node[o].invariant ? last_inv : last_var)[o] = WL_COMMIT;
         }
+        int x = L->store[k].index;
+        if (x >= 0) {
+            L->node[x].last = WL_COMMIT;
+            (L->node[x].invariant ? last_inv : last_var)[x] = WL_COMMIT;
+        }
     }
     for (int i = 0; i < L->n; i++) {
         const WNode *n = &L->node[i];
@@ -639,6 +666,7 @@ static bool plan_body(const Compiler *c, JitWholeLoop *L, Plan *p)
     p->L = L;
     p->sp = 0;
     p->exited = false;
+    p->array_stored = false;
     p->self_node = -1;
     for (size_t i = 0; i < sizeof p->temp_val / sizeof p->temp_val[0]; i++) p->temp_val[i] = -1;
     for (size_t i = 0; i < sizeof p->arg_node / sizeof p->arg_node[0]; i++) p->arg_node[i] = -1;
@@ -665,7 +693,7 @@ static bool plan_body(const Compiler *c, JitWholeLoop *L, Plan *p)
     }
     bool computes = false;
     for (int i = 0; i < L->n; i++) computes |= L->node[i].kind == WN_DARITH || L->node[i].kind == WN_SQRT;
-    if (!computes) return false; /* the templates' code is as good for the rest */
+    if (!computes && L->body) return false; /* the templates' code is as good for the rest */
     L->nstores = L->nfield_stores;
     for (int t = 0; t < c->ntemps && t <= VM_COMPILE_MAX_VARS; t++) {
         int v = p->temp_val[t];
@@ -673,14 +701,14 @@ static bool plan_body(const Compiler *c, JitWholeLoop *L, Plan *p)
                       L->node[v].v == t) || !temp_live_out(p, t))
             continue;
         if (L->nstores >= WL_STORES_MAX) return false;
-        L->store[L->nstores++] = (WStore){ -1, v, t, back };
+        L->store[L->nstores++] = (WStore){ .obj = -1, .value = v, .field = t, .index = -1, .pc = back };
     }
     if (L->body && L->answer >= 0) {
         const WNode *a = &L->node[L->answer];
         if (a->type == WT_OOP && !a->is_int && a->kind != WN_CONST && !pure_load(a->kind) && a->kind != WN_AT)
             return false;
         if (L->nstores >= WL_STORES_MAX) return false;
-        L->store[L->nstores++] = (WStore){ -2, L->answer, 0, back }; /* pushed after the commit */
+        L->store[L->nstores++] = (WStore){ .obj = -2, .value = L->answer, .index = -1, .pc = back }; /* pushed after the commit */
     }
     find_invariants(p, L);
     if (L->body) /* no loop: nothing to hoist */
@@ -816,6 +844,47 @@ static bool may_compute(const Compiler *c, size_t lo, size_t hi)
     return false;
 }
 
+/* Whether loop lo .. hi holds only bytecodes a plan of SmallInteger work
+ * could take (its sends are looked at when planned). */
+static bool may_plan_ints(const Compiler *c, size_t lo, size_t hi)
+{
+    for (size_t pc = lo; pc < hi; pc += vm_bytecode_length[c->code[pc]]) {
+        switch (c->code[pc]) {
+        case BC_DUP:
+        case BC_POP:
+        case BC_PUSH_OUTER:
+        case BC_PUSH_FIELD:
+        case BC_PUSH_SELF:
+        case BC_PUSH_NIL:
+        case BC_PUSH_TRUE:
+        case BC_PUSH_FALSE:
+        case BC_PUSH_0:
+        case BC_PUSH_1:
+        case BC_PUSH_LITERAL:
+        case BC_PUSH_LITERAL_W:
+        case BC_PUSH_ARG:
+        case BC_PUSH_TEMP:
+        case BC_STORE_TEMP:
+        case BC_POP_TEMP:
+        case BC_SEND:
+        case BC_SEND_W:
+        case BC_SEND_ADD:
+        case BC_SEND_SUB:
+        case BC_SEND_MUL:
+        case BC_SEND_LT:
+        case BC_SEND_GT:
+        case BC_SEND_LE:
+        case BC_SEND_GE:
+        case BC_SEND_AT:
+        case BC_SEND_AT_PUT:
+        case BC_JUMP_IF_FALSE:
+        case BC_JUMP_IF_TRUE: break;
+        default: return false;
+        }
+    }
+    return true;
+}
+
 /* Keeps the plan in scratch: false when out of C memory. */
 static bool keep(Compiler *c, const JitWholeLoop *scratch)
 {
@@ -829,15 +898,16 @@ void jit_whole_loop_plan(Compiler *c)
     static JitWholeLoop scratch; /* (the compiler runs on the VM's one thread) */
     c->whole_loops = NULL;
     c->nwhole_loops = 0;
-    if (!c->rt->whole_loops || !may_compute(c, 0, c->len)) return;
-    if (plan_whole_body(c, &scratch)) {
+    if (!c->rt->whole_loops) return;
+    if (may_compute(c, 0, c->len) && plan_whole_body(c, &scratch)) {
         keep(c, &scratch);
         return;
     }
     for (size_t pc = 0; pc < c->len; pc += vm_bytecode_length[c->code[pc]]) {
         if (c->code[pc] != BC_JUMP_BACK || c->nwhole_loops >= WL_LOOPS_MAX) continue;
         long head = jit_compile_jump_target(c->code, pc);
-        if (head < 0 || (size_t)head >= pc || !may_compute(c, (size_t)head, pc)) continue;
+        if (head < 0 || (size_t)head >= pc || !(may_compute(c, (size_t)head, pc) || may_plan_ints(c, (size_t)head, pc)))
+            continue;
         scratch.nstores = 0;
         if (plan_loop(c, pc, &scratch) && !keep(c, &scratch)) return;
     }
@@ -996,24 +1066,35 @@ static void emit_node(Compiler *c, const JitWholeLoop *L, int i, X64Label *bail,
         jit_x64_jcc_label32(b, JIT_X64_CC_E, bail);
         break;
     case WN_IARITH: {
-        X64Reg d = gpr(L, i);
-        if (n->b < 0) { /* (2a+1) ± (2k+1) ∓ 1 */
-            jit_x64_mov_rr(b, R11, gpr(L, n->a));
-            if (n->op == BC_SEND_ADD) jit_x64_add_ri(b, R11, (int32_t)(n->v - 1));
-            else jit_x64_sub_ri(b, R11, (int32_t)(n->v - 1));
+        /* computed in its own register (a failed test leaves the registers
+         * to the plain code, which reads the frame), unless that is b's */
+        X64Reg d = gpr(L, i), t = n->b >= 0 && gpr(L, n->b) == d ? R11 : d;
+        if (t != gpr(L, n->a)) jit_x64_mov_rr(b, t, gpr(L, n->a));
+        if (n->op == BC_SEND_MUL) { /* (2a+1 - 1) * b + 1, b untagged */
+            jit_x64_sub_ri(b, t, 1);
+            if (n->b < 0) {
+                jit_x64_imul_rri(b, t, t, (int32_t)(n->v >> 1));
+            } else {
+                jit_x64_mov_rr(b, RDX, gpr(L, n->b));
+                jit_x64_sar_ri(b, RDX, 1);
+                jit_x64_imul_rr(b, t, RDX);
+            }
+            jit_x64_jcc_label32(b, JIT_X64_CC_O, bail);
+            jit_x64_or_ri(b, t, 1);
+        } else if (n->b < 0) { /* (2a+1) ± (2k+1) ∓ 1 */
+            if (n->op == BC_SEND_ADD) jit_x64_add_ri(b, t, (int32_t)(n->v - 1));
+            else jit_x64_sub_ri(b, t, (int32_t)(n->v - 1));
             jit_x64_jcc_label32(b, JIT_X64_CC_O, bail);
         } else if (n->op == BC_SEND_ADD) { /* (2a+1) + (2b+1) - 1 */
-            jit_x64_mov_rr(b, R11, gpr(L, n->b));
-            jit_x64_sub_ri(b, R11, 1);
-            jit_x64_add_rr(b, R11, gpr(L, n->a));
+            jit_x64_lea_rm(b, RDX, jit_x64_mem(gpr(L, n->b), -1));
+            jit_x64_add_rr(b, t, RDX);
             jit_x64_jcc_label32(b, JIT_X64_CC_O, bail);
         } else { /* (2a+1) - (2b+1) + 1: the difference is even, so or sets the tag */
-            jit_x64_mov_rr(b, R11, gpr(L, n->a));
-            jit_x64_sub_rr(b, R11, gpr(L, n->b));
+            jit_x64_sub_rr(b, t, gpr(L, n->b));
             jit_x64_jcc_label32(b, JIT_X64_CC_O, bail);
-            jit_x64_or_ri(b, R11, 1);
+            jit_x64_or_ri(b, t, 1);
         }
-        jit_x64_mov_rr(b, d, R11);
+        if (t != d) jit_x64_mov_rr(b, d, t);
         break;
     }
     case WN_DARITH: {
@@ -1042,6 +1123,13 @@ static void emit_node(Compiler *c, const JitWholeLoop *L, int i, X64Label *bail,
         jit_x64_cmp_rr(b, R11, gpr(L, n->s));
         jit_x64_jcc_label32(b, JIT_X64_CC_AE, bail); /* unsigned: also an index below 1 */
         jit_x64_mov_rm(b, gpr(L, i), jit_x64_mem_index(gpr(L, n->a), R11, 8, 8));
+        break;
+    case WN_INDEX:
+        jit_x64_mov_rr(b, gpr(L, i), gpr(L, n->b));
+        jit_x64_sar_ri(b, gpr(L, i), 1);
+        jit_x64_sub_ri(b, gpr(L, i), 1);
+        jit_x64_cmp_rr(b, gpr(L, i), gpr(L, n->s));
+        jit_x64_jcc_label32(b, JIT_X64_CC_AE, bail); /* unsigned: also an index below 1 */
         break;
     case WN_EXIT: /* tagged SmallIntegers order as their values */
         if (n->b < 0) jit_x64_cmp_ri(b, gpr(L, n->a), (int32_t)n->v);
@@ -1146,6 +1234,17 @@ static void commit(Compiler *c, const JitWholeLoop *L, X64Label *bail, size_t *m
         else jit_x64_mov_rr(b, gpr(L, i), gpr(L, n->next));
     }
     mark(c, c->pc, marked);
+    for (int s = 0; s < L->nstores; s++) { /* an object that must remember what it gets: the plain code stores */
+        const WStore *st = &L->store[s];
+        const WNode *v = &L->node[st->value];
+        if (st->obj < 0 || v->type != WT_OOP || v->is_int || v->kind == WN_CONST) continue;
+        X64Label ok = JIT_X64_LABEL("no barrier needed");
+        c->pc = st->pc;
+        jit_compile_barrier_unneeded_in(c, gpr(L, st->obj), gpr(L, st->value), &ok);
+        jit_x64_jmp_label32(b, bail);
+        jit_x64_label_bind(b, &ok);
+        mark(c, c->pc, marked);
+    }
     bool encoded[WL_NODES_MAX] = { false };
     for (int s = 0; s < L->nstores; s++) {
         int v = L->store[s].value;
@@ -1158,7 +1257,9 @@ static void commit(Compiler *c, const JitWholeLoop *L, X64Label *bail, size_t *m
     for (int s = 0; s < L->nstores; s++) {
         const WStore *st = &L->store[s];
         if (st->obj == -2) continue; /* a body's answer: pushed by the caller */
-        X64Mem m = st->obj >= 0 ? field_mem(gpr(L, st->obj), st->field) : jit_compile_temp_slot(st->field);
+        X64Mem m = st->index >= 0  ? jit_x64_mem_index(gpr(L, st->obj), gpr(L, st->index), 8, 8)
+                   : st->obj >= 0 ? field_mem(gpr(L, st->obj), st->field)
+                                  : jit_compile_temp_slot(st->field);
         const WNode *v = &L->node[st->value];
         if (v->type == WT_DBL) jit_x64_movsd_mx(b, m, xmm(L, st->value));
         else jit_x64_mov_mr(b, m, gpr(L, st->value));
