@@ -435,6 +435,9 @@ void jit_double_arith(Compiler *c, uint8_t op, JitOperandFacts f, X64Label *slow
  * exactly in the primitives: left to them): flags set for the returned
  * condition, or to slow. */
 X64Cond jit_double_compare(Compiler *c, uint8_t op, JitOperandFacts f, X64Label *slow);
+/* The condition that answers receiver op argument (< > <= >=) after
+ * ucomisd of the argument with the receiver, NaNs as the primitives answer. */
+X64Cond jit_double_ordered_cond(uint8_t op);
 
 /* The plain sends machine code inlines for Double receivers. */
 typedef enum JitDoubleSend { JIT_DOUBLE_SEND_NONE, JIT_DOUBLE_SEND_DIVIDE, JIT_DOUBLE_SEND_SQRT } JitDoubleSend;

@@ -378,7 +378,7 @@ void jit_double_send(Compiler *c, JitDoubleSend kind, JitOperandFacts f, X64Labe
  * argument with the receiver (in that order). ucomisd sets CF and ZF when
  * unordered: a NaN makes A and AE (`<`, `<=`) false and B and BE (`>`,
  * `>=`) true, as the primitives answer (vm/prims/prim_double.c). */
-static X64Cond ordered_cond(uint8_t op)
+X64Cond jit_double_ordered_cond(uint8_t op)
 {
     switch (op) {
     case BC_SEND_LT: return JIT_X64_CC_A;
@@ -394,7 +394,7 @@ X64Cond jit_double_compare(Compiler *c, uint8_t op, JitOperandFacts f, X64Label 
     doubles_or(c, f, false, slow);
     if (op != BC_SEND_EQ) {
         jit_x64_ucomisd_xx(b, JIT_X64_XMM1, JIT_X64_XMM0);
-        return ordered_cond(op);
+        return jit_double_ordered_cond(op);
     }
     jit_x64_ucomisd_xx(b, JIT_X64_XMM0, JIT_X64_XMM1);
     jit_x64_jcc_label32(b, JIT_X64_CC_P, slow); /* an unordered = is the primitive's */
@@ -579,7 +579,7 @@ void jit_double_chain(Compiler *c, const JitDoubleLink *links, int n, int s, Jit
             }
             jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8)); /* lea keeps the flags */
         }
-        if (!arith) cc = ordered_cond(l->op);
+        if (!arith) cc = jit_double_ordered_cond(l->op);
     }
     const JitDoubleLink *last = &links[n - 1];
     size_t next = link_next(c, last);

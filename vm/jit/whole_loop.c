@@ -29,6 +29,7 @@
 
 #include "vm/model/vm.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,7 +38,8 @@
 #define WL_LOOPS_MAX 4
 #define WL_COMMIT INT32_MAX /* the last use of a value the commit writes */
 
-typedef enum WType { WT_OOP, WT_INT, WT_DBL, WT_NONE } WType;
+/* WT_FLAG: a condition, 1 or 0 in a register (no Oop: never stored) */
+typedef enum WType { WT_OOP, WT_INT, WT_DBL, WT_NONE, WT_FLAG } WType;
 
 typedef enum WKind {
     WN_TEMP,     /* v: temp index; the slot as the iteration began */
@@ -58,6 +60,12 @@ typedef enum WKind {
     WN_INDEX,    /* the 0-based index of SmallInteger b into Array a (its count s), else bail */
     WN_EXIT,     /* leave the loop unless SmallIntegers a op b holds */
     WN_OUTER,    /* variable v of the frame `level` (op) blocks out, read once */
+    WN_ICMP,     /* 1 when SmallIntegers a op b hold (op an X64Cond), else 0 */
+    WN_DCMP,     /* 1 when Doubles a op b hold (op the bytecode: < > <= >=), else 0 */
+    WN_TRUTH,    /* 1 when a is true, 0 when false, else bail */
+    WN_FEXIT,    /* leave the loop when flag a is v */
+    WN_BEXIT,    /* leave the loop when a is true (v 1) or false (v 0), bail unless it is the other */
+    WN_SELECT,   /* flag s ? a : b: a temp or stack word an if's arms left apart */
     WN_PHI       /* a value carried from one iteration to the next in its register:
                   * temp v (a < 0) or field v of object a (a Double) as the loop
                   * began, then node `next` of the iteration before */
@@ -149,6 +157,9 @@ static int pop(Plan *p) { return p->sp > 0 ? p->stack[--p->sp] : -1; }
 
 static bool int_known(const WNode *n) { return n->type == WT_INT || n->is_int; }
 
+/* A value a temp, a field or a slot can hold (not a condition). */
+static bool storable(const WNode *n) { return n->type == WT_OOP || n->type == WT_INT || n->type == WT_DBL; }
+
 /* n as a SmallInteger operand: tested once. */
 static int as_int(Plan *p, int id, size_t pc)
 {
@@ -229,6 +240,23 @@ static int constant(Plan *p, Oop v, size_t pc)
     return id;
 }
 
+/* Temp t as the iteration began (read from the frame, or carried). */
+static int iteration_temp(Plan *p, int t, size_t pc)
+{
+    int id = p->temp_phi[t] ? add(p, WN_PHI, (WType)(p->temp_phi[t] - 1), -1, -1, pc) : add(p, WN_TEMP, WT_OOP, -1, -1, pc);
+    if (id < 0) return -1;
+    p->L->node[id].v = t;
+    p->read_first[t] = true;
+    return id;
+}
+
+/* Temp t at this point of the iteration. */
+static int temp_read(Plan *p, int t, size_t pc)
+{
+    if (p->temp_val[t] < 0) p->temp_val[t] = iteration_temp(p, t, pc);
+    return p->temp_val[t];
+}
+
 static bool likely_double(const Plan *p, int id, size_t pc)
 {
     const WNode *n = &p->L->node[id];
@@ -258,10 +286,9 @@ static bool arith(Plan *p, uint8_t op, size_t pc)
     const WNode *nr = &p->L->node[r], *na = &p->L->node[a];
     bool dbl = nr->type == WT_DBL || na->type == WT_DBL;
     bool ints = int_known(nr) && int_known(na);
-    if (!dbl && !ints) {
+    if (!dbl && !ints) { /* neither known: the hints say Double, or both are tested SmallIntegers */
         if (likely_double(p, r, pc) || likely_double(p, a, pc)) dbl = true;
-        else if (int_known(nr) || int_known(na)) ints = true;
-        else return false;
+        else ints = true;
     }
     if (dbl) {
         if (!jit_double_inline(p->c, op)) return false;
@@ -282,21 +309,29 @@ static bool arith(Plan *p, uint8_t op, size_t pc)
     return push(p, id);
 }
 
-/* The compare and conditional jump that leave the loop (its exit test,
- * before anything is stored). */
-static bool exit_test(Plan *p, uint8_t op, size_t pc)
+/* Whether the loop may leave here: before anything is assigned or stored
+ * (the frame then holds the iteration's start, which the code after the
+ * loop sees). */
+static bool may_exit(const Plan *p)
 {
-    const uint8_t *code = p->c->code;
-    size_t j = pc + 1;
-    if (p->L->body || p->exited || p->c->target[j] || (code[j] != BC_JUMP_IF_FALSE && code[j] != BC_JUMP_IF_TRUE)) return false;
-    if (jit_compile_jump_target(code, j) != (long)p->L->exit || !jit_int_inline(p->c, op)) return false;
+    if (p->L->body) return false;
     for (int s = 0; s < p->L->n; s++)
         if (p->L->node[s].kind == WN_UNBOX) return false; /* (only SmallInteger work before it) */
     for (int t = 0; t <= VM_COMPILE_MAX_VARS; t++) { /* nothing assigned yet */
         const WNode *v = p->temp_val[t] >= 0 ? &p->L->node[p->temp_val[t]] : NULL;
         if (v && !((v->kind == WN_TEMP || (v->kind == WN_PHI && v->a < 0)) && v->v == t)) return false;
     }
-    if (p->L->nfield_stores) return false;
+    return p->L->nfield_stores == 0;
+}
+
+/* The compare and conditional jump that leave the loop (its exit test,
+ * before anything is stored). */
+static bool exit_test(Plan *p, uint8_t op, size_t pc)
+{
+    const uint8_t *code = p->c->code;
+    size_t j = pc + 1;
+    if (p->L->body || p->c->target[j] || (code[j] != BC_JUMP_IF_FALSE && code[j] != BC_JUMP_IF_TRUE)) return false;
+    if (jit_compile_jump_target(code, j) != (long)p->L->exit || !jit_int_inline(p->c, op) || !may_exit(p)) return false;
     int a = pop(p), r = pop(p);
     if (a < 0 || r < 0 || p->sp != 0) return false;
     int x = as_int(p, r, pc), y = as_int(p, a, pc);
@@ -308,6 +343,205 @@ static bool exit_test(Plan *p, uint8_t op, size_t pc)
     /* the node leaves when its condition holds: the jump's */
     p->L->node[id].op = (uint8_t)(code[j] == BC_JUMP_IF_FALSE ? jit_x64_cc_negate(cc) : cc);
     p->exited = true;
+    return true;
+}
+
+static bool is_compare(uint8_t op)
+{
+    return op == BC_SEND_LT || op == BC_SEND_GT || op == BC_SEND_LE || op == BC_SEND_GE || op == BC_SEND_EQ ||
+           op == BC_SEND_NE;
+}
+
+/* Whether the compare at pc would compare SmallIntegers (its operands on
+ * top of the stack): the fused exit test takes only those. */
+static bool compares_ints(const Plan *p, size_t pc)
+{
+    if (p->sp < 2) return false;
+    int a = p->stack[p->sp - 1], r = p->stack[p->sp - 2];
+    const WNode *nr = &p->L->node[r], *na = &p->L->node[a];
+    if (nr->type != WT_OOP && nr->type != WT_INT) return false;
+    if (na->type != WT_OOP && na->type != WT_INT) return false;
+    return (int_known(nr) && int_known(na)) || !(likely_double(p, r, pc) || likely_double(p, a, pc));
+}
+
+/* A compare whose answer only a conditional jump takes: a flag. */
+static bool compare(Plan *p, uint8_t op, size_t pc)
+{
+    bool ints = compares_ints(p, pc);
+    int a = pop(p), r = pop(p);
+    if (a < 0 || r < 0) return false;
+    if (!ints) {
+        if (op == BC_SEND_EQ || op == BC_SEND_NE || !jit_double_inline(p->c, op)) return false;
+        int x = as_double(p, r, pc), y = as_double(p, a, pc);
+        if (x < 0 || y < 0) return false;
+        int id = add(p, WN_DCMP, WT_FLAG, x, y, pc);
+        if (id >= 0) p->L->node[id].op = op;
+        return push(p, id);
+    }
+    if (!jit_int_inline(p->c, op)) return false;
+    int x = as_int(p, r, pc), y = as_int(p, a, pc);
+    if (x < 0 || y < 0) return false;
+    int id = add(p, WN_ICMP, WT_FLAG, x, y, pc);
+    if (id < 0) return false;
+    immediate_operand(p->L, id);
+    p->L->node[id].op = (uint8_t)jit_compile_compare_cond(op);
+    return push(p, id);
+}
+
+/* Whether the conditional jump at pc leaves the loop: to its exit, or to
+ * the `push false; jump if false` (`push true; jump if true`) an and: (or:)
+ * in a whileTrue: (whileFalse:) condition jumps to. */
+static bool jumps_out(const Plan *p, size_t pc)
+{
+    const uint8_t *code = p->c->code;
+    long t = jit_compile_jump_target(code, pc);
+    if (t == (long)p->L->exit) return true;
+    if (t < 0 || (size_t)t + 1 >= p->L->back) return false;
+    uint8_t push = code[pc] == BC_JUMP_IF_FALSE ? BC_PUSH_FALSE : BC_PUSH_TRUE;
+    return code[t] == push && code[t + 1] == code[pc] && jit_compile_jump_target(code, (size_t)t + 1) == (long)p->L->exit;
+}
+
+/* Condition value v as a flag: a compare's, or a Boolean's (bail unless
+ * it is one). */
+static int as_flag(Plan *p, int v, size_t pc)
+{
+    const WNode *n = &p->L->node[v];
+    if (n->type == WT_FLAG) return v;
+    if (n->type != WT_OOP || n->is_int) return -1;
+    return add(p, WN_TRUTH, WT_FLAG, v, -1, pc);
+}
+
+/* The node for what an if's two arms left apart: flag s picks a (1) or b. */
+static int merge(Plan *p, int s, int a, int b, size_t pc)
+{
+    if (a == b) return a;
+    const WNode *x = &p->L->node[a], *y = &p->L->node[b];
+    if (!storable(x) || !storable(y) || (x->type == WT_DBL) != (y->type == WT_DBL)) return -1;
+    WType t = x->type == WT_DBL ? WT_DBL : int_known(x) && int_known(y) ? WT_INT : WT_OOP;
+    int id = add(p, WN_SELECT, t, a, b, pc);
+    if (id >= 0) p->L->node[id].s = s;
+    return id;
+}
+
+/* The temp's value as the iteration began: the one a read made, or a new read. */
+static int start_value(Plan *p, int t, size_t pc)
+{
+    for (int i = 0; i < p->L->n; i++) {
+        const WNode *n = &p->L->node[i];
+        if ((n->kind == WN_TEMP || (n->kind == WN_PHI && n->a < 0)) && n->v == t) return i;
+    }
+    return iteration_temp(p, t, pc);
+}
+
+static bool plan_bytecode(Plan *p, size_t pc);
+
+/* An arm of an if: bytecodes lo .. hi without jumps, stores or exits. */
+static bool plan_arm(Plan *p, size_t lo, size_t hi)
+{
+    const Compiler *c = p->c;
+    int stores = p->L->nfield_stores;
+    size_t pc = lo;
+    for (; pc < hi; pc += vm_bytecode_length[c->code[pc]]) {
+        uint8_t op = c->code[pc];
+        if ((op == BC_SEND || op == BC_SEND_W) && jit_inline_site_at(c, pc)) return false;
+        if (is_compare(op) ? !compare(p, op, pc) : !plan_bytecode(p, pc)) return false;
+    }
+    return pc == hi && p->L->nfield_stores == stores; /* (a store would need a test at the commit) */
+}
+
+typedef struct ArmState {
+    int temp_val[VM_COMPILE_MAX_VARS + 1];
+    int stack[32];
+    int sp;
+} ArmState;
+
+static void save_arm(const Plan *p, ArmState *a)
+{
+    memcpy(a->temp_val, p->temp_val, sizeof a->temp_val);
+    memcpy(a->stack, p->stack, sizeof a->stack);
+    a->sp = p->sp;
+}
+
+/* An if whose jump at pc (its condition popped into flag) skips to t: the
+ * arms are planned one after the other, both computed in every iteration
+ * (a test that fails in the arm not taken only sends the iteration to the
+ * plain code), and what they leave apart is selected by the flag. */
+static bool plan_if(Plan *p, size_t pc, int flag, size_t t, size_t *next)
+{
+    const Compiler *c = p->c;
+    size_t lo = pc + vm_bytecode_length[c->code[pc]], then_end = t, join = t;
+    for (size_t q = lo; q < t; q += vm_bytecode_length[c->code[q]]) { /* an else: the then arm ends with a jump over it */
+        if (q + vm_bytecode_length[c->code[q]] != t || c->code[q] != BC_JUMP) continue;
+        long j = jit_compile_jump_target(c->code, q);
+        if (j <= (long)t || j > (long)p->L->back) return false;
+        then_end = q;
+        join = (size_t)j;
+    }
+    static ArmState before, then_arm; /* (the compiler runs on the VM's one thread) */
+    save_arm(p, &before);
+    if (!plan_arm(p, lo, then_end)) return false;
+    save_arm(p, &then_arm);
+    memcpy(p->temp_val, before.temp_val, sizeof p->temp_val);
+    memcpy(p->stack, before.stack, sizeof p->stack);
+    p->sp = before.sp;
+    if (!plan_arm(p, t, join) || p->sp != then_arm.sp) return false;
+    /* the jump is taken when the flag is 1 for JUMP_IF_TRUE: then the else arm runs */
+    bool then_on_1 = c->code[pc] == BC_JUMP_IF_FALSE;
+    for (int k = 0; k < p->sp; k++) {
+        int a = then_on_1 ? then_arm.stack[k] : p->stack[k], b = then_on_1 ? p->stack[k] : then_arm.stack[k];
+        if ((p->stack[k] = merge(p, flag, a, b, join)) < 0) return false;
+    }
+    for (int v = 0; v <= VM_COMPILE_MAX_VARS; v++) {
+        int x = then_arm.temp_val[v], y = p->temp_val[v];
+        if (x == y) continue;
+        if (x < 0) x = start_value(p, v, join);
+        if (y < 0) y = start_value(p, v, join);
+        if (x < 0 || y < 0) return false;
+        if ((p->temp_val[v] = merge(p, flag, then_on_1 ? x : y, then_on_1 ? y : x, join)) < 0) return false;
+    }
+    *next = join;
+    return true;
+}
+
+/* A conditional jump in the loop: an exit, or an if. */
+static bool branch(Plan *p, size_t pc, size_t *next)
+{
+    const Compiler *c = p->c;
+    int v = pop(p);
+    if (v < 0) return false;
+    const WNode *n = &p->L->node[v];
+    bool on_true = c->code[pc] == BC_JUMP_IF_TRUE;
+    *next = pc + vm_bytecode_length[c->code[pc]];
+    if (jumps_out(p, pc)) {
+        if (!may_exit(p)) return false;
+        int id = n->type == WT_FLAG                ? add(p, WN_FEXIT, WT_NONE, v, -1, pc)
+                 : n->type == WT_OOP && !n->is_int ? add(p, WN_BEXIT, WT_NONE, v, -1, pc)
+                                                   : -1;
+        if (id < 0) return false;
+        p->L->node[id].v = on_true;
+        p->exited = true;
+        return true;
+    }
+    long t = jit_compile_jump_target(c->code, pc);
+    int flag = as_flag(p, v, pc);
+    if (t <= (long)pc || t > (long)p->L->back || flag < 0) return false;
+    return plan_if(p, pc, flag, (size_t)t, next);
+}
+
+/* The jump at pc over the `push false` (`push true`) of an and: (or:) in a
+ * whileTrue: (whileFalse:) condition, to the jump that leaves the loop on
+ * the second condition: that push is only reached from the first
+ * condition's jump, which branch() made an exit. */
+static bool and_skip(Plan *p, size_t pc, size_t *next)
+{
+    const uint8_t *code = p->c->code;
+    long y = jit_compile_jump_target(code, pc);
+    size_t x = pc + vm_bytecode_length[BC_JUMP];
+    if (y != (long)x + 1 || (code[x] != BC_PUSH_FALSE && code[x] != BC_PUSH_TRUE)) return false;
+    if (code[x + 1] != (code[x] == BC_PUSH_FALSE ? BC_JUMP_IF_FALSE : BC_JUMP_IF_TRUE) ||
+        jit_compile_jump_target(code, x + 1) != (long)p->L->exit)
+        return false;
+    *next = (size_t)y;
     return true;
 }
 
@@ -330,7 +564,7 @@ static bool plain_send(Plan *p, size_t pc)
         int v = pop(p), r = pop(p);
         if (v < 0 || r < 0 || !guard_class(p, r, klass, pc)) return false;
         JitWholeLoop *L = p->L;
-        if (L->node[v].type == WT_NONE) return false;
+        if (!storable(&L->node[v])) return false;
         if (L->nfield_stores >= WL_STORES_MAX / 2) return false;
         L->store[L->nfield_stores++] = (WStore){ .obj = r, .value = v, .field = field, .index = -1, .pc = pc };
         return push(p, r); /* a setter answers its receiver */
@@ -419,16 +653,7 @@ static bool plan_bytecode(Plan *p, size_t pc)
             p->arg_node[q[1]] = id;
         }
         return push(p, p->arg_node[q[1]]);
-    case BC_PUSH_TEMP:
-        if (p->temp_val[q[1]] < 0) {
-            int id = p->temp_phi[q[1]] ? add(p, WN_PHI, (WType)(p->temp_phi[q[1]] - 1), -1, -1, pc)
-                                       : add(p, WN_TEMP, WT_OOP, -1, -1, pc);
-            if (id < 0) return false;
-            p->L->node[id].v = q[1];
-            p->temp_val[q[1]] = id;
-            p->read_first[q[1]] = true;
-        }
-        return push(p, p->temp_val[q[1]]);
+    case BC_PUSH_TEMP: return push(p, temp_read(p, q[1], pc));
     case BC_PUSH_OUTER: {
         if (!outer_method(c, q[2])) return false;
         for (int i = 0; i < p->L->n; i++)
@@ -442,7 +667,7 @@ static bool plan_bytecode(Plan *p, size_t pc)
     }
     case BC_STORE_TEMP:
     case BC_POP_TEMP:
-        if (!p->sp) return false;
+        if (!p->sp || !storable(&p->L->node[p->stack[p->sp - 1]])) return false;
         p->temp_val[q[1]] = p->stack[p->sp - 1];
         if (q[0] == BC_POP_TEMP) p->sp--;
         return true;
@@ -459,7 +684,7 @@ static bool plan_bytecode(Plan *p, size_t pc)
         int v = pop(p), i = pop(p), r = pop(p);
         int x = v < 0 ? -1 : array_slot(p, WN_INDEX, r, i, pc);
         JitWholeLoop *L = p->L;
-        if (x < 0 || L->node[v].type == WT_NONE || L->nfield_stores >= WL_STORES_MAX / 2) return false;
+        if (x < 0 || !storable(&L->node[v]) || L->nfield_stores >= WL_STORES_MAX / 2) return false;
         L->store[L->nfield_stores++] = (WStore){ .obj = r, .value = v, .field = -1, .index = x, .pc = pc };
         p->array_stored = true;
         return push(p, v); /* at:put: answers the value */
@@ -542,6 +767,8 @@ static void find_invariants(const Plan *p, JitWholeLoop *L)
         case WN_FIELD: n->invariant = a && !field_stored[n->v & 255]; break;
         case WN_AT: n->invariant = a && b && s && !array_stored; break;
         case WN_EXIT:
+        case WN_FEXIT:
+        case WN_BEXIT:
         case WN_PHI: n->invariant = false; break;
         default: n->invariant = a && b && s; break;
         }
@@ -676,18 +903,25 @@ static bool plan_body(const Compiler *c, JitWholeLoop *L, Plan *p)
     for (size_t pc = L->head; pc < back;) {
         uint8_t op = c->code[pc];
         if ((op == BC_SEND || op == BC_SEND_W) && jit_inline_site_at(c, pc)) return false;
-        if (op == BC_SEND_LT || op == BC_SEND_GT || op == BC_SEND_LE || op == BC_SEND_GE) {
+        if (is_compare(op) && !L->body && (c->code[pc + 1] == BC_JUMP_IF_FALSE || c->code[pc + 1] == BC_JUMP_IF_TRUE) &&
+            jit_compile_jump_target(c->code, pc + 1) == (long)L->exit && compares_ints(p, pc)) {
             if (!exit_test(p, op, pc)) return false;
             pc += 1 + vm_bytecode_length[c->code[pc + 1]];
             continue;
         }
-        if (!plan_bytecode(p, pc)) return false;
-        pc += vm_bytecode_length[op];
+        bool ok;
+        size_t next = pc + vm_bytecode_length[op];
+        if (is_compare(op)) ok = compare(p, op, pc);
+        else if (op == BC_JUMP_IF_FALSE || op == BC_JUMP_IF_TRUE) ok = !L->body && branch(p, pc, &next);
+        else if (op == BC_JUMP) ok = !L->body && and_skip(p, pc, &next);
+        else ok = plan_bytecode(p, pc);
+        if (!ok) return false;
+        pc = next;
     }
     if (L->body) {
         if (p->exited || p->sp != (c->code[back] == BC_RETURN_TOP ? 1 : 0)) return false;
         L->answer = p->sp ? p->stack[0] : -1;
-        if (L->answer >= 0 && L->node[L->answer].type == WT_NONE) return false;
+        if (L->answer >= 0 && !storable(&L->node[L->answer])) return false;
     } else if (!p->exited || p->sp != 0) {
         return false;
     }
@@ -760,10 +994,11 @@ static bool plan_loop(const Compiler *c, size_t back, JitWholeLoop *L)
     L->head = (size_t)head;
     L->back = back;
     L->exit = back + vm_bytecode_length[BC_JUMP_BACK];
-    /* nothing enters but the fall-through into the head and the back jump */
+    /* nothing enters but the fall-through into the head and the back jump
+     * (the jumps inside are the plan's: exits and ifs) */
     for (size_t pc = 0; pc < c->len; pc += vm_bytecode_length[c->code[pc]]) {
         long t = jit_compile_jump_target(c->code, pc);
-        if (t > (long)L->head && t <= (long)back) return false;
+        if (t > (long)L->head && t <= (long)back && (pc < L->head || pc > back)) return false;
         if (t == (long)L->head && pc != back) return false;
     }
     static Plan first, second; /* (a few KB each; the compiler runs on the VM's one thread) */
@@ -877,6 +1112,9 @@ static bool may_plan_ints(const Compiler *c, size_t lo, size_t hi)
         case BC_SEND_GE:
         case BC_SEND_AT:
         case BC_SEND_AT_PUT:
+        case BC_SEND_EQ:
+        case BC_SEND_NE:
+        case BC_JUMP:
         case BC_JUMP_IF_FALSE:
         case BC_JUMP_IF_TRUE: break;
         default: return false;
@@ -909,7 +1147,8 @@ void jit_whole_loop_plan(Compiler *c)
         if (head < 0 || (size_t)head >= pc || !(may_compute(c, (size_t)head, pc) || may_plan_ints(c, (size_t)head, pc)))
             continue;
         scratch.nstores = 0;
-        if (plan_loop(c, pc, &scratch) && !keep(c, &scratch)) return;
+        bool ok_ = plan_loop(c, pc, &scratch); if (getenv("WL_DEBUG")) fprintf(stderr, "wl %s %zu %d\n", vm_method_name(c->method, (char[128]){0}, 128), pc, ok_);
+        if (ok_ && !keep(c, &scratch)) return;
     }
 }
 
@@ -994,6 +1233,19 @@ static void unbox(Compiler *c, X64Reg r, X64Xmm x, bool consumes, X64Label *bail
     jit_compile_cold_end(c);
     jit_x64_label_bind(b, &done);
 }
+
+/* Compares r with the Oop v (clobbers r11). */
+static void cmp_oop(Compiler *c, X64Reg r, Oop v)
+{
+    if (jit_compile_fits_i32((int64_t)v)) {
+        jit_x64_cmp_ri(&c->b, r, (int32_t)v);
+    } else {
+        jit_x64_mov_ri(&c->b, R11, (int64_t)v);
+        jit_x64_cmp_rr(&c->b, r, R11);
+    }
+}
+
+static bool is_exit(uint8_t kind) { return kind == WN_EXIT || kind == WN_FEXIT || kind == WN_BEXIT; }
 
 static void emit_node(Compiler *c, const JitWholeLoop *L, int i, X64Label *bail, X64Label *leave)
 {
@@ -1130,6 +1382,52 @@ static void emit_node(Compiler *c, const JitWholeLoop *L, int i, X64Label *bail,
         jit_x64_sub_ri(b, gpr(L, i), 1);
         jit_x64_cmp_rr(b, gpr(L, i), gpr(L, n->s));
         jit_x64_jcc_label32(b, JIT_X64_CC_AE, bail); /* unsigned: also an index below 1 */
+        break;
+    case WN_ICMP: /* tagged SmallIntegers order as their values */
+        jit_x64_xor_rr(b, gpr(L, i), gpr(L, i));
+        if (n->b < 0) jit_x64_cmp_ri(b, gpr(L, n->a), (int32_t)n->v);
+        else jit_x64_cmp_rr(b, gpr(L, n->a), gpr(L, n->b));
+        jit_x64_setcc_r(b, (X64Cond)n->op, gpr(L, i));
+        break;
+    case WN_DCMP:
+        jit_x64_xor_rr(b, gpr(L, i), gpr(L, i));
+        jit_x64_ucomisd_xx(b, xmm(L, n->b), xmm(L, n->a));
+        jit_x64_setcc_r(b, jit_double_ordered_cond(n->op), gpr(L, i));
+        break;
+    case WN_TRUTH: {
+        X64Label done = JIT_X64_LABEL("a Boolean");
+        jit_x64_xor_rr(b, gpr(L, i), gpr(L, i));
+        cmp_oop(c, gpr(L, n->a), c->rt->true_obj);
+        jit_x64_setcc_r(b, JIT_X64_CC_E, gpr(L, i));
+        jit_x64_jcc_label32(b, JIT_X64_CC_E, &done);
+        cmp_oop(c, gpr(L, n->a), c->rt->false_obj);
+        jit_x64_jcc_label32(b, JIT_X64_CC_NE, bail); /* the plain code sends mustBeBoolean */
+        jit_x64_label_bind(b, &done);
+        break;
+    }
+    case WN_FEXIT:
+        jit_x64_test_rr(b, gpr(L, n->a), gpr(L, n->a));
+        jit_x64_jcc_label32(b, n->v ? JIT_X64_CC_NZ : JIT_X64_CC_Z, leave);
+        break;
+    case WN_BEXIT:
+        cmp_oop(c, gpr(L, n->a), n->v ? c->rt->true_obj : c->rt->false_obj);
+        jit_x64_jcc_label32(b, JIT_X64_CC_E, leave);
+        cmp_oop(c, gpr(L, n->a), n->v ? c->rt->false_obj : c->rt->true_obj);
+        jit_x64_jcc_label32(b, JIT_X64_CC_NE, bail); /* the plain code sends mustBeBoolean */
+        break;
+    case WN_SELECT:
+        if (n->type == WT_DBL) {
+            X64Label done = JIT_X64_LABEL("selected");
+            jit_x64_movsd_xx(b, xmm(L, i), xmm(L, n->b));
+            jit_x64_test_rr(b, gpr(L, n->s), gpr(L, n->s));
+            jit_x64_jcc_label32(b, JIT_X64_CC_Z, &done);
+            jit_x64_movsd_xx(b, xmm(L, i), xmm(L, n->a));
+            jit_x64_label_bind(b, &done);
+        } else {
+            jit_x64_mov_rr(b, gpr(L, i), gpr(L, n->b));
+            jit_x64_test_rr(b, gpr(L, n->s), gpr(L, n->s));
+            jit_x64_cmovcc_rr(b, JIT_X64_CC_NZ, gpr(L, i), gpr(L, n->a));
+        }
         break;
     case WN_EXIT: /* tagged SmallIntegers order as their values */
         if (n->b < 0) jit_x64_cmp_ri(b, gpr(L, n->a), (int32_t)n->v);
@@ -1302,7 +1600,7 @@ void jit_whole_loop_emit(Compiler *c, const JitWholeLoop *L)
         bool exit_first[WL_NODES_MAX] = { false }, rest[WL_NODES_MAX];
         for (int i = L->n - 1; i >= 0; i--) {
             const WNode *n = &L->node[i];
-            if (n->kind == WN_EXIT || exit_first[i])
+            if (is_exit(n->kind) || exit_first[i])
                 for (int k = 0; k < 3; k++) {
                     int o = k == 0 ? n->a : k == 1 ? n->b : n->s;
                     if (o >= 0 && before_loop(&L->node[o])) exit_first[o] = true;
@@ -1317,7 +1615,7 @@ void jit_whole_loop_emit(Compiler *c, const JitWholeLoop *L)
         }
         emit_nodes(c, L, true, exit_first, &bail, &leave, &marked);
         for (int i = 0; i < L->n; i++)
-            if (L->node[i].kind == WN_EXIT && before_loop(&L->node[L->node[i].a]) &&
+            if (is_exit(L->node[i].kind) && before_loop(&L->node[L->node[i].a]) &&
                 (L->node[i].b < 0 || before_loop(&L->node[L->node[i].b]))) {
                 c->pc = L->node[i].pc;
                 emit_node(c, L, i, &bail, &leave);
