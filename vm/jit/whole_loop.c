@@ -29,7 +29,6 @@
 
 #include "vm/model/vm.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +36,7 @@
 #define WL_STORES_MAX 32
 #define WL_LOOPS_MAX 4
 #define WL_COMMIT INT32_MAX /* the last use of a value the commit writes */
+#define WL_IF_WORK_MAX 4    /* values an if's arms and merges may compute (not counting loads, constants, tests) */
 
 /* WT_FLAG: a condition, 1 or 0 in a register (no Oop: never stored) */
 typedef enum WType { WT_OOP, WT_INT, WT_DBL, WT_NONE, WT_FLAG } WType;
@@ -53,6 +53,7 @@ typedef enum WKind {
     WN_CLASS,    /* bail unless a is an object of class index v */
     WN_DISTINCT, /* bail when a and b are the same object */
     WN_IARITH,   /* op on SmallIntegers a and b, bail on overflow */
+    WN_IABS,     /* SmallInteger a's abs, bail on overflow */
     WN_DARITH,   /* op (+ - * or JIT_DOUBLE_OP_DIVIDE) on Doubles a and b */
     WN_SQRT,
     WN_SIZE,     /* the slot count of Array a, else bail */
@@ -65,6 +66,7 @@ typedef enum WKind {
     WN_TRUTH,    /* 1 when a is true, 0 when false, else bail */
     WN_FEXIT,    /* leave the loop when flag a is v */
     WN_BEXIT,    /* leave the loop when a is true (v 1) or false (v 0), bail unless it is the other */
+    WN_DEXIT,    /* leave the loop when Doubles a op b hold (v 1) or do not (v 0): a WN_DCMP and its exit */
     WN_SELECT,   /* flag s ? a : b: a temp or stack word an if's arms left apart */
     WN_PHI       /* a value carried from one iteration to the next in its register:
                   * temp v (a < 0) or field v of object a (a Double) as the loop
@@ -123,6 +125,7 @@ typedef struct Plan {
     int self_node;
     bool exited; /* the loop's exit test is planned */
     bool array_stored; /* an at:put: is planned: no at: after it (it would read memory) */
+    int store_floor;   /* the stores before it are not replaced (an if's arm is being planned) */
     /* values carried in registers (a second planning, from the first's
      * findings): temp t's type + 1, or 0; fields of objects read from a
      * temp, an argument or self (kind, v) */
@@ -206,12 +209,22 @@ static bool guard_distinct(Plan *p, int a, int b, size_t pc)
     return add(p, WN_DISTINCT, WT_NONE, a, b, pc) >= 0;
 }
 
+static int constant(Plan *p, Oop v, size_t pc);
+
+/* Value id as read again: a constant is made anew where it is used (an
+ * immediate, or a register only from there), not kept in a register. */
+static int reread(Plan *p, int id, size_t pc)
+{
+    if (!p->L->body) return id; /* (a loop's constants are loaded once, before it) */
+    return id >= 0 && p->L->node[id].kind == WN_CONST ? constant(p, (Oop)p->L->node[id].v, pc) : id;
+}
+
 /* Field f of object obj as this point of the iteration sees it. */
 static int read_field(Plan *p, int obj, int f, size_t pc)
 {
     JitWholeLoop *L = p->L;
     for (int s = L->nfield_stores - 1; s >= 0; s--)
-        if (L->store[s].obj == obj && L->store[s].field == f) return L->store[s].value;
+        if (L->store[s].obj == obj && L->store[s].field == f) return reread(p, L->store[s].value, pc);
     for (int s = 0; s < L->nfield_stores; s++)
         if (L->store[s].field == f && !guard_distinct(p, obj, L->store[s].obj, pc)) return -1;
     for (int i = 0; i < L->n; i++)
@@ -231,6 +244,24 @@ static int read_field(Plan *p, int obj, int f, size_t pc)
     int id = add(p, WN_FIELD, WT_OOP, obj, -1, pc);
     if (id >= 0) L->node[id].v = f;
     return id;
+}
+
+/* Records the store of value into field f of obj. When the iteration's last
+ * store of that field was into obj too, it is replaced: only the last value
+ * reaches memory, and the one before need not live until the commit. */
+static bool put_field(Plan *p, int obj, int f, int value, size_t pc)
+{
+    JitWholeLoop *L = p->L;
+    for (int k = L->nfield_stores - 1; k >= p->store_floor; k--) { /* (an arm keeps what came before the if) */
+        if (L->store[k].field != f || L->store[k].index >= 0) continue;
+        if (L->store[k].obj != obj) break;
+        L->store[k].value = value;
+        L->store[k].pc = pc;
+        return true;
+    }
+    if (L->nfield_stores >= WL_STORES_MAX / 2) return false;
+    L->store[L->nfield_stores++] = (WStore){ .obj = obj, .value = value, .field = f, .index = -1, .pc = pc };
+    return true;
 }
 
 static int constant(Plan *p, Oop v, size_t pc)
@@ -254,7 +285,7 @@ static int iteration_temp(Plan *p, int t, size_t pc)
 static int temp_read(Plan *p, int t, size_t pc)
 {
     if (p->temp_val[t] < 0) p->temp_val[t] = iteration_temp(p, t, pc);
-    return p->temp_val[t];
+    return reread(p, p->temp_val[t], pc);
 }
 
 static bool likely_double(const Plan *p, int id, size_t pc)
@@ -411,15 +442,25 @@ static int as_flag(Plan *p, int v, size_t pc)
     return add(p, WN_TRUTH, WT_FLAG, v, -1, pc);
 }
 
-/* The node for what an if's two arms left apart: flag s picks a (1) or b. */
+/* The node for what an if's two arms left apart: flag s picks a (1) or b.
+ * A constant is an immediate of the select (op 1: a's, 2: b's, in v). */
 static int merge(Plan *p, int s, int a, int b, size_t pc)
 {
     if (a == b) return a;
     const WNode *x = &p->L->node[a], *y = &p->L->node[b];
+    if (x->kind == WN_CONST && y->kind == WN_CONST && x->v == y->v) return a;
     if (!storable(x) || !storable(y) || (x->type == WT_DBL) != (y->type == WT_DBL)) return -1;
     WType t = x->type == WT_DBL ? WT_DBL : int_known(x) && int_known(y) ? WT_INT : WT_OOP;
     int id = add(p, WN_SELECT, t, a, b, pc);
-    if (id >= 0) p->L->node[id].s = s;
+    if (id < 0) return -1;
+    WNode *n = &p->L->node[id];
+    n->s = s;
+    if (!p->L->body) { /* (a loop's constants are loaded once, before it) */
+    } else if (t != WT_DBL && x->kind == WN_CONST && jit_compile_fits_i32(x->v)) {
+        n->op = 1, n->v = x->v, n->a = -1;
+    } else if (t != WT_DBL && y->kind == WN_CONST && jit_compile_fits_i32(y->v)) {
+        n->op = 2, n->v = y->v, n->b = -1;
+    }
     return id;
 }
 
@@ -435,7 +476,23 @@ static int start_value(Plan *p, int t, size_t pc)
 
 static bool plan_bytecode(Plan *p, size_t pc);
 
-/* An arm of an if: bytecodes lo .. hi without jumps, stores or exits. */
+/* Field f of obj as it was before the if (the stores before it are the
+ * first s0): the merged stores added so far hide nothing the arms did not
+ * store, but they are not yet what the if leaves. */
+static int read_field_before(Plan *p, int obj, int f, int s0, size_t pc)
+{
+    JitWholeLoop *L = p->L;
+    int n = L->nfield_stores;
+    static WStore merged[WL_STORES_MAX];
+    memcpy(merged, L->store + s0, (size_t)(n - s0) * sizeof *merged);
+    L->nfield_stores = s0;
+    int v = read_field(p, obj, f, pc);
+    memcpy(L->store + s0, merged, (size_t)(n - s0) * sizeof *merged);
+    L->nfield_stores = n;
+    return v;
+}
+
+/* An arm of an if: bytecodes lo .. hi without jumps, exits or Array stores. */
 static bool plan_arm(Plan *p, size_t lo, size_t hi)
 {
     const Compiler *c = p->c;
@@ -446,7 +503,9 @@ static bool plan_arm(Plan *p, size_t lo, size_t hi)
         if ((op == BC_SEND || op == BC_SEND_W) && jit_inline_site_at(c, pc)) return false;
         if (is_compare(op) ? !compare(p, op, pc) : !plan_bytecode(p, pc)) return false;
     }
-    return pc == hi && p->L->nfield_stores == stores; /* (a store would need a test at the commit) */
+    for (int k = stores; k < p->L->nfield_stores; k++)
+        if (p->L->store[k].index >= 0) return false; /* (its index may differ between the arms) */
+    return pc == hi;
 }
 
 typedef struct ArmState {
@@ -478,13 +537,24 @@ static bool plan_if(Plan *p, size_t pc, int flag, size_t t, size_t *next)
         join = (size_t)j;
     }
     static ArmState before, then_arm; /* (the compiler runs on the VM's one thread) */
+    static WStore then_stores[WL_STORES_MAX], else_stores[WL_STORES_MAX];
+    JitWholeLoop *L = p->L;
+    int s0 = L->nfield_stores, floor = p->store_floor, nodes_before = L->n;
+    p->store_floor = s0;
     save_arm(p, &before);
     if (!plan_arm(p, lo, then_end)) return false;
     save_arm(p, &then_arm);
+    int nthen = L->nfield_stores - s0;
+    memcpy(then_stores, L->store + s0, (size_t)nthen * sizeof *then_stores);
+    L->nfield_stores = s0; /* the else arm reads the fields as they were */
     memcpy(p->temp_val, before.temp_val, sizeof p->temp_val);
     memcpy(p->stack, before.stack, sizeof p->stack);
     p->sp = before.sp;
     if (!plan_arm(p, t, join) || p->sp != then_arm.sp) return false;
+    int nelse = L->nfield_stores - s0;
+    memcpy(else_stores, L->store + s0, (size_t)nelse * sizeof *else_stores);
+    L->nfield_stores = s0;
+    p->store_floor = floor;
     /* the jump is taken when the flag is 1 for JUMP_IF_TRUE: then the else arm runs */
     bool then_on_1 = c->code[pc] == BC_JUMP_IF_FALSE;
     for (int k = 0; k < p->sp; k++) {
@@ -499,8 +569,39 @@ static bool plan_if(Plan *p, size_t pc, int flag, size_t t, size_t *next)
         if (x < 0 || y < 0) return false;
         if ((p->temp_val[v] = merge(p, flag, then_on_1 ? x : y, then_on_1 ? y : x, join)) < 0) return false;
     }
+    /* a field either arm stores gets, in one store, what its arm left in
+     * it: the value stored last, or the one it had before the if */
+    for (int k = 0; k < nthen + nelse; k++) {
+        const WStore *st = k < nthen ? &then_stores[k] : &else_stores[k - nthen];
+        bool done = false; /* (merged at an earlier k) */
+        for (int j = 0; j < k; j++) {
+            const WStore *o = j < nthen ? &then_stores[j] : &else_stores[j - nthen];
+            done |= o->obj == st->obj && o->field == st->field;
+        }
+        if (done) continue;
+        int x = -1, y = -1;
+        for (int j = 0; j < nthen; j++)
+            if (then_stores[j].obj == st->obj && then_stores[j].field == st->field) x = then_stores[j].value;
+        for (int j = 0; j < nelse; j++)
+            if (else_stores[j].obj == st->obj && else_stores[j].field == st->field) y = else_stores[j].value;
+        int old = x < 0 || y < 0 ? read_field_before(p, st->obj, st->field, s0, join) : -1;
+        if (x < 0) x = old;
+        if (y < 0) y = old;
+        int m = x < 0 || y < 0 ? -1 : merge(p, flag, then_on_1 ? x : y, then_on_1 ? y : x, join);
+        if (m < 0 || !put_field(p, st->obj, st->field, m, join)) return false;
+    }
     *next = join;
-    return true;
+    /* both arms run in every iteration: worth it only while they are short
+     * (Mandelbrot's `notDone := false. escape := 1`); the templates' code
+     * runs only the arm taken, and Ball>>bounce's four ifs of three stores
+     * each cost more computed in full than branched over */
+    int work = 0;
+    for (int i = nodes_before; i < L->n; i++) {
+        uint8_t k = L->node[i].kind;
+        work += !(k == WN_CONST || k == WN_DCONST || k == WN_IS_INT || k == WN_CLASS || k == WN_TEMP || k == WN_PHI ||
+                  k == WN_ARG || k == WN_SELF);
+    }
+    return work <= WL_IF_WORK_MAX;
 }
 
 /* A conditional jump in the loop: an exit, or an if. */
@@ -512,8 +613,20 @@ static bool branch(Plan *p, size_t pc, size_t *next)
     const WNode *n = &p->L->node[v];
     bool on_true = c->code[pc] == BC_JUMP_IF_TRUE;
     *next = pc + vm_bytecode_length[c->code[pc]];
-    if (jumps_out(p, pc)) {
+    if (!p->L->body && jumps_out(p, pc)) {
         if (!may_exit(p)) return false;
+        bool stacked = false;
+        for (int k = 0; k < p->sp; k++) stacked |= p->stack[k] == v;
+        if ((n->kind == WN_ICMP || n->kind == WN_DCMP) && v == p->L->n - 1 && !stacked) {
+            /* the compare just planned, for this jump alone: its flags are the test */
+            WNode *f = &p->L->node[v];
+            if (f->kind == WN_ICMP) f->op = (uint8_t)(on_true ? f->op : jit_x64_cc_negate((X64Cond)f->op));
+            else f->v = on_true;
+            f->kind = f->kind == WN_ICMP ? WN_EXIT : WN_DEXIT;
+            f->type = WT_NONE;
+            p->exited = true;
+            return true;
+        }
         int id = n->type == WT_FLAG                ? add(p, WN_FEXIT, WT_NONE, v, -1, pc)
                  : n->type == WT_OOP && !n->is_int ? add(p, WN_BEXIT, WT_NONE, v, -1, pc)
                                                    : -1;
@@ -565,9 +678,7 @@ static bool plain_send(Plan *p, size_t pc)
         if (v < 0 || r < 0 || !guard_class(p, r, klass, pc)) return false;
         JitWholeLoop *L = p->L;
         if (!storable(&L->node[v])) return false;
-        if (L->nfield_stores >= WL_STORES_MAX / 2) return false;
-        L->store[L->nfield_stores++] = (WStore){ .obj = r, .value = v, .field = field, .index = -1, .pc = pc };
-        return push(p, r); /* a setter answers its receiver */
+        return put_field(p, r, field, v, pc) && push(p, r); /* a setter answers its receiver */
     }
     JitDoubleSend k = jit_double_send_kind(c, pc);
     if (k == JIT_DOUBLE_SEND_SQRT) {
@@ -671,6 +782,22 @@ static bool plan_bytecode(Plan *p, size_t pc)
         p->temp_val[q[1]] = p->stack[p->sp - 1];
         if (q[0] == BC_POP_TEMP) p->sp--;
         return true;
+    case BC_STORE_FIELD:
+    case BC_POP_FIELD: {
+        if (p->self_node < 0) p->self_node = add(p, WN_SELF, WT_OOP, -1, -1, pc);
+        if (!p->sp || p->self_node < 0) return false;
+        int v = p->stack[p->sp - 1];
+        JitWholeLoop *L = p->L;
+        if (!storable(&L->node[v]) || !put_field(p, p->self_node, q[1], v, pc)) return false;
+        if (q[0] == BC_POP_FIELD) p->sp--;
+        return true;
+    }
+    case BC_SEND_ABS: {
+        int r = pop(p);
+        if (r < 0 || !jit_int_inline(c, q[0]) || likely_double(p, r, pc)) return false;
+        int x = as_int(p, r, pc);
+        return x >= 0 && push(p, add(p, WN_IABS, WT_INT, x, -1, pc));
+    }
     case BC_SEND_ADD:
     case BC_SEND_SUB:
     case BC_SEND_MUL: return arith(p, q[0], pc);
@@ -769,6 +896,7 @@ static void find_invariants(const Plan *p, JitWholeLoop *L)
         case WN_EXIT:
         case WN_FEXIT:
         case WN_BEXIT:
+        case WN_DEXIT:
         case WN_PHI: n->invariant = false; break;
         default: n->invariant = a && b && s; break;
         }
@@ -800,12 +928,32 @@ static bool take(Regs *r, WNode *n)
     return false;
 }
 
+/* A constant the commit stores as an immediate, not from a register. */
+static bool stored_immediate(const WNode *n) { return n->kind == WN_CONST && jit_compile_fits_i32(n->v); }
+
 /* One pass of the allocation over the invariant nodes (before the loop)
  * or the others: registers in program order, each freed at its value's
  * last use in this pass; an invariant value a later pass uses stays. */
 /* Values whose registers hold through the whole loop: those computed
  * before it, and the carried ones. */
 static bool before_loop(const WNode *n) { return n->invariant || n->kind == WN_PHI; }
+
+/* The carried SmallInteger or object whose next value node i is, when
+ * nothing reads the carried value after i: i is computed into its
+ * register, and the commit moves nothing. -1: none. */
+static int carried_into(const JitWholeLoop *L, int i)
+{
+    const WNode *n = &L->node[i];
+    if (n->type != WT_OOP && n->type != WT_INT) return -1;
+    for (int p = 0; p < L->n; p++) {
+        const WNode *ph = &L->node[p];
+        if (ph->kind != WN_PHI || ph->next != i || ph->type == WT_DBL || ph->reg < 0) continue;
+        bool later = false;
+        for (int j = i + 1; j < L->n && !later; j++) later = L->node[j].a == p || L->node[j].b == p || L->node[j].s == p;
+        if (!later) return p;
+    }
+    return -1;
+}
 
 static bool allocate_pass(JitWholeLoop *L, Regs *r, bool invariant, const int *last)
 {
@@ -817,8 +965,10 @@ static bool allocate_pass(JitWholeLoop *L, Regs *r, bool invariant, const int *l
         if (n->type != WT_NONE && !(pure_load(n->kind) && n->last < 0)) {
             const WNode *a = n->a >= 0 ? &L->node[n->a] : NULL, *b = n->b >= 0 ? &L->node[n->b] : NULL;
             bool commutes = n->kind == WN_DARITH && (n->op == BC_SEND_ADD || n->op == BC_SEND_MUL);
-            bool reuse = n->kind == WN_DARITH || n->kind == WN_SQRT || n->kind == WN_IARITH;
-            if (reuse && last[n->a] == i) n->reg = a->reg;
+            bool reuse = n->kind == WN_DARITH || n->kind == WN_SQRT || n->kind == WN_IARITH || n->kind == WN_IABS;
+            int carried = invariant ? -1 : carried_into(L, i);
+            if (carried >= 0) n->reg = L->node[carried].reg;
+            else if (reuse && last[n->a] == i) n->reg = a->reg;
             else if (commutes && last[n->b] == i) n->reg = b->reg;
             else if (!take(r, n)) return false;
             (void)b;
@@ -854,8 +1004,10 @@ static bool allocate(JitWholeLoop *L)
     }
     for (int k = 0; k < L->nstores; k++) {
         int v = L->store[k].value, o = L->store[k].obj;
-        L->node[v].last = WL_COMMIT;
-        (L->node[v].invariant ? last_inv : last_var)[v] = WL_COMMIT;
+        if (!stored_immediate(&L->node[v]) || o == -2) { /* (a body's answer is pushed from a register) */
+            L->node[v].last = WL_COMMIT;
+            (L->node[v].invariant ? last_inv : last_var)[v] = WL_COMMIT;
+        }
         if (o >= 0) {
             L->node[o].last = WL_COMMIT;
             (L->node[o].invariant ? last_inv : last_var)[o] = WL_COMMIT;
@@ -894,6 +1046,7 @@ static bool plan_body(const Compiler *c, JitWholeLoop *L, Plan *p)
     p->sp = 0;
     p->exited = false;
     p->array_stored = false;
+    p->store_floor = 0;
     p->self_node = -1;
     for (size_t i = 0; i < sizeof p->temp_val / sizeof p->temp_val[0]; i++) p->temp_val[i] = -1;
     for (size_t i = 0; i < sizeof p->arg_node / sizeof p->arg_node[0]; i++) p->arg_node[i] = -1;
@@ -912,7 +1065,7 @@ static bool plan_body(const Compiler *c, JitWholeLoop *L, Plan *p)
         bool ok;
         size_t next = pc + vm_bytecode_length[op];
         if (is_compare(op)) ok = compare(p, op, pc);
-        else if (op == BC_JUMP_IF_FALSE || op == BC_JUMP_IF_TRUE) ok = !L->body && branch(p, pc, &next);
+        else if (op == BC_JUMP_IF_FALSE || op == BC_JUMP_IF_TRUE) ok = branch(p, pc, &next);
         else if (op == BC_JUMP) ok = !L->body && and_skip(p, pc, &next);
         else ok = plan_bytecode(p, pc);
         if (!ok) return false;
@@ -925,9 +1078,11 @@ static bool plan_body(const Compiler *c, JitWholeLoop *L, Plan *p)
     } else if (!p->exited || p->sp != 0) {
         return false;
     }
-    bool computes = false;
-    for (int i = 0; i < L->n; i++) computes |= L->node[i].kind == WN_DARITH || L->node[i].kind == WN_SQRT;
-    if (!computes && L->body) return false; /* the templates' code is as good for the rest */
+    /* a body of getters and one store: the templates' code is as good */
+    bool computes = L->nfield_stores >= 2;
+    for (int i = 0; i < L->n; i++)
+        computes |= L->node[i].kind == WN_DARITH || L->node[i].kind == WN_SQRT || L->node[i].kind == WN_SELECT;
+    if (!computes && L->body) return false;
     L->nstores = L->nfield_stores;
     for (int t = 0; t < c->ntemps && t <= VM_COMPILE_MAX_VARS; t++) {
         int v = p->temp_val[t];
@@ -939,7 +1094,8 @@ static bool plan_body(const Compiler *c, JitWholeLoop *L, Plan *p)
     }
     if (L->body && L->answer >= 0) {
         const WNode *a = &L->node[L->answer];
-        if (a->type == WT_OOP && !a->is_int && a->kind != WN_CONST && !pure_load(a->kind) && a->kind != WN_AT)
+        if (a->type == WT_OOP && !a->is_int && a->kind != WN_CONST && !pure_load(a->kind) && a->kind != WN_AT &&
+            a->kind != WN_SELECT)
             return false;
         if (L->nstores >= WL_STORES_MAX) return false;
         L->store[L->nstores++] = (WStore){ .obj = -2, .value = L->answer, .index = -1, .pc = back }; /* pushed after the commit */
@@ -1052,7 +1208,8 @@ static bool plan_whole_body(Compiler *c, JitWholeLoop *L)
     for (; ret < c->len; ret += vm_bytecode_length[c->code[ret]]) {
         uint8_t op = c->code[ret];
         if (op == BC_RETURN_TOP || op == BC_RETURN_SELF) break;
-        if (jit_compile_jump_target(c->code, ret) >= 0 || op == BC_RETURN_NONLOCAL) return false;
+        long t = jit_compile_jump_target(c->code, ret);
+        if ((t >= 0 && t <= (long)ret) || op == BC_RETURN_NONLOCAL) return false; /* forward: ifs, whose shape the plan checks */
     }
     if (ret >= c->len || ret == 0) return false;
     L->body = true;
@@ -1112,6 +1269,9 @@ static bool may_plan_ints(const Compiler *c, size_t lo, size_t hi)
         case BC_SEND_GE:
         case BC_SEND_AT:
         case BC_SEND_AT_PUT:
+        case BC_SEND_ABS:
+        case BC_STORE_FIELD:
+        case BC_POP_FIELD:
         case BC_SEND_EQ:
         case BC_SEND_NE:
         case BC_JUMP:
@@ -1121,6 +1281,20 @@ static bool may_plan_ints(const Compiler *c, size_t lo, size_t hi)
         }
     }
     return true;
+}
+
+/* Whether the method's bytecodes up to its first return could plan as a
+ * body of SmallInteger work with ifs or two stores into fields. */
+static bool may_plan_int_body(const Compiler *c)
+{
+    size_t ret = 0;
+    int ifs = 0, stores = 0;
+    for (; ret < c->len && c->code[ret] != BC_RETURN_TOP && c->code[ret] != BC_RETURN_SELF;
+         ret += vm_bytecode_length[c->code[ret]]) {
+        ifs += c->code[ret] == BC_JUMP_IF_FALSE || c->code[ret] == BC_JUMP_IF_TRUE;
+        stores += c->code[ret] == BC_POP_FIELD || c->code[ret] == BC_STORE_FIELD;
+    }
+    return ret < c->len && (ifs || stores >= 2) && may_plan_ints(c, 0, ret);
 }
 
 /* Keeps the plan in scratch: false when out of C memory. */
@@ -1137,7 +1311,7 @@ void jit_whole_loop_plan(Compiler *c)
     c->whole_loops = NULL;
     c->nwhole_loops = 0;
     if (!c->rt->whole_loops) return;
-    if (may_compute(c, 0, c->len) && plan_whole_body(c, &scratch)) {
+    if ((may_compute(c, 0, c->len) || may_plan_int_body(c)) && plan_whole_body(c, &scratch)) {
         keep(c, &scratch);
         return;
     }
@@ -1147,8 +1321,7 @@ void jit_whole_loop_plan(Compiler *c)
         if (head < 0 || (size_t)head >= pc || !(may_compute(c, (size_t)head, pc) || may_plan_ints(c, (size_t)head, pc)))
             continue;
         scratch.nstores = 0;
-        bool ok_ = plan_loop(c, pc, &scratch); if (getenv("WL_DEBUG")) fprintf(stderr, "wl %s %zu %d\n", vm_method_name(c->method, (char[128]){0}, 128), pc, ok_);
-        if (ok_ && !keep(c, &scratch)) return;
+        if (plan_loop(c, pc, &scratch) && !keep(c, &scratch)) return;
     }
 }
 
@@ -1245,7 +1418,10 @@ static void cmp_oop(Compiler *c, X64Reg r, Oop v)
     }
 }
 
-static bool is_exit(uint8_t kind) { return kind == WN_EXIT || kind == WN_FEXIT || kind == WN_BEXIT; }
+static bool is_exit(uint8_t kind)
+{
+    return kind == WN_EXIT || kind == WN_FEXIT || kind == WN_BEXIT || kind == WN_DEXIT;
+}
 
 static void emit_node(Compiler *c, const JitWholeLoop *L, int i, X64Label *bail, X64Label *leave)
 {
@@ -1349,6 +1525,14 @@ static void emit_node(Compiler *c, const JitWholeLoop *L, int i, X64Label *bail,
         if (t != d) jit_x64_mov_rr(b, d, t);
         break;
     }
+    case WN_IABS: /* tagged: -(2x+1) + 2 is 2(-x)+1 */
+        jit_x64_mov_ri(b, R11, 2);
+        jit_x64_sub_rr(b, R11, gpr(L, n->a));
+        jit_x64_jcc_label32(b, JIT_X64_CC_O, bail);
+        if (gpr(L, i) != gpr(L, n->a)) jit_x64_mov_rr(b, gpr(L, i), gpr(L, n->a));
+        jit_x64_cmp_ri(b, gpr(L, i), 0);
+        jit_x64_cmovcc_rr(b, JIT_X64_CC_L, gpr(L, i), R11);
+        break;
     case WN_DARITH: {
         X64Xmm d = xmm(L, i), x = xmm(L, n->a), y = xmm(L, n->b);
         if (d == x) emit_darith(b, n->op, d, y);
@@ -1405,6 +1589,12 @@ static void emit_node(Compiler *c, const JitWholeLoop *L, int i, X64Label *bail,
         jit_x64_label_bind(b, &done);
         break;
     }
+    case WN_DEXIT: {
+        X64Cond cc = jit_double_ordered_cond(n->op);
+        jit_x64_ucomisd_xx(b, xmm(L, n->b), xmm(L, n->a));
+        jit_x64_jcc_label32(b, n->v ? cc : jit_x64_cc_negate(cc), leave);
+        break;
+    }
     case WN_FEXIT:
         jit_x64_test_rr(b, gpr(L, n->a), gpr(L, n->a));
         jit_x64_jcc_label32(b, n->v ? JIT_X64_CC_NZ : JIT_X64_CC_Z, leave);
@@ -1424,9 +1614,17 @@ static void emit_node(Compiler *c, const JitWholeLoop *L, int i, X64Label *bail,
             jit_x64_movsd_xx(b, xmm(L, i), xmm(L, n->a));
             jit_x64_label_bind(b, &done);
         } else {
-            jit_x64_mov_rr(b, gpr(L, i), gpr(L, n->b));
-            jit_x64_test_rr(b, gpr(L, n->s), gpr(L, n->s));
-            jit_x64_cmovcc_rr(b, JIT_X64_CC_NZ, gpr(L, i), gpr(L, n->a));
+            /* an immediate in a scratch register; d may be a's or b's (a carried value's) */
+            X64Reg d = gpr(L, i), x = n->op == 1 ? R11 : gpr(L, n->a), y = n->op == 2 ? RDX : gpr(L, n->b);
+            if (n->op) jit_x64_mov_ri(b, n->op == 1 ? R11 : RDX, n->v);
+            if (d == x) {
+                jit_x64_test_rr(b, gpr(L, n->s), gpr(L, n->s));
+                jit_x64_cmovcc_rr(b, JIT_X64_CC_Z, d, y);
+            } else {
+                if (d != y) jit_x64_mov_rr(b, d, y);
+                jit_x64_test_rr(b, gpr(L, n->s), gpr(L, n->s));
+                jit_x64_cmovcc_rr(b, JIT_X64_CC_NZ, d, x);
+            }
         }
         break;
     case WN_EXIT: /* tagged SmallIntegers order as their values */
@@ -1560,6 +1758,7 @@ static void commit(Compiler *c, const JitWholeLoop *L, X64Label *bail, size_t *m
                                   : jit_compile_temp_slot(st->field);
         const WNode *v = &L->node[st->value];
         if (v->type == WT_DBL) jit_x64_movsd_mx(b, m, xmm(L, st->value));
+        else if (stored_immediate(v)) jit_x64_mov_mi32(b, m, (int32_t)v->v);
         else jit_x64_mov_mr(b, m, gpr(L, st->value));
         c->pc = st->pc;
         mark(c, c->pc, marked);
