@@ -253,6 +253,12 @@ const JitWholeLoop *jit_whole_loop_at(const Compiler *c, size_t head);
  * flushed); a failed guard falls out of it into the plain code emitted
  * next, at the head. */
 void jit_whole_loop_emit(Compiler *c, const JitWholeLoop *L);
+/* The inlined callee's body at the send at site compiled whole, or NULL. */
+const JitWholeLoop *jit_whole_inline_at(const Compiler *c, size_t site);
+/* Emits it after the inline guard (the receiver and arguments on the
+ * machine stack): the answer in rax and them dropped at done; a failed test
+ * goes to plain, the body's templates. */
+void jit_whole_inline_emit(Compiler *c, const JitWholeLoop *L, X64Label *plain, X64Label *done);
 
 /* -- vm/jit/simstack.c ---------------------------------------------------------------- */
 

@@ -710,12 +710,19 @@ void jit_inline_emit(Compiler *c, const JitInlineSite *s)
     uint32_t start = (uint32_t)jit_x64_size(b);
     jit_compile_map_here(c, 0, JIT_MAP_LOCAL); /* the range begins with its scope's bcpc */
     jit_x64_nop(b, JIT_X64_JMP_REL32_SIZE); /* jit_inline_disable's jmp to the send */
+    const JitWholeLoop *whole = jit_whole_inline_at(c, s->pc);
+    if (whole) { /* the body compiled whole first (vm/jit/whole_loop.c); its failed tests come here */
+        X64Label plain = JIT_X64_LABEL("inlined body's templates");
+        jit_whole_inline_emit(c, whole, &plain, &done);
+        jit_x64_label_bind(b, &plain);
+        jit_compile_map_here(c, 0, JIT_MAP_LOCAL); /* (dropped when bytecode 0 leaves its word pending) */
+    }
     if (y.ntemps) {
         jit_x64_mov_ri(b, R11, (int64_t)c->rt->nil);
         for (int t = 0; t < y.ntemps; t++) jit_x64_push_r(b, R11);
     }
     bool falls_in = true; /* whether the bytecode before runs on into this one */
-    uint32_t last_mark = UINT32_MAX; /* where the last bytecode's mark went */
+    uint32_t last_mark = whole ? (uint32_t)jit_x64_size(b) : UINT32_MAX; /* where the last bytecode's mark went */
     for (size_t pc = 0; pc < y.len; pc += vm_bytecode_length[y.code[pc]]) {
         if (!falls_in) y.s = (PendState){ .md = y.depth[pc] < 0 ? 0 : y.depth[pc] };
         else if (y.target[pc]) flush(&y); /* every path into a label has nothing pending */

@@ -109,7 +109,12 @@ struct JitWholeLoop {
     WNode node[WL_NODES_MAX];
     int nstores, nfield_stores; /* the field stores first, then the temps' */
     WStore store[WL_STORES_MAX];
-    bool uses_accessors;
+    bool uses_accessors; /* (and Boolean sends): a tracer on the method probes bails */
+    /* an inlined callee's body (vm/jit/inline.c), at the send at site: its
+     * receiver and nargs arguments on the machine stack, its temps nil */
+    bool inlined;
+    int nargs;
+    size_t site;
 };
 
 /* -- Planning: one iteration's bytecodes into values ------------------------------- */
@@ -125,6 +130,7 @@ typedef struct Plan {
     int self_node;
     bool exited; /* the loop's exit test is planned */
     bool array_stored; /* an at:put: is planned: no at: after it (it would read memory) */
+    bool inlined;      /* an inlined callee's body: c is a copy describing the callee */
     int store_floor;   /* the stores before it are not replaced (an if's arm is being planned) */
     /* values carried in registers (a second planning, from the first's
      * findings): temp t's type + 1, or 0; fields of objects read from a
@@ -274,6 +280,7 @@ static int constant(Plan *p, Oop v, size_t pc)
 /* Temp t as the iteration began (read from the frame, or carried). */
 static int iteration_temp(Plan *p, int t, size_t pc)
 {
+    if (p->inlined) return constant(p, p->c->rt->nil, pc); /* a callee's temps begin nil */
     int id = p->temp_phi[t] ? add(p, WN_PHI, (WType)(p->temp_phi[t] - 1), -1, -1, pc) : add(p, WN_TEMP, WT_OOP, -1, -1, pc);
     if (id < 0) return -1;
     p->L->node[id].v = t;
@@ -291,7 +298,7 @@ static int temp_read(Plan *p, int t, size_t pc)
 static bool likely_double(const Plan *p, int id, size_t pc)
 {
     const WNode *n = &p->L->node[id];
-    if (n->kind == WN_TEMP) {
+    if (n->kind == WN_TEMP && !p->inlined) { /* (the method's temps, not an inlined callee's) */
         SimEntry e = { SIM_TEMP, n->v };
         if (jit_double_likely(p->c, &e)) return true;
     }
@@ -658,11 +665,40 @@ static bool and_skip(Plan *p, size_t pc, size_t *next)
     return true;
 }
 
+/* A Boolean send (&& || and: or:) whose answers, for a true and a false
+ * receiver, are true, false or the argument when it is a Boolean (the
+ * templates' rule: anything else, and a tracer on the probes, sends). */
+static bool bool_send(Plan *p, int k, size_t pc)
+{
+    const JitCompileRuntime *rt = p->c->rt;
+    int a = pop(p), r = pop(p);
+    if (a < 0 || r < 0) return false;
+    uint8_t on[2] = { rt->bool_answers[k][0], rt->bool_answers[k][1] };
+    if (on[0] == JIT_BOOL_SEND || on[1] == JIT_BOOL_SEND) return false;
+    int flag = as_flag(p, r, pc);
+    if (flag < 0) return false;
+    if (on[0] == JIT_BOOL_ARG || on[1] == JIT_BOOL_ARG) {
+        if (p->L->node[a].type == WT_FLAG) /* a compare's answer as a Boolean */
+            a = merge(p, a, constant(p, rt->true_obj, pc), constant(p, rt->false_obj, pc), pc);
+        else if (a >= 0 && add(p, WN_TRUTH, WT_FLAG, a, -1, pc) < 0) /* (a test: bail unless a Boolean) */
+            return false;
+        if (a < 0) return false;
+    }
+    int v[2];
+    for (int i = 0; i < 2; i++)
+        v[i] = on[i] == JIT_BOOL_ARG ? a : constant(p, on[i] == JIT_BOOL_TRUE ? rt->true_obj : rt->false_obj, pc);
+    p->L->uses_accessors = true;
+    return push(p, merge(p, flag, v[0], v[1], pc));
+}
+
 static bool plain_send(Plan *p, size_t pc)
 {
     const Compiler *c = p->c;
     const uint8_t *q = c->code + pc;
     int nargs = q[0] == BC_SEND ? q[2] : q[3];
+    int bk = jit_compile_bool_send_in(c, c->method, q);
+    if (bk >= 0) return bool_send(p, bk, pc);
+    if (p->inlined) return false; /* (an inlined callee has no other sends) */
     uint32_t klass;
     bool setter;
     int field;
@@ -1082,9 +1118,9 @@ static bool plan_body(const Compiler *c, JitWholeLoop *L, Plan *p)
     bool computes = L->nfield_stores >= 2;
     for (int i = 0; i < L->n; i++)
         computes |= L->node[i].kind == WN_DARITH || L->node[i].kind == WN_SQRT || L->node[i].kind == WN_SELECT;
-    if (!computes && L->body) return false;
+    if (!computes && L->body && !p->inlined) return false;
     L->nstores = L->nfield_stores;
-    for (int t = 0; t < c->ntemps && t <= VM_COMPILE_MAX_VARS; t++) {
+    for (int t = 0; t < c->ntemps && t <= VM_COMPILE_MAX_VARS && !p->inlined; t++) {
         int v = p->temp_val[t];
         if (v < 0 || ((L->node[v].kind == WN_TEMP || L->node[v].kind == WN_PHI) && L->node[v].a < 0 &&
                       L->node[v].v == t) || !temp_live_out(p, t))
@@ -1144,7 +1180,7 @@ static bool plan_loop(const Compiler *c, size_t back, JitWholeLoop *L)
 {
     long head = jit_compile_jump_target(c->code, back);
     if (head < 0 || (size_t)head >= back) return false;
-    L->body = false;
+    L->body = L->inlined = false;
     L->n = L->nstores = L->nfield_stores = 0;
     L->uses_accessors = false;
     L->head = (size_t)head;
@@ -1202,17 +1238,53 @@ static bool plan_loop(const Compiler *c, size_t back, JitWholeLoop *L)
 
 /* A method or block without jumps whose bytecodes up to its first return
  * plan as a body; false otherwise. */
-static bool plan_whole_body(Compiler *c, JitWholeLoop *L)
+/* The first return of c's bytecodes when all before it run forward (ifs,
+ * whose shape the plan checks); 0 otherwise. */
+static size_t body_end(const Compiler *c)
 {
     size_t ret = 0;
     for (; ret < c->len; ret += vm_bytecode_length[c->code[ret]]) {
         uint8_t op = c->code[ret];
         if (op == BC_RETURN_TOP || op == BC_RETURN_SELF) break;
         long t = jit_compile_jump_target(c->code, ret);
-        if ((t >= 0 && t <= (long)ret) || op == BC_RETURN_NONLOCAL) return false; /* forward: ifs, whose shape the plan checks */
+        if ((t >= 0 && t <= (long)ret) || op == BC_RETURN_NONLOCAL) return 0;
     }
-    if (ret >= c->len || ret == 0) return false;
+    return ret < c->len ? ret : 0;
+}
+
+/* The callee of inline site s planned as a body (plan_body reads c, a copy
+ * of the compiler that describes the callee). */
+static bool plan_inlined(const Compiler *c, const JitInlineSite *s, JitWholeLoop *L)
+{
+    static Compiler sub; /* (the compiler runs on the VM's one thread) */
+    const uint8_t *q = c->code + s->pc;
+    sub = *c;
+    sub.method = s->method;
+    sub.code = vm_method_bytecodes(s->method);
+    sub.len = vm_method_bytecode_length(s->method);
+    sub.nargs = q[0] == BC_SEND ? q[2] : q[3];
+    sub.ntemps = vm_method_ntemps(s->method);
+    sub.makes_blocks = false;
+    sub.ninline_sites = 0;
+    size_t ret = body_end(&sub);
+    if (!ret) return false;
+    L->body = L->inlined = true;
+    L->nargs = sub.nargs;
+    L->site = s->pc;
+    L->head = 0;
+    L->back = L->exit = ret;
+    static Plan plan;
+    memset(&plan, 0, sizeof plan);
+    plan.inlined = true;
+    return plan_body(&sub, L, &plan) && allocate(L);
+}
+
+static bool plan_whole_body(Compiler *c, JitWholeLoop *L)
+{
+    size_t ret = body_end(c);
+    if (!ret) return false;
     L->body = true;
+    L->inlined = false;
     L->head = 0;
     L->back = ret;
     L->exit = ret;
@@ -1300,7 +1372,8 @@ static bool may_plan_int_body(const Compiler *c)
 /* Keeps the plan in scratch: false when out of C memory. */
 static bool keep(Compiler *c, const JitWholeLoop *scratch)
 {
-    if (!c->whole_loops && !(c->whole_loops = malloc(WL_LOOPS_MAX * sizeof *c->whole_loops))) return false;
+    if (!c->whole_loops && !(c->whole_loops = malloc((WL_LOOPS_MAX + JIT_INLINE_SITES_MAX) * sizeof *c->whole_loops)))
+        return false;
     c->whole_loops[c->nwhole_loops++] = *scratch;
     return true;
 }
@@ -1312,17 +1385,23 @@ void jit_whole_loop_plan(Compiler *c)
     c->nwhole_loops = 0;
     if (!c->rt->whole_loops) return;
     if ((may_compute(c, 0, c->len) || may_plan_int_body(c)) && plan_whole_body(c, &scratch)) {
-        keep(c, &scratch);
-        return;
+        if (!keep(c, &scratch)) return;
+    } else {
+        for (size_t pc = 0; pc < c->len; pc += vm_bytecode_length[c->code[pc]]) {
+            if (c->code[pc] != BC_JUMP_BACK || c->nwhole_loops >= WL_LOOPS_MAX) continue;
+            long head = jit_compile_jump_target(c->code, pc);
+            if (head < 0 || (size_t)head >= pc ||
+                !(may_compute(c, (size_t)head, pc) || may_plan_ints(c, (size_t)head, pc)))
+                continue;
+            scratch.nstores = 0;
+            if (plan_loop(c, pc, &scratch) && !keep(c, &scratch)) return;
+        }
     }
-    for (size_t pc = 0; pc < c->len; pc += vm_bytecode_length[c->code[pc]]) {
-        if (c->code[pc] != BC_JUMP_BACK || c->nwhole_loops >= WL_LOOPS_MAX) continue;
-        long head = jit_compile_jump_target(c->code, pc);
-        if (head < 0 || (size_t)head >= pc || !(may_compute(c, (size_t)head, pc) || may_plan_ints(c, (size_t)head, pc)))
-            continue;
-        scratch.nstores = 0;
-        if (plan_loop(c, pc, &scratch) && !keep(c, &scratch)) return;
-    }
+    /* inlined callees, but not where a Double region keeps temps in xmm
+     * registers and r8 (the whole code uses them all) */
+    for (uint32_t i = 0; i < c->ninline_sites; i++)
+        if (!c->region_of[c->inline_sites[i].pc] && plan_inlined(c, &c->inline_sites[i], &scratch) && !keep(c, &scratch))
+            return;
 }
 
 size_t jit_whole_loop_bound(const Compiler *c)
@@ -1347,7 +1426,14 @@ size_t jit_whole_loop_map_entries(const Compiler *c)
 const JitWholeLoop *jit_whole_loop_at(const Compiler *c, size_t head)
 {
     for (int k = 0; k < c->nwhole_loops; k++)
-        if (c->whole_loops[k].head == head) return &c->whole_loops[k];
+        if (!c->whole_loops[k].inlined && c->whole_loops[k].head == head) return &c->whole_loops[k];
+    return NULL;
+}
+
+const JitWholeLoop *jit_whole_inline_at(const Compiler *c, size_t site)
+{
+    for (int k = 0; k < c->nwhole_loops; k++)
+        if (c->whole_loops[k].inlined && c->whole_loops[k].site == site) return &c->whole_loops[k];
     return NULL;
 }
 
@@ -1430,8 +1516,15 @@ static void emit_node(Compiler *c, const JitWholeLoop *L, int i, X64Label *bail,
     if (n->type != WT_NONE && n->reg < 0) return; /* a load nothing uses */
     switch ((WKind)n->kind) {
     case WN_TEMP: jit_x64_mov_rm(b, gpr(L, i), jit_compile_temp_slot((int)n->v)); break;
-    case WN_ARG: jit_x64_mov_rm(b, gpr(L, i), jit_compile_arg_slot((int)n->v)); break;
-    case WN_SELF: jit_x64_mov_rm(b, gpr(L, i), jit_compile_self_slot()); break;
+    /* an inlined callee's receiver and arguments lie on the machine stack
+     * where its send would find them (the last argument at rsp: fp word 2) */
+    case WN_ARG:
+        jit_x64_mov_rm(b, gpr(L, i),
+                       L->inlined ? jit_x64_mem(RSP, (int32_t)(8 * (n->v - 2))) : jit_compile_arg_slot((int)n->v));
+        break;
+    case WN_SELF:
+        jit_x64_mov_rm(b, gpr(L, i), L->inlined ? jit_x64_mem(RSP, 8 * L->nargs) : jit_compile_self_slot());
+        break;
     case WN_CONST: jit_x64_mov_ri(b, gpr(L, i), n->v); break;
     case WN_DCONST: {
         int64_t bits;
@@ -1703,6 +1796,16 @@ static void stress_test(Compiler *c, X64Label *bail)
     jit_compile_cold_end(c);
 }
 
+/* To bail while a tracer holds the method probes: the plain code's inlined
+ * accessors and Boolean sends send then, which fires method__entry. */
+static void probe_test(Compiler *c, const JitWholeLoop *L, X64Label *bail)
+{
+    if (!L->uses_accessors || !c->rt->method_probe_semaphores) return;
+    jit_x64_mov_ri(&c->b, R11, (int64_t)(uintptr_t)c->rt->method_probe_semaphores);
+    jit_x64_cmp_mi(&c->b, jit_x64_mem(R11, 0), 0);
+    jit_x64_jcc_label32(&c->b, JIT_X64_CC_NE, bail);
+}
+
 /* The nodes computed before the loop (before) or in it; a mask (or NULL)
  * picks some of them. */
 static void emit_nodes(Compiler *c, const JitWholeLoop *L, bool before, const bool *only, X64Label *bail,
@@ -1777,6 +1880,7 @@ void jit_whole_loop_emit(Compiler *c, const JitWholeLoop *L)
         /* a body: its values in order, the commit, its answer on the real
          * stack where the plain code's return takes it */
         stress_test(c, &bail);
+        probe_test(c, L, &bail);
         emit_nodes(c, L, false, NULL, &bail, &leave, &marked);
         commit(c, L, &bail, &marked);
         c->pc = L->back;
@@ -1846,5 +1950,38 @@ void jit_whole_loop_emit(Compiler *c, const JitWholeLoop *L)
         jit_x64_inc_m(b, jit_x64_mem(R11, 0));
         c->rt->whole_loop_counts[0]++;
     }
+    c->pc = saved_pc;
+}
+
+void jit_whole_inline_emit(Compiler *c, const JitWholeLoop *L, X64Label *plain, X64Label *done)
+{
+    X64Buf *b = &c->b;
+    X64Label bail = JIT_X64_LABEL("again in the inlined body's templates"), leave = JIT_X64_LABEL("(no exit)");
+    size_t saved_pc = c->pc;
+    size_t marked = jit_x64_size(b);
+    VM_ASSERT(L->inlined);
+    c->pc = 0;
+    stress_test(c, &bail);
+    probe_test(c, L, &bail);
+    emit_nodes(c, L, false, NULL, &bail, &leave, &marked);
+    commit(c, L, &bail, &marked);
+    c->pc = L->back;
+    if (L->answer < 0) jit_x64_mov_rm(b, RAX, jit_x64_mem(RSP, 8 * L->nargs)); /* ^self */
+    else if (L->node[L->answer].type == WT_DBL) jit_x64_movq_rx(b, RAX, xmm(L, L->answer)); /* encoded by the commit */
+    else if (stored_immediate(&L->node[L->answer]) && L->node[L->answer].reg < 0) jit_x64_mov_ri(b, RAX, L->node[L->answer].v);
+    else jit_x64_mov_rr(b, RAX, gpr(L, L->answer));
+    jit_x64_lea_rm(b, RSP, jit_x64_mem(RSP, 8 * (L->nargs + 1))); /* the receiver and arguments */
+    jit_x64_jmp_label32(b, done);
+    mark(c, L->back, &marked);
+    jit_x64_label_bind(b, &leave);
+    jit_x64_label_bind(b, &bail);
+    if (c->rt->whole_loop_counts) {
+        jit_x64_mov_ri(b, R11, (int64_t)(uintptr_t)&c->rt->whole_loop_counts[1]);
+        jit_x64_inc_m(b, jit_x64_mem(R11, 0));
+        c->rt->whole_loop_counts[0]++;
+    } else {
+        jit_x64_nop(b, 1); /* (the templates' first map entry is not the return's mcpc) */
+    }
+    (void)plain; /* the templates follow: bound by the caller, here */
     c->pc = saved_pc;
 }
