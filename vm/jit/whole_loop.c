@@ -317,6 +317,17 @@ static void immediate_operand(JitWholeLoop *L, int id)
     n->b = -1;
 }
 
+/* Node kind of r and a as Doubles (dbl) or SmallIntegers, each decoded or
+ * tested once; a SmallInteger constant second operand an immediate. */
+static int binary(Plan *p, bool dbl, WKind kind, WType type, int r, int a, size_t pc)
+{
+    int x = dbl ? as_double(p, r, pc) : as_int(p, r, pc), y = dbl ? as_double(p, a, pc) : as_int(p, a, pc);
+    if (x < 0 || y < 0) return -1;
+    int id = add(p, kind, type, x, y, pc);
+    if (id >= 0 && !dbl) immediate_operand(p->L, id);
+    return id;
+}
+
 static bool arith(Plan *p, uint8_t op, size_t pc)
 {
     int a = pop(p), r = pop(p);
@@ -328,22 +339,9 @@ static bool arith(Plan *p, uint8_t op, size_t pc)
         if (likely_double(p, r, pc) || likely_double(p, a, pc)) dbl = true;
         else ints = true;
     }
-    if (dbl) {
-        if (!jit_double_inline(p->c, op)) return false;
-        int x = as_double(p, r, pc), y = as_double(p, a, pc);
-        if (x < 0 || y < 0) return false;
-        int id = add(p, WN_DARITH, WT_DBL, x, y, pc);
-        if (id >= 0) p->L->node[id].op = op;
-        return push(p, id);
-    }
-    if (!jit_int_inline(p->c, op)) return false;
-    int x = as_int(p, r, pc), y = as_int(p, a, pc);
-    if (x < 0 || y < 0) return false;
-    int id = add(p, WN_IARITH, WT_INT, x, y, pc);
-    if (id >= 0) {
-        p->L->node[id].op = op;
-        immediate_operand(p->L, id);
-    }
+    if (dbl ? !jit_double_inline(p->c, op) : !jit_int_inline(p->c, op)) return false;
+    int id = dbl ? binary(p, true, WN_DARITH, WT_DBL, r, a, pc) : binary(p, false, WN_IARITH, WT_INT, r, a, pc);
+    if (id >= 0) p->L->node[id].op = op;
     return push(p, id);
 }
 
@@ -408,21 +406,10 @@ static bool compare(Plan *p, uint8_t op, size_t pc)
     bool ints = compares_ints(p, pc);
     int a = pop(p), r = pop(p);
     if (a < 0 || r < 0) return false;
-    if (!ints) {
-        if (op == BC_SEND_EQ || op == BC_SEND_NE || !jit_double_inline(p->c, op)) return false;
-        int x = as_double(p, r, pc), y = as_double(p, a, pc);
-        if (x < 0 || y < 0) return false;
-        int id = add(p, WN_DCMP, WT_FLAG, x, y, pc);
-        if (id >= 0) p->L->node[id].op = op;
-        return push(p, id);
-    }
-    if (!jit_int_inline(p->c, op)) return false;
-    int x = as_int(p, r, pc), y = as_int(p, a, pc);
-    if (x < 0 || y < 0) return false;
-    int id = add(p, WN_ICMP, WT_FLAG, x, y, pc);
-    if (id < 0) return false;
-    immediate_operand(p->L, id);
-    p->L->node[id].op = (uint8_t)jit_compile_compare_cond(op);
+    if (ints ? !jit_int_inline(p->c, op) : op == BC_SEND_EQ || op == BC_SEND_NE || !jit_double_inline(p->c, op))
+        return false;
+    int id = binary(p, !ints, ints ? WN_ICMP : WN_DCMP, WT_FLAG, r, a, pc);
+    if (id >= 0) p->L->node[id].op = ints ? (uint8_t)jit_compile_compare_cond(op) : op;
     return push(p, id);
 }
 
@@ -1961,8 +1948,7 @@ void jit_whole_inline_emit(Compiler *c, const JitWholeLoop *L, X64Label *plain, 
     size_t marked = jit_x64_size(b);
     VM_ASSERT(L->inlined);
     c->pc = 0;
-    stress_test(c, &bail);
-    probe_test(c, L, &bail);
+    stress_test(c, &bail); /* (the inline guard has tested the probes) */
     emit_nodes(c, L, false, NULL, &bail, &leave, &marked);
     commit(c, L, &bail, &marked);
     c->pc = L->back;
