@@ -36,7 +36,7 @@
 #define WL_STORES_MAX 32
 #define WL_LOOPS_MAX 4
 #define WL_COMMIT INT32_MAX /* the last use of a value the commit writes */
-#define WL_IF_WORK_MAX 4    /* values an if's arms and merges may compute (not counting loads, constants, tests) */
+#define WL_IFS_MAX 16
 
 /* WT_FLAG: a condition, 1 or 0 in a register (no Oop: never stored) */
 typedef enum WType { WT_OOP, WT_INT, WT_DBL, WT_NONE, WT_FLAG } WType;
@@ -68,6 +68,9 @@ typedef enum WKind {
     WN_BEXIT,    /* leave the loop when a is true (v 1) or false (v 0), bail unless it is the other */
     WN_DEXIT,    /* leave the loop when Doubles a op b hold (v 1) or do not (v 0): a WN_DCMP and its exit */
     WN_SELECT,   /* flag s ? a : b: a temp or stack word an if's arms left apart */
+    WN_IF,       /* if v's test: its then arm's nodes follow, run when flag a is op */
+    WN_ELSE,     /* if v's else arm's nodes follow */
+    WN_JOIN,     /* if v's arms are over */
     WN_PHI       /* a value carried from one iteration to the next in its register:
                   * temp v (a < 0) or field v of object a (a Double) as the loop
                   * began, then node `next` of the iteration before */
@@ -76,8 +79,10 @@ typedef enum WKind {
 typedef struct WNode {
     uint8_t kind, type, op;
     bool invariant; /* the same in every iteration: computed once, before the loop */
+    bool hidden;    /* computed in an if's arm: what comes after the if does not look it up */
     int a, b, s;
     int next; /* a WN_PHI's value for the next iteration */
+    int ifk;  /* a WN_SELECT of if ifk's arms: moved into at each arm's end (no flag); -1: a cmov */
     int64_t v;
     double d;
     size_t pc;
@@ -85,6 +90,7 @@ typedef struct WNode {
     int last; /* the last node that uses it, WL_COMMIT, or -1 */
     /* what planning learnt of an object or SmallInteger value */
     bool consumes;  /* its operand a dies here: its register may be clobbered */
+    bool fused;     /* a compare whose only use is the WN_IF right after it: the flags are the test */
     bool is_int;
     int64_t klass; /* the class a WN_CLASS tested, -1: none */
     int unboxed;   /* its WN_UNBOX, -1: none */
@@ -132,6 +138,7 @@ typedef struct Plan {
     bool array_stored; /* an at:put: is planned: no at: after it (it would read memory) */
     bool inlined;      /* an inlined callee's body: c is a copy describing the callee */
     int store_floor;   /* the stores before it are not replaced (an if's arm is being planned) */
+    int nifs;
     /* values carried in registers (a second planning, from the first's
      * findings): temp t's type + 1, or 0; fields of objects read from a
      * temp, an argument or self (kind, v) */
@@ -150,7 +157,7 @@ static int add(Plan *p, WKind kind, WType type, int a, int b, size_t pc)
     JitWholeLoop *L = p->L;
     if (L->n >= WL_NODES_MAX) return -1;
     WNode *n = &L->node[L->n];
-    *n = (WNode){ .kind = (uint8_t)kind, .type = (uint8_t)type, .a = a, .b = b, .s = -1, .next = -1, .pc = pc, .reg = -1,
+    *n = (WNode){ .kind = (uint8_t)kind, .type = (uint8_t)type, .a = a, .b = b, .s = -1, .next = -1, .ifk = -1, .pc = pc, .reg = -1,
                   .last = -1, .klass = -1, .unboxed = -1 };
     return L->n++;
 }
@@ -210,7 +217,7 @@ static bool guard_distinct(Plan *p, int a, int b, size_t pc)
 {
     for (int i = 0; i < p->L->n; i++) {
         const WNode *g = &p->L->node[i];
-        if (g->kind == WN_DISTINCT && ((g->a == a && g->b == b) || (g->a == b && g->b == a))) return true;
+        if (!g->hidden && g->kind == WN_DISTINCT && ((g->a == a && g->b == b) || (g->a == b && g->b == a))) return true;
     }
     return add(p, WN_DISTINCT, WT_NONE, a, b, pc) >= 0;
 }
@@ -234,7 +241,7 @@ static int read_field(Plan *p, int obj, int f, size_t pc)
     for (int s = 0; s < L->nfield_stores; s++)
         if (L->store[s].field == f && !guard_distinct(p, obj, L->store[s].obj, pc)) return -1;
     for (int i = 0; i < L->n; i++)
-        if (L->node[i].kind == WN_FIELD && L->node[i].a == obj && L->node[i].v == f) return i;
+        if (!L->node[i].hidden && L->node[i].kind == WN_FIELD && L->node[i].a == obj && L->node[i].v == f) return i;
     for (int k = 0; k < p->nfield_phis; k++) {
         if (p->field_phi[k].kind != L->node[obj].kind || p->field_phi[k].v != L->node[obj].v ||
             p->field_phi[k].field != f)
@@ -281,6 +288,8 @@ static int constant(Plan *p, Oop v, size_t pc)
 static int iteration_temp(Plan *p, int t, size_t pc)
 {
     if (p->inlined) return constant(p, p->c->rt->nil, pc); /* a callee's temps begin nil */
+    for (int i = 0; i < p->L->n && p->temp_phi[t]; i++) /* (one carried value, before the loop: good in every arm) */
+        if (p->L->node[i].kind == WN_PHI && p->L->node[i].a < 0 && p->L->node[i].v == t) return i;
     int id = p->temp_phi[t] ? add(p, WN_PHI, (WType)(p->temp_phi[t] - 1), -1, -1, pc) : add(p, WN_TEMP, WT_OOP, -1, -1, pc);
     if (id < 0) return -1;
     p->L->node[id].v = t;
@@ -463,7 +472,7 @@ static int start_value(Plan *p, int t, size_t pc)
 {
     for (int i = 0; i < p->L->n; i++) {
         const WNode *n = &p->L->node[i];
-        if ((n->kind == WN_TEMP || (n->kind == WN_PHI && n->a < 0)) && n->v == t) return i;
+        if (((n->kind == WN_TEMP && !n->hidden) || (n->kind == WN_PHI && n->a < 0)) && n->v == t) return i;
     }
     return iteration_temp(p, t, pc);
 }
@@ -502,6 +511,51 @@ static bool plan_arm(Plan *p, size_t lo, size_t hi)
     return pc == hi;
 }
 
+/* What an arm's planning may learn of the nodes before it, and the nodes it
+ * makes: the code after the if must not rely on either (the arm may not
+ * have run), so arm_end forgets them. */
+static struct {
+    bool is_int[WL_NODES_MAX];
+    int64_t klass[WL_NODES_MAX];
+    int unboxed[WL_NODES_MAX];
+    int n, self_node, arg_node[VM_COMPILE_MAX_VARS + 8];
+} arm_facts;
+
+static void arm_begin(Plan *p)
+{
+    const JitWholeLoop *L = p->L;
+    arm_facts.n = L->n;
+    for (int i = 0; i < L->n; i++) {
+        arm_facts.is_int[i] = L->node[i].is_int;
+        arm_facts.klass[i] = L->node[i].klass;
+        arm_facts.unboxed[i] = L->node[i].unboxed;
+    }
+    arm_facts.self_node = p->self_node;
+    memcpy(arm_facts.arg_node, p->arg_node, sizeof arm_facts.arg_node);
+}
+
+static void arm_end(Plan *p, int first)
+{
+    JitWholeLoop *L = p->L;
+    for (int i = 0; i < arm_facts.n; i++) {
+        L->node[i].is_int = arm_facts.is_int[i];
+        L->node[i].klass = arm_facts.klass[i];
+        L->node[i].unboxed = arm_facts.unboxed[i];
+    }
+    for (int i = first; i < L->n; i++) L->node[i].hidden = L->node[i].kind != WN_PHI; /* (a carried value is good anywhere) */
+    p->self_node = arm_facts.self_node;
+    memcpy(p->arg_node, arm_facts.arg_node, sizeof arm_facts.arg_node);
+}
+
+/* Whether value x (of temp t after an arm; before, its value before the
+ * if) is an assignment the arm made, not the temp's start read. */
+static bool assigned(const Plan *p, int t, int x, int before)
+{
+    if (x == before || x < 0) return false;
+    const WNode *n = &p->L->node[x];
+    return !((n->kind == WN_TEMP || (n->kind == WN_PHI && n->a < 0)) && n->v == t);
+}
+
 typedef struct ArmState {
     int temp_val[VM_COMPILE_MAX_VARS + 1];
     int stack[32];
@@ -533,30 +587,49 @@ static bool plan_if(Plan *p, size_t pc, int flag, size_t t, size_t *next)
     static ArmState before, then_arm; /* (the compiler runs on the VM's one thread) */
     static WStore then_stores[WL_STORES_MAX], else_stores[WL_STORES_MAX];
     JitWholeLoop *L = p->L;
-    int s0 = L->nfield_stores, floor = p->store_floor, nodes_before = L->n;
+    int s0 = L->nfield_stores, floor = p->store_floor;
+    /* the jump is taken when the flag is 1 for JUMP_IF_TRUE: then the else arm runs */
+    bool then_on_1 = c->code[pc] == BC_JUMP_IF_FALSE;
+    if (p->nifs >= WL_IFS_MAX) return false;
+    int ifk = p->nifs++, mark_if = add(p, WN_IF, WT_NONE, flag, -1, pc);
+    if (mark_if < 0) return false;
+    L->node[mark_if].v = ifk;
+    L->node[mark_if].op = then_on_1;
     p->store_floor = s0;
     save_arm(p, &before);
+    arm_begin(p);
     if (!plan_arm(p, lo, then_end)) return false;
+    arm_end(p, mark_if + 1);
     save_arm(p, &then_arm);
+    int mark_else = add(p, WN_ELSE, WT_NONE, -1, -1, t);
+    if (mark_else < 0) return false;
+    L->node[mark_else].v = ifk;
     int nthen = L->nfield_stores - s0;
     memcpy(then_stores, L->store + s0, (size_t)nthen * sizeof *then_stores);
     L->nfield_stores = s0; /* the else arm reads the fields as they were */
     memcpy(p->temp_val, before.temp_val, sizeof p->temp_val);
     memcpy(p->stack, before.stack, sizeof p->stack);
     p->sp = before.sp;
+    arm_begin(p);
     if (!plan_arm(p, t, join) || p->sp != then_arm.sp) return false;
+    arm_end(p, mark_else + 1);
+    int mark_join = add(p, WN_JOIN, WT_NONE, -1, -1, join);
+    if (mark_join < 0) return false;
+    L->node[mark_join].v = ifk;
     int nelse = L->nfield_stores - s0;
     memcpy(else_stores, L->store + s0, (size_t)nelse * sizeof *else_stores);
     L->nfield_stores = s0;
     p->store_floor = floor;
-    /* the jump is taken when the flag is 1 for JUMP_IF_TRUE: then the else arm runs */
-    bool then_on_1 = c->code[pc] == BC_JUMP_IF_FALSE;
     for (int k = 0; k < p->sp; k++) {
         int a = then_on_1 ? then_arm.stack[k] : p->stack[k], b = then_on_1 ? p->stack[k] : then_arm.stack[k];
         if ((p->stack[k] = merge(p, flag, a, b, join)) < 0) return false;
     }
     for (int v = 0; v <= VM_COMPILE_MAX_VARS; v++) {
         int x = then_arm.temp_val[v], y = p->temp_val[v];
+        if (!assigned(p, v, x, before.temp_val[v]) && !assigned(p, v, y, before.temp_val[v])) {
+            p->temp_val[v] = before.temp_val[v]; /* (only read in an arm: read again after it) */
+            continue;
+        }
         if (x == y) continue;
         if (x < 0) x = start_value(p, v, join);
         if (y < 0) y = start_value(p, v, join);
@@ -584,18 +657,18 @@ static bool plan_if(Plan *p, size_t pc, int flag, size_t t, size_t *next)
         int m = x < 0 || y < 0 ? -1 : merge(p, flag, then_on_1 ? x : y, then_on_1 ? y : x, join);
         if (m < 0 || !put_field(p, st->obj, st->field, m, join)) return false;
     }
-    *next = join;
-    /* both arms run in every iteration: worth it only while they are short
-     * (Mandelbrot's `notDone := false. escape := 1`); the templates' code
-     * runs only the arm taken, and Ball>>bounce's four ifs of three stores
-     * each cost more computed in full than branched over */
-    int work = 0;
-    for (int i = nodes_before; i < L->n; i++) {
-        uint8_t k = L->node[i].kind;
-        work += !(k == WN_CONST || k == WN_DCONST || k == WN_IS_INT || k == WN_CLASS || k == WN_TEMP || k == WN_PHI ||
-                  k == WN_ARG || k == WN_SELF);
+    /* a select of what the arms computed (not of a value read after the
+     * join) is a move at the end of each arm: the path not taken moves
+     * nothing, and the flag is not needed after the test */
+    for (int i = mark_join + 1; i < L->n; i++) {
+        WNode *n = &L->node[i];
+        if (n->kind != WN_SELECT || n->s != flag || (n->op != 1 && n->a > mark_join) || (n->op != 2 && n->b > mark_join))
+            continue;
+        n->ifk = ifk;
+        n->s = -1;
     }
-    return work <= WL_IF_WORK_MAX;
+    *next = join;
+    return true;
 }
 
 /* A conditional jump in the loop: an exit, or an if. */
@@ -741,7 +814,7 @@ static int array_slot(Plan *p, WKind kind, int r, int i, size_t pc)
     if (x < 0) return -1;
     int size = -1;
     for (int k = 0; k < p->L->n && size < 0; k++)
-        if (p->L->node[k].kind == WN_SIZE && p->L->node[k].a == r) size = k;
+        if (!p->L->node[k].hidden && p->L->node[k].kind == WN_SIZE && p->L->node[k].a == r) size = k;
     if (size < 0) size = add(p, WN_SIZE, WT_OOP, r, -1, pc);
     int id = size < 0 ? -1 : add(p, kind, WT_OOP, r, x, pc);
     if (id >= 0) p->L->node[id].s = size;
@@ -791,7 +864,8 @@ static bool plan_bytecode(Plan *p, size_t pc)
     case BC_PUSH_OUTER: {
         if (!outer_method(c, q[2])) return false;
         for (int i = 0; i < p->L->n; i++)
-            if (p->L->node[i].kind == WN_OUTER && p->L->node[i].v == q[1] && p->L->node[i].op == q[2])
+            if (!p->L->node[i].hidden && p->L->node[i].kind == WN_OUTER && p->L->node[i].v == q[1] &&
+                p->L->node[i].op == q[2])
                 return push(p, i);
         int id = add(p, WN_OUTER, WT_OOP, -1, -1, pc);
         if (id < 0) return false;
@@ -920,6 +994,9 @@ static void find_invariants(const Plan *p, JitWholeLoop *L)
         case WN_FEXIT:
         case WN_BEXIT:
         case WN_DEXIT:
+        case WN_IF:
+        case WN_ELSE:
+        case WN_JOIN:
         case WN_PHI: n->invariant = false; break;
         default: n->invariant = a && b && s; break;
         }
@@ -985,7 +1062,7 @@ static bool allocate_pass(JitWholeLoop *L, Regs *r, bool invariant, const int *l
         if (before_loop(n) != invariant) continue;
         n->reg = -1;
         n->consumes = n->a >= 0 && last[n->a] == i && n->a != n->b && n->a != n->s;
-        if (n->type != WT_NONE && !(pure_load(n->kind) && n->last < 0)) {
+        if (n->type != WT_NONE && !(pure_load(n->kind) && n->last < 0) && !n->fused) {
             const WNode *a = n->a >= 0 ? &L->node[n->a] : NULL, *b = n->b >= 0 ? &L->node[n->b] : NULL;
             bool commutes = n->kind == WN_DARITH && (n->op == BC_SEND_ADD || n->op == BC_SEND_MUL);
             bool reuse = n->kind == WN_DARITH || n->kind == WN_SQRT || n->kind == WN_IARITH || n->kind == WN_IABS;
@@ -1049,6 +1126,11 @@ static bool allocate(JitWholeLoop *L)
         L->node[n->next].last = WL_COMMIT;
         (L->node[n->next].invariant ? last_inv : last_var)[n->next] = WL_COMMIT;
     }
+    for (int i = 1; i < L->n; i++) {
+        WNode *f = &L->node[i - 1];
+        f->fused = L->node[i].kind == WN_IF && L->node[i].a == i - 1 && (f->kind == WN_ICMP || f->kind == WN_DCMP) &&
+                   f->last == i && !f->invariant;
+    }
     /* the commit encodes a stored Double in its register: never one the
      * next iteration reads again */
     for (int k = 0; k < L->nstores; k++)
@@ -1070,6 +1152,7 @@ static bool plan_body(const Compiler *c, JitWholeLoop *L, Plan *p)
     p->exited = false;
     p->array_stored = false;
     p->store_floor = 0;
+    p->nifs = 0;
     p->self_node = -1;
     for (size_t i = 0; i < sizeof p->temp_val / sizeof p->temp_val[0]; i++) p->temp_val[i] = -1;
     for (size_t i = 0; i < sizeof p->arg_node / sizeof p->arg_node[0]; i++) p->arg_node[i] = -1;
@@ -1496,12 +1579,81 @@ static bool is_exit(uint8_t kind)
     return kind == WN_EXIT || kind == WN_FEXIT || kind == WN_BEXIT || kind == WN_DEXIT;
 }
 
+/* Each if's labels: its else arm, its join (set up as the emission begins). */
+static X64Label if_label[WL_IFS_MAX][2];
+
+static bool before_loop(const WNode *n);
+
+/* The moves at the end of if k's then arm (or else arm) into its selects:
+ * in their order, since a select's register may be a value an earlier one
+ * moved and freed, but never one a later one moves. */
+static void arm_moves(Compiler *c, const JitWholeLoop *L, int k, bool then_arm)
+{
+    X64Buf *b = &c->b;
+    bool then_on_1 = true;
+    for (int i = 0; i < L->n; i++)
+        if (L->node[i].kind == WN_IF && L->node[i].v == k) then_on_1 = L->node[i].op;
+    for (int i = 0; i < L->n; i++) {
+        const WNode *n = &L->node[i];
+        if (n->kind != WN_SELECT || n->ifk != k) continue;
+        bool a_side = then_arm == then_on_1; /* a: the value when the flag is 1 */
+        int from = a_side ? n->a : n->b;
+        if ((a_side && n->op == 1) || (!a_side && n->op == 2)) {
+            jit_x64_mov_ri(b, (X64Reg)n->reg, n->v);
+        } else if (n->type == WT_DBL) {
+            if (n->reg != L->node[from].reg) jit_x64_movsd_xx(b, (X64Xmm)n->reg, (X64Xmm)L->node[from].reg);
+        } else if (n->reg != L->node[from].reg) {
+            jit_x64_mov_rr(b, (X64Reg)n->reg, (X64Reg)L->node[from].reg);
+        }
+    }
+}
+
+/* Whether the else arm after node i (its WN_ELSE) emits nothing. */
+static bool arm_empty(const JitWholeLoop *L, int i)
+{
+    for (int k = 0; k < L->n; k++)
+        if (L->node[k].kind == WN_SELECT && L->node[k].ifk == (int)L->node[i].v) return false;
+    for (int k = i + 1; k < L->n && !(L->node[k].kind == WN_JOIN && L->node[k].v == L->node[i].v); k++) {
+        const WNode *n = &L->node[k];
+        if (!before_loop(n) && !(n->type != WT_NONE && n->reg < 0)) return false;
+    }
+    return true;
+}
+
+static void if_labels_init(void)
+{
+    for (int k = 0; k < WL_IFS_MAX; k++) {
+        jit_x64_label_init(&if_label[k][0], "whole code's else arm");
+        jit_x64_label_init(&if_label[k][1], "whole code's if joined");
+    }
+}
+
 static void emit_node(Compiler *c, const JitWholeLoop *L, int i, X64Label *bail, X64Label *leave)
 {
     X64Buf *b = &c->b;
     const WNode *n = &L->node[i];
-    if (n->type != WT_NONE && n->reg < 0) return; /* a load nothing uses */
+    if (n->type != WT_NONE && n->reg < 0 && !n->fused) return; /* a load nothing uses */
     switch ((WKind)n->kind) {
+    case WN_IF: { /* only the arm taken runs: a select after the join ignores the other's registers */
+        const WNode *f = &L->node[n->a];
+        if (f->fused) { /* the compare just before: its condition holds when the flag would be 1 */
+            X64Cond cc = f->kind == WN_ICMP ? (X64Cond)f->op : jit_double_ordered_cond(f->op);
+            jit_x64_jcc_label32(b, n->op ? jit_x64_cc_negate(cc) : cc, &if_label[n->v][0]);
+            break;
+        }
+        jit_x64_test_rr(b, gpr(L, n->a), gpr(L, n->a));
+        jit_x64_jcc_label32(b, n->op ? JIT_X64_CC_Z : JIT_X64_CC_NZ, &if_label[n->v][0]);
+        break;
+    }
+    case WN_ELSE:
+        arm_moves(c, L, (int)n->v, true);
+        if (!arm_empty(L, i)) jit_x64_jmp_label32(b, &if_label[n->v][1]);
+        jit_x64_label_bind(b, &if_label[n->v][0]);
+        break;
+    case WN_JOIN:
+        arm_moves(c, L, (int)n->v, false);
+        jit_x64_label_bind(b, &if_label[n->v][1]);
+        break;
     case WN_TEMP: jit_x64_mov_rm(b, gpr(L, i), jit_compile_temp_slot((int)n->v)); break;
     /* an inlined callee's receiver and arguments lie on the machine stack
      * where its send would find them (the last argument at rsp: fp word 2) */
@@ -1648,15 +1800,15 @@ static void emit_node(Compiler *c, const JitWholeLoop *L, int i, X64Label *bail,
         jit_x64_jcc_label32(b, JIT_X64_CC_AE, bail); /* unsigned: also an index below 1 */
         break;
     case WN_ICMP: /* tagged SmallIntegers order as their values */
-        jit_x64_xor_rr(b, gpr(L, i), gpr(L, i));
+        if (!n->fused) jit_x64_xor_rr(b, gpr(L, i), gpr(L, i));
         if (n->b < 0) jit_x64_cmp_ri(b, gpr(L, n->a), (int32_t)n->v);
         else jit_x64_cmp_rr(b, gpr(L, n->a), gpr(L, n->b));
-        jit_x64_setcc_r(b, (X64Cond)n->op, gpr(L, i));
+        if (!n->fused) jit_x64_setcc_r(b, (X64Cond)n->op, gpr(L, i));
         break;
     case WN_DCMP:
-        jit_x64_xor_rr(b, gpr(L, i), gpr(L, i));
+        if (!n->fused) jit_x64_xor_rr(b, gpr(L, i), gpr(L, i));
         jit_x64_ucomisd_xx(b, xmm(L, n->b), xmm(L, n->a));
-        jit_x64_setcc_r(b, jit_double_ordered_cond(n->op), gpr(L, i));
+        if (!n->fused) jit_x64_setcc_r(b, jit_double_ordered_cond(n->op), gpr(L, i));
         break;
     case WN_TRUTH: {
         X64Label done = JIT_X64_LABEL("a Boolean");
@@ -1686,6 +1838,7 @@ static void emit_node(Compiler *c, const JitWholeLoop *L, int i, X64Label *bail,
         jit_x64_jcc_label32(b, JIT_X64_CC_NE, bail); /* the plain code sends mustBeBoolean */
         break;
     case WN_SELECT:
+        if (n->ifk >= 0) break; /* moved into at its arms' ends */
         if (n->type == WT_DBL) {
             X64Label done = JIT_X64_LABEL("selected");
             jit_x64_movsd_xx(b, xmm(L, i), xmm(L, n->b));
@@ -1862,6 +2015,7 @@ void jit_whole_loop_emit(Compiler *c, const JitWholeLoop *L)
              leave = JIT_X64_LABEL("whole loop left");
     size_t saved_pc = c->pc;
     size_t marked = jit_x64_size(b);
+    if_labels_init();
     c->pc = L->head;
     if (L->body) {
         /* a body: its values in order, the commit, its answer on the real
@@ -1947,6 +2101,7 @@ void jit_whole_inline_emit(Compiler *c, const JitWholeLoop *L, X64Label *plain, 
     size_t saved_pc = c->pc;
     size_t marked = jit_x64_size(b);
     VM_ASSERT(L->inlined);
+    if_labels_init();
     c->pc = 0;
     stress_test(c, &bail); /* (the inline guard has tested the probes) */
     emit_nodes(c, L, false, NULL, &bail, &leave, &marked);
