@@ -257,8 +257,8 @@ void jit_whole_loop_emit(Compiler *c, const JitWholeLoop *L);
 const JitWholeLoop *jit_whole_inline_at(const Compiler *c, size_t site);
 /* Emits it after the inline guard (the receiver and arguments on the
  * machine stack): the answer in rax and them dropped at done; a failed test
- * goes to plain, the body's templates. */
-void jit_whole_inline_emit(Compiler *c, const JitWholeLoop *L, X64Label *plain, X64Label *done);
+ * falls out of it into what is emitted next, the body's templates. */
+void jit_whole_inline_emit(Compiler *c, const JitWholeLoop *L, X64Label *done);
 
 /* -- vm/jit/simstack.c ---------------------------------------------------------------- */
 

@@ -711,10 +711,8 @@ void jit_inline_emit(Compiler *c, const JitInlineSite *s)
     jit_compile_map_here(c, 0, JIT_MAP_LOCAL); /* the range begins with its scope's bcpc */
     jit_x64_nop(b, JIT_X64_JMP_REL32_SIZE); /* jit_inline_disable's jmp to the send */
     const JitWholeLoop *whole = jit_whole_inline_at(c, s->pc);
-    if (whole) { /* the body compiled whole first (vm/jit/whole_loop.c); its failed tests come here */
-        X64Label plain = JIT_X64_LABEL("inlined body's templates");
-        jit_whole_inline_emit(c, whole, &plain, &done);
-        jit_x64_label_bind(b, &plain);
+    if (whole) { /* the body compiled whole first (vm/jit/whole_loop.c); its failed tests fall into the templates */
+        jit_whole_inline_emit(c, whole, &done);
         jit_compile_map_here(c, 0, JIT_MAP_LOCAL); /* (dropped when bytecode 0 leaves its word pending) */
     }
     if (y.ntemps) {
