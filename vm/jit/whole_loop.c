@@ -899,6 +899,7 @@ static void find_invariants(const Plan *p, JitWholeLoop *L)
         case WN_DCONST: n->invariant = true; break;
         case WN_FIELD: n->invariant = a && !field_stored[n->v & 255]; break;
         case WN_AT: n->invariant = a && b && s && !array_stored; break;
+        case WN_SELECT: n->invariant = n->ifk < 0 && a && b && s; break; /* (an if's moves make it in the loop) */
         case WN_EXIT:
         case WN_FEXIT:
         case WN_BEXIT:
